@@ -1,0 +1,21 @@
+//! engram's event contract (SPEC §2) and the Arrow schemas of its Lance tables.
+//!
+//! This crate depends on no other crate of the workspace.
+
+pub mod event;
+pub mod tables;
+pub mod validate;
+
+pub use event::*;
+pub use validate::{parse_event, parse_event_value, validate_name, EventError, MAX_EVENT_BYTES};
+
+/// The stable UUID of the node an event creates (an episode for an interaction): the same
+/// `(tenant, event_id)` always yields the same id, so replays and redeliveries converge.
+pub fn node_id(tenant: &str, event_id: &str) -> uuid::Uuid {
+    const NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6f1c_2a57_93d4_4e0b_a1c8_5b7e_0d2f_9a31);
+    let mut name = Vec::with_capacity(tenant.len() + event_id.len() + 1);
+    name.extend_from_slice(tenant.as_bytes());
+    name.push(0);
+    name.extend_from_slice(event_id.as_bytes());
+    uuid::Uuid::new_v5(&NAMESPACE, &name)
+}

@@ -1,0 +1,44 @@
+//! Arrow schemas of the Lance tables.
+
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
+use std::sync::Arc;
+
+/// Column names of the `episodes` table, shared by writers and readers.
+pub mod episodes {
+    pub const ID: &str = "id";
+    pub const EVENT_ID: &str = "event_id";
+    pub const TENANT: &str = "tenant_id";
+    pub const USER: &str = "user_id";
+    pub const SESSION: &str = "session";
+    pub const ROLE: &str = "role";
+    pub const CONTENT: &str = "content";
+    pub const TS: &str = "ts";
+    pub const TURN: &str = "turn";
+    pub const IMPORTANCE: &str = "importance";
+    /// Offset of the event in the input log: makes writes idempotent across restarts.
+    pub const LOG_OFFSET: &str = "log_offset";
+    pub const VECTOR: &str = "vector";
+}
+
+/// The `episodes` table: one row per interaction, with its embedding of `dim` floats.
+pub fn episodes_schema(dim: usize) -> Arc<Schema> {
+    use episodes::*;
+    Arc::new(Schema::new(vec![
+        Field::new(ID, DataType::Utf8, false),
+        Field::new(EVENT_ID, DataType::Utf8, false),
+        Field::new(TENANT, DataType::Utf8, false),
+        Field::new(USER, DataType::Utf8, false),
+        Field::new(SESSION, DataType::Utf8, true),
+        Field::new(ROLE, DataType::Utf8, false),
+        Field::new(CONTENT, DataType::Utf8, false),
+        Field::new(TS, DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), false),
+        Field::new(TURN, DataType::UInt32, true),
+        Field::new(IMPORTANCE, DataType::Float32, true),
+        Field::new(LOG_OFFSET, DataType::UInt64, false),
+        Field::new(
+            VECTOR,
+            DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), dim as i32),
+            false,
+        ),
+    ]))
+}
