@@ -1,0 +1,14 @@
+//! The memory dataflow: composes the operators of `engram-operators` into the maintained views,
+//! and runs it on timely workers.
+//!
+//! No I/O happens here. Input arrives through an [`InputSource`] (the embedded log or Kafka,
+//! implemented by the caller); results leave as consistent [`views::MemoryViews`] snapshots and as
+//! batches of new episodes for the caller to store.
+
+pub mod input;
+pub mod memory;
+pub mod views;
+
+pub use input::{InputRecord, InputSource};
+pub use memory::{run_memory_dataflow, DataflowHandle, EpisodeBatch};
+pub use views::{MemoryViews, SharedViews};

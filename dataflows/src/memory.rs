@@ -1,0 +1,158 @@
+//! The memory dataflow and the timely workers that run it.
+
+use crate::input::{InputRecord, InputSource};
+use crate::views::{SharedViews, ViewUpdate};
+use differential_dataflow::input::Input;
+use engram_operators::{next_edges, Episode, SessionKey};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use timely::dataflow::operators::probe::Handle;
+
+/// Episodes that entered the views, in log order, for the caller to store (Lance).
+#[derive(Debug, Clone)]
+pub struct EpisodeBatch {
+    /// The views' timestamp after this batch.
+    pub as_of: u64,
+    pub episodes: Vec<(SessionKey, Episode)>,
+}
+
+/// A running dataflow. Dropping it does not stop it; call [`DataflowHandle::stop`].
+pub struct DataflowHandle {
+    stop: Arc<AtomicBool>,
+    as_of: Arc<AtomicU64>,
+    guards: Option<timely::communication::WorkerGuards<()>>,
+}
+
+impl DataflowHandle {
+    /// The offset below which all input is reflected in the views.
+    pub fn as_of(&self) -> u64 {
+        self.as_of.load(Ordering::Acquire)
+    }
+
+    /// Stops the workers and waits for them.
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(g) = self.guards.take() {
+            let _ = g.join();
+        }
+    }
+}
+
+impl Drop for DataflowHandle {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+    }
+}
+
+type Captured = Arc<Mutex<Vec<(ViewUpdate, u64, isize)>>>;
+type CapturedEpisodes = Arc<Mutex<Vec<((SessionKey, Episode), u64, isize)>>>;
+
+/// Starts `workers` timely workers running the memory dataflow.
+///
+/// Each worker reads its share of the input through the source `make_source(index, peers)`
+/// gives it. After every step, worker 0 applies all view updates at timestamps the whole
+/// dataflow has passed to `views` (one write lock per step), and sends the episodes that became
+/// visible, in log order, to `episodes_out`.
+pub fn run_memory_dataflow<F>(
+    workers: usize,
+    make_source: F,
+    views: Arc<SharedViews>,
+    episodes_out: Sender<EpisodeBatch>,
+) -> Result<DataflowHandle, String>
+where
+    F: Fn(usize, usize) -> Box<dyn InputSource> + Send + Sync + 'static,
+{
+    let stop = Arc::new(AtomicBool::new(false));
+    let as_of = Arc::new(AtomicU64::new(0));
+    let captured: Captured = Default::default();
+    let captured_episodes: CapturedEpisodes = Default::default();
+    let episodes_out = Mutex::new(episodes_out);
+    let (stop2, as_of2) = (stop.clone(), as_of.clone());
+    let guards = timely::execute(timely::Config::process(workers.max(1)), move |worker| {
+        let index = worker.index();
+        let mut source = make_source(index, worker.peers());
+        let mut probe = Handle::new();
+        let (cap, cap_eps) = (captured.clone(), captured_episodes.clone());
+        let mut episodes_in = worker.dataflow::<u64, _, _>(|scope| {
+            let (input, episodes) = scope.new_collection::<(SessionKey, Episode), isize>();
+            next_edges(episodes.clone())
+                .inspect(move |((key, edge), t, d)| {
+                    cap.lock().unwrap().push((ViewUpdate::NextEdge(key.clone(), edge.clone()), *t, *d))
+                })
+                .probe_with(&mut probe);
+            episodes
+                .inspect(move |(rec, t, d)| cap_eps.lock().unwrap().push((rec.clone(), *t, *d)))
+                .probe_with(&mut probe);
+            input
+        });
+        let out = episodes_out.lock().unwrap().clone();
+        let mut published = 0u64;
+        while !stop2.load(Ordering::Acquire) {
+            if let Some((records, upto)) = source.poll() {
+                for (_offset, record) in records {
+                    match record {
+                        InputRecord::Episode(key, episode) => episodes_in.insert((key, episode)),
+                    }
+                }
+                if upto > *episodes_in.time() {
+                    episodes_in.advance_to(upto);
+                }
+                episodes_in.flush();
+            }
+            worker.step_or_park(Some(Duration::from_millis(2)));
+            if index == 0 {
+                let frontier = probe.with_frontier(|f| f.first().copied()).unwrap_or(u64::MAX);
+                if frontier > published {
+                    publish(frontier, &captured, &captured_episodes, &views, &out);
+                    published = frontier;
+                    as_of2.store(frontier, Ordering::Release);
+                }
+            }
+        }
+    })?;
+    Ok(DataflowHandle {
+        stop,
+        as_of,
+        guards: Some(guards),
+    })
+}
+
+/// Applies the captured updates at times before `frontier`, in time order, under one lock.
+fn publish(
+    frontier: u64,
+    captured: &Captured,
+    captured_episodes: &CapturedEpisodes,
+    views: &SharedViews,
+    out: &Sender<EpisodeBatch>,
+) {
+    let ready = take_before(captured, frontier);
+    let mut episodes = take_before(captured_episodes, frontier);
+    {
+        let mut v = views.write();
+        for (update, _, diff) in ready {
+            v.apply(update, diff);
+        }
+        for ((key, _), _, diff) in &episodes {
+            v.apply(ViewUpdate::SessionEpisode(key.clone()), *diff);
+        }
+        v.as_of = frontier;
+    }
+    episodes.retain(|(_, _, d)| *d > 0);
+    episodes.sort_by_key(|((_, e), _, _)| e.log_offset);
+    if !episodes.is_empty() {
+        let _ = out.send(EpisodeBatch {
+            as_of: frontier,
+            episodes: episodes.into_iter().map(|(rec, _, _)| rec).collect(),
+        });
+    }
+}
+
+fn take_before<D>(captured: &Mutex<Vec<(D, u64, isize)>>, frontier: u64) -> Vec<(D, u64, isize)> {
+    let mut all = captured.lock().unwrap();
+    let (mut ready, rest): (Vec<_>, Vec<_>) = all.drain(..).partition(|(_, t, _)| *t < frontier);
+    *all = rest;
+    ready.sort_by_key(|(_, t, _)| *t);
+    ready
+}

@@ -1,0 +1,10 @@
+//! Differential-dataflow operators of the memory dataflow, and the pure math under them.
+//!
+//! Every operator is a plain function from collections to collections, with a doc comment that
+//! says exactly what its output holds for a given input, and a test that checks the
+//! incrementally maintained output against a from-scratch computation of the same definition.
+
+pub mod episodes;
+pub mod math;
+
+pub use episodes::{next_edges, Episode, SessionKey};
