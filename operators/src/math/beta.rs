@@ -1,0 +1,741 @@
+//! Beta posteriors for Thompson sampling of prompt skills (SPEC §6, seed 004 "Contextual
+//! Bandit Learning").
+//!
+//! Each (user, context bucket, skill) holds feedback counts; its posterior is
+//! Beta(α₀ + successes, β₀ + failures) with α₀ = β₀ = 1. On top of the seed:
+//!
+//! - **Shrinkage**: a user with little feedback borrows the population posterior of the same
+//!   (bucket, skill) as prior, worth at most `max_prior_strength` pseudo-observations
+//!   ([`population_prior`]).
+//! - **Discounting**: old feedback can be down-weighted, each observation counting γ^age
+//!   ([`DiscountedFeedback`]), so the posterior follows preferences that change.
+//!
+//! The CDF is the regularized incomplete beta I_x(α, β), evaluated with the classic continued
+//! fraction (modified Lentz); quantiles invert it by bisection. Thompson draws take the
+//! caller's uniform source, so this module holds no RNG state and stays deterministic.
+//! The context bucket is FNV-1a 64 of "intent␟sentiment␟time_of_day" mod 100: stable across
+//! processes and Rust versions, unlike std's randomly seeded hasher.
+//!
+//! Units: discounting takes γ as the fraction kept per unit of elapsed time, and elapsed time
+//! in that same unit (engram uses days). Nothing here reads a clock.
+
+use std::f64::consts::PI;
+
+/// α₀, the prior pseudo-count of successes (seed 004 `prior_alpha`).
+pub const PRIOR_ALPHA: f64 = 1.0;
+/// β₀, the prior pseudo-count of failures (seed 004 `prior_beta`).
+pub const PRIOR_BETA: f64 = 1.0;
+/// Number of context buckets (seed 004 `num_context_buckets`).
+pub const CONTEXT_BUCKETS: u64 = 100;
+
+/// A Beta(α, β) distribution over a skill's success probability.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BetaPosterior {
+    /// α > 0: prior pseudo-successes plus observed (possibly discounted) successes.
+    pub alpha: f64,
+    /// β > 0: prior pseudo-failures plus observed (possibly discounted) failures.
+    pub beta: f64,
+}
+
+impl Default for BetaPosterior {
+    /// The uniform prior Beta(α₀, β₀) = Beta(1, 1).
+    fn default() -> Self {
+        BetaPosterior {
+            alpha: PRIOR_ALPHA,
+            beta: PRIOR_BETA,
+        }
+    }
+}
+
+impl BetaPosterior {
+    /// Beta(alpha, beta).
+    ///
+    /// # Panics
+    ///
+    /// If either parameter is not positive and finite: every posterior built from a valid
+    /// prior and finite non-negative counts satisfies this, so a violation is a bug upstream.
+    pub fn new(alpha: f64, beta: f64) -> Self {
+        assert!(
+            alpha > 0.0 && beta > 0.0 && alpha.is_finite() && beta.is_finite(),
+            "Beta parameters must be positive and finite, got ({alpha}, {beta})"
+        );
+        BetaPosterior { alpha, beta }
+    }
+
+    /// The seed's posterior Beta(1 + successes, 1 + failures).
+    pub fn from_counts(counts: FeedbackCounts) -> Self {
+        BetaPosterior::default().updated(counts)
+    }
+
+    /// This distribution taken as prior and updated with `counts`:
+    /// Beta(α + successes, β + failures). Negative and NaN counts are treated as 0.
+    ///
+    /// # Panics
+    ///
+    /// If a count is infinite (see [`Self::new`]).
+    pub fn updated(self, counts: FeedbackCounts) -> Self {
+        BetaPosterior::new(
+            self.alpha + counts.successes.max(0.0),
+            self.beta + counts.failures.max(0.0),
+        )
+    }
+
+    /// Mean α / (α + β).
+    pub fn mean(&self) -> f64 {
+        self.alpha / (self.alpha + self.beta)
+    }
+
+    /// Variance αβ / ((α + β)²(α + β + 1)).
+    pub fn variance(&self) -> f64 {
+        let n = self.alpha + self.beta;
+        self.alpha * self.beta / (n * n * (n + 1.0))
+    }
+
+    /// CDF P(X ≤ x) = I_x(α, β), the regularized incomplete beta; 0 for x ≤ 0, 1 for x ≥ 1.
+    pub fn cdf(&self, x: f64) -> f64 {
+        regularized_incomplete_beta(self.alpha, self.beta, x)
+    }
+
+    /// The p-quantile: the x in [0, 1] with I_x(α, β) = p, found by bisection to within 1e-12.
+    /// p ≤ 0 gives 0 and p ≥ 1 gives 1.
+    pub fn quantile(&self, p: f64) -> f64 {
+        if p.is_nan() || p <= 0.0 {
+            return 0.0;
+        }
+        if p >= 1.0 {
+            return 1.0;
+        }
+        // The CDF is continuous and increasing on [0, 1], so bisection always converges.
+        let (mut lo, mut hi) = (0.0_f64, 1.0_f64);
+        while hi - lo > 1e-12 {
+            let mid = 0.5 * (lo + hi);
+            if self.cdf(mid) < p {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        0.5 * (lo + hi)
+    }
+
+    /// Equal-tailed credible interval holding probability `level` (e.g. 0.95):
+    /// (quantile((1 − level)/2), quantile((1 + level)/2)). `level` is clamped to [0, 1].
+    pub fn credible_interval(&self, level: f64) -> (f64, f64) {
+        let level = if level.is_nan() {
+            0.0
+        } else {
+            level.clamp(0.0, 1.0)
+        };
+        let tail = 0.5 * (1.0 - level);
+        (self.quantile(tail), self.quantile(1.0 - tail))
+    }
+
+    /// One Thompson draw: a sample of Beta(α, β), as X / (X + Y) with X ~ Gamma(α, 1) and
+    /// Y ~ Gamma(β, 1) (Marsaglia–Tsang, with Box–Muller normals).
+    ///
+    /// `uniform` must return independent uniforms in (0, 1); values outside are clamped into
+    /// the open interval. Each draw consumes a variable number of uniforms (at least four).
+    pub fn sample(&self, uniform: &mut impl FnMut() -> f64) -> f64 {
+        let x = sample_gamma(self.alpha, uniform);
+        let y = sample_gamma(self.beta, uniform);
+        if x + y > 0.0 {
+            x / (x + y)
+        } else {
+            // Both draws underflowed (only possible for shapes far below 1).
+            self.mean()
+        }
+    }
+}
+
+/// Feedback counts of one (user, bucket, skill). Fractional when discounted.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FeedbackCounts {
+    /// Positive feedback (reward +1), possibly discounted.
+    pub successes: f64,
+    /// Negative feedback (reward −1), possibly discounted.
+    pub failures: f64,
+}
+
+impl FeedbackCounts {
+    /// Counts of `successes` and `failures`.
+    pub fn new(successes: f64, failures: f64) -> Self {
+        FeedbackCounts {
+            successes,
+            failures,
+        }
+    }
+
+    /// successes + failures.
+    pub fn total(&self) -> f64 {
+        self.successes + self.failures
+    }
+
+    /// The counts after one feedback event: reward > 0 adds a success, reward < 0 a failure,
+    /// reward 0 (neutral) changes nothing (seed 004 `update_from_feedback`).
+    pub fn with_reward(self, reward: i8) -> Self {
+        self.with_weighted_reward(reward, 1.0)
+    }
+
+    /// Like [`Self::with_reward`], but the event counts `weight` instead of 1.
+    pub fn with_weighted_reward(self, reward: i8, weight: f64) -> Self {
+        match reward.signum() {
+            1 => FeedbackCounts {
+                successes: self.successes + weight,
+                ..self
+            },
+            -1 => FeedbackCounts {
+                failures: self.failures + weight,
+                ..self
+            },
+            _ => self,
+        }
+    }
+
+    /// Both counts multiplied by `factor` (e.g. a [`discount_factor`]).
+    pub fn scaled(self, factor: f64) -> Self {
+        FeedbackCounts {
+            successes: self.successes * factor,
+            failures: self.failures * factor,
+        }
+    }
+
+    /// Element-wise sum, e.g. to aggregate users into a population.
+    pub fn merged(self, other: FeedbackCounts) -> Self {
+        FeedbackCounts {
+            successes: self.successes + other.successes,
+            failures: self.failures + other.failures,
+        }
+    }
+}
+
+/// Discount factor γ^elapsed: the weight left to an observation `elapsed` time units old, when
+/// a fraction `gamma` of the weight survives each unit. A negative `elapsed` counts as 0.
+pub fn discount_factor(gamma: f64, elapsed: f64) -> f64 {
+    gamma.powf(elapsed.max(0.0))
+}
+
+/// The per-unit γ whose discount halves a weight after `half_life` units: γ = 0.5^(1/half_life).
+pub fn gamma_for_half_life(half_life: f64) -> f64 {
+    0.5_f64.powf(1.0 / half_life)
+}
+
+/// Exponentially discounted feedback counts as of a time: each observation made at time tᵢ
+/// weighs γ^(as_of − tᵢ). The result does not depend on the order observations arrive in.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DiscountedFeedback {
+    /// The discounted counts, valid at `as_of`.
+    pub counts: FeedbackCounts,
+    /// The time the counts refer to: the latest observation time seen (or the start time).
+    pub as_of: f64,
+    /// Fraction of weight kept per unit of time, in (0, 1]; 1 disables discounting.
+    pub gamma: f64,
+}
+
+impl DiscountedFeedback {
+    /// Empty counts as of `start`, discounting with `gamma` per time unit.
+    pub fn new(start: f64, gamma: f64) -> Self {
+        DiscountedFeedback {
+            counts: FeedbackCounts::default(),
+            as_of: start,
+            gamma,
+        }
+    }
+
+    /// The counts carried forward to `time` (multiplied by γ^(time − as_of)); a `time` before
+    /// `as_of` leaves them as they are.
+    pub fn advanced_to(self, time: f64) -> Self {
+        if time <= self.as_of {
+            return self;
+        }
+        DiscountedFeedback {
+            counts: self
+                .counts
+                .scaled(discount_factor(self.gamma, time - self.as_of)),
+            as_of: time,
+            gamma: self.gamma,
+        }
+    }
+
+    /// The counts after a feedback event with `reward` at `time`. A later event first advances
+    /// the counts to its time and adds weight 1; an earlier one adds γ^(as_of − time), exactly
+    /// the weight it would have had if it had arrived in order.
+    pub fn observed(self, time: f64, reward: i8) -> Self {
+        let advanced = self.advanced_to(time);
+        let weight = discount_factor(self.gamma, advanced.as_of - time);
+        DiscountedFeedback {
+            counts: advanced.counts.with_weighted_reward(reward, weight),
+            ..advanced
+        }
+    }
+}
+
+/// How much a population posterior may weigh as a user's prior.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShrinkageParams {
+    /// Cap m on the prior's strength, in pseudo-observations (default 10): the population can
+    /// never outweigh ten of the user's own feedback events.
+    pub max_prior_strength: f64,
+    /// The base prior smoothing the population mean (default Beta(1, 1)).
+    pub base: BetaPosterior,
+}
+
+impl Default for ShrinkageParams {
+    fn default() -> Self {
+        ShrinkageParams {
+            max_prior_strength: 10.0,
+            base: BetaPosterior::default(),
+        }
+    }
+}
+
+/// A user's prior for one (bucket, skill), borrowed from the population (shrinkage).
+///
+/// With population counts (S, F), n = S + F, base Beta(α₀, β₀):
+/// μ = (α₀ + S) / (α₀ + β₀ + n) is the population posterior mean, m = min(max_prior_strength, n)
+/// the prior strength, and the prior is Beta(α₀ + m·μ, β₀ + m·(1 − μ)).
+/// An empty population gives the base prior; a large one gives a prior centred near the
+/// population rate worth m pseudo-observations, which the user's own feedback outweighs as it
+/// accumulates (posterior = prior.updated(user counts)). Pass population counts that exclude
+/// the user (leave-one-out) so the user's feedback is not counted twice.
+pub fn population_prior(population: FeedbackCounts, params: &ShrinkageParams) -> BetaPosterior {
+    let s = population.successes.max(0.0);
+    let f = population.failures.max(0.0);
+    let n = s + f;
+    let base = params.base;
+    let mean = (base.alpha + s) / (base.alpha + base.beta + n);
+    let strength = n.min(params.max_prior_strength.max(0.0));
+    BetaPosterior::new(
+        base.alpha + strength * mean,
+        base.beta + strength * (1.0 - mean),
+    )
+}
+
+/// FNV-1a 64-bit hash of `bytes` (offset basis 0xcbf29ce484222325, prime 0x100000001b3).
+pub fn fnv1a_64(bytes: &[u8]) -> u64 {
+    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    bytes.iter().fold(OFFSET_BASIS, |hash, &byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(PRIME)
+    })
+}
+
+/// Context bucket in 0..100: FNV-1a 64 of the UTF-8 bytes of
+/// `intent + "\u{1f}" + sentiment + "\u{1f}" + time_of_day`, modulo 100. The unit separator
+/// keeps ("ab", "c") and ("a", "bc") apart. Inputs are hashed as given (no case folding).
+pub fn context_bucket(intent: &str, sentiment: &str, time_of_day: &str) -> u32 {
+    let key = format!("{intent}\u{1f}{sentiment}\u{1f}{time_of_day}");
+    (fnv1a_64(key.as_bytes()) % CONTEXT_BUCKETS) as u32
+}
+
+/// ln Γ(x) for x > 0 (Lanczos approximation, g = 7, 9 terms; reflection below 0.5), accurate
+/// to about 1e-15 relative.
+pub fn ln_gamma(x: f64) -> f64 {
+    const G: f64 = 7.0;
+    const COEFFICIENTS: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // Γ(x)Γ(1 − x) = π / sin(πx).
+        return (PI / (PI * x).sin()).abs().ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let series = COEFFICIENTS[1..]
+        .iter()
+        .enumerate()
+        .fold(COEFFICIENTS[0], |sum, (i, c)| {
+            sum + c / (x + i as f64 + 1.0)
+        });
+    let t = x + G + 0.5;
+    0.5 * (2.0 * PI).ln() + (x + 0.5) * t.ln() - t + series.ln()
+}
+
+/// The regularized incomplete beta I_x(a, b) = B(x; a, b) / B(a, b) for a, b > 0: the CDF of
+/// Beta(a, b) at x. 0 for x ≤ 0, 1 for x ≥ 1.
+///
+/// Uses x^a (1−x)^b / (a·B(a, b)) times a continued fraction, which converges fast for
+/// x < (a + 1)/(a + b + 2); above that point it evaluates 1 − I_{1−x}(b, a) instead.
+pub fn regularized_incomplete_beta(a: f64, b: f64, x: f64) -> f64 {
+    if x.is_nan() || x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let ln_beta = ln_gamma(a) + ln_gamma(b) - ln_gamma(a + b);
+    let ln_front = a * x.ln() + b * (1.0 - x).ln() - ln_beta;
+    if x < (a + 1.0) / (a + b + 2.0) {
+        ln_front.exp() * beta_continued_fraction(a, b, x) / a
+    } else {
+        1.0 - ln_front.exp() * beta_continued_fraction(b, a, 1.0 - x) / b
+    }
+}
+
+/// The continued fraction 1/(1+ d₁/(1+ d₂/(1+ …))) of the incomplete beta, with
+/// d₂ₘ₊₁ = −(a+m)(a+b+m)x / ((a+2m)(a+2m+1)) and d₂ₘ = m(b−m)x / ((a+2m−1)(a+2m)),
+/// evaluated by the modified Lentz method until a full step changes it by less than 1e-15.
+fn beta_continued_fraction(a: f64, b: f64, x: f64) -> f64 {
+    const TINY: f64 = 1e-300;
+    const EPSILON: f64 = 1e-15;
+    // Needed iterations grow like √max(a, b); this bound covers counts far beyond real use.
+    const MAX_ITERATIONS: usize = 100_000;
+    let guard = |v: f64| if v.abs() < TINY { TINY } else { v };
+
+    let mut c = 1.0;
+    let mut d = 1.0 / guard(1.0 - (a + b) * x / (a + 1.0));
+    let mut fraction = d;
+    for m in 1..MAX_ITERATIONS {
+        let m = m as f64;
+        let even = m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m));
+        d = 1.0 / guard(1.0 + even * d);
+        c = guard(1.0 + even / c);
+        fraction *= d * c;
+        let odd = -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0));
+        d = 1.0 / guard(1.0 + odd * d);
+        c = guard(1.0 + odd / c);
+        let step = d * c;
+        fraction *= step;
+        if (step - 1.0).abs() < EPSILON {
+            break;
+        }
+    }
+    fraction
+}
+
+/// A uniform from the caller's source, forced into the open interval (0, 1).
+fn open_uniform(uniform: &mut impl FnMut() -> f64) -> f64 {
+    let u = uniform();
+    if u.is_nan() {
+        0.5
+    } else {
+        u.clamp(f64::MIN_POSITIVE, 1.0 - f64::EPSILON)
+    }
+}
+
+/// A standard normal draw by Box–Muller: √(−2 ln u₁)·cos(2π u₂).
+fn sample_standard_normal(uniform: &mut impl FnMut() -> f64) -> f64 {
+    let u1 = open_uniform(uniform);
+    let u2 = open_uniform(uniform);
+    (-2.0 * u1.ln()).sqrt() * (2.0 * PI * u2).cos()
+}
+
+/// A Gamma(shape, 1) draw by Marsaglia–Tsang (2000). Shapes below 1 use
+/// Gamma(shape) = Gamma(shape + 1)·U^(1/shape).
+///
+/// Each proposal is accepted with probability above 0.95, so a real uniform source never
+/// comes near the bound on attempts; it only stops a broken source (e.g. a constant) from
+/// looping forever, in which case the draw is d = shape − 1/3, close to the median.
+fn sample_gamma(shape: f64, uniform: &mut impl FnMut() -> f64) -> f64 {
+    if shape < 1.0 {
+        let boosted = sample_gamma(shape + 1.0, uniform);
+        return boosted * open_uniform(uniform).powf(1.0 / shape);
+    }
+    let d = shape - 1.0 / 3.0;
+    let c = 1.0 / (9.0 * d).sqrt();
+    const MAX_ATTEMPTS: usize = 1_000;
+    for _ in 0..MAX_ATTEMPTS {
+        let z = sample_standard_normal(uniform);
+        let v = 1.0 + c * z;
+        if v <= 0.0 {
+            continue;
+        }
+        let v = v * v * v;
+        let u = open_uniform(uniform);
+        // Cheap squeeze first; the exact log test only when it fails.
+        if u < 1.0 - 0.0331 * z.powi(4) || u.ln() < 0.5 * z * z + d * (1.0 - v + v.ln()) {
+            return d * v;
+        }
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// xorshift64* mapped to (0, 1): a small deterministic uniform source for the tests.
+    fn uniform_source(seed: u64) -> impl FnMut() -> f64 {
+        let mut state = seed.max(1);
+        move || {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            let bits = state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11;
+            (bits as f64 + 0.5) / (1u64 << 53) as f64
+        }
+    }
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol
+    }
+
+    #[test]
+    fn posterior_from_counts_mean_and_variance() {
+        let p = BetaPosterior::from_counts(FeedbackCounts::new(3.0, 1.0));
+        assert_eq!(
+            p,
+            BetaPosterior {
+                alpha: 4.0,
+                beta: 2.0
+            }
+        );
+        assert!(close(p.mean(), 4.0 / 6.0, 1e-15));
+        // 4·2 / (6²·7) = 8/252
+        assert!(close(p.variance(), 8.0 / 252.0, 1e-15));
+        assert_eq!(BetaPosterior::default().mean(), 0.5);
+    }
+
+    #[test]
+    fn rewards_update_counts() {
+        let c = FeedbackCounts::default()
+            .with_reward(1)
+            .with_reward(1)
+            .with_reward(0)
+            .with_reward(-1);
+        assert_eq!(c, FeedbackCounts::new(2.0, 1.0));
+        assert_eq!(c.total(), 3.0);
+        assert_eq!(
+            c.merged(FeedbackCounts::new(1.0, 4.0)),
+            FeedbackCounts::new(3.0, 5.0)
+        );
+    }
+
+    #[test]
+    fn ln_gamma_known_values() {
+        assert!(close(ln_gamma(1.0), 0.0, 1e-14));
+        assert!(close(ln_gamma(2.0), 0.0, 1e-14));
+        assert!(close(ln_gamma(5.0), 24.0_f64.ln(), 1e-13));
+        assert!(close(ln_gamma(10.0), 362_880.0_f64.ln(), 1e-12));
+        // Γ(1/2) = √π, Γ(1/4) = 3.625609908221908…
+        assert!(close(ln_gamma(0.5), 0.5 * PI.ln(), 1e-14));
+        assert!(close(ln_gamma(0.25), 3.625_609_908_221_908_f64.ln(), 1e-13));
+    }
+
+    #[test]
+    fn incomplete_beta_closed_forms() {
+        // I_x(1, 1) = x; I_x(2, 1) = x²; I_x(1, 3) = 1 − (1−x)³; I_x(4, 2) = 5x⁴ − 4x⁵.
+        for &x in &[0.01, 0.3, 0.5, 0.8, 0.99] {
+            assert!(
+                close(regularized_incomplete_beta(1.0, 1.0, x), x, 1e-13),
+                "x={x}"
+            );
+            assert!(
+                close(regularized_incomplete_beta(2.0, 1.0, x), x * x, 1e-13),
+                "x={x}"
+            );
+            let one_three = 1.0 - (1.0 - x) * (1.0 - x) * (1.0 - x);
+            assert!(
+                close(regularized_incomplete_beta(1.0, 3.0, x), one_three, 1e-13),
+                "x={x}"
+            );
+        }
+        assert!(close(
+            regularized_incomplete_beta(4.0, 2.0, 0.3),
+            0.030_78,
+            1e-13
+        ));
+        assert!(close(
+            regularized_incomplete_beta(4.0, 2.0, 0.8),
+            0.737_28,
+            1e-13
+        ));
+        // Symmetric distributions put half their mass below 1/2.
+        for &a in &[0.5, 7.3, 501.0, 20_000.0] {
+            assert!(
+                close(regularized_incomplete_beta(a, a, 0.5), 0.5, 1e-10),
+                "a={a}"
+            );
+        }
+        assert_eq!(regularized_incomplete_beta(3.0, 2.0, 0.0), 0.0);
+        assert_eq!(regularized_incomplete_beta(3.0, 2.0, 1.0), 1.0);
+    }
+
+    #[test]
+    fn quantiles_invert_closed_forms() {
+        let uniform = BetaPosterior::new(1.0, 1.0);
+        let (lo, hi) = uniform.credible_interval(0.9);
+        assert!(close(lo, 0.05, 1e-10) && close(hi, 0.95, 1e-10));
+        // Beta(2, 1): CDF x², so quantile √p.
+        let (lo, hi) = BetaPosterior::new(2.0, 1.0).credible_interval(0.95);
+        assert!(close(lo, 0.025_f64.sqrt(), 1e-10), "{lo}");
+        assert!(close(hi, 0.975_f64.sqrt(), 1e-10), "{hi}");
+        assert_eq!(uniform.quantile(0.0), 0.0);
+        assert_eq!(uniform.quantile(1.0), 1.0);
+    }
+
+    #[test]
+    fn credible_interval_contains_mean_and_narrows_with_data() {
+        let few = BetaPosterior::from_counts(FeedbackCounts::new(3.0, 1.0));
+        let many = BetaPosterior::from_counts(FeedbackCounts::new(30.0, 10.0));
+        let lots = BetaPosterior::from_counts(FeedbackCounts::new(300.0, 100.0));
+        let mut previous_width = f64::INFINITY;
+        for p in [few, many, lots] {
+            let (lo, hi) = p.credible_interval(0.95);
+            assert!(lo < p.mean() && p.mean() < hi, "{p:?}: ({lo}, {hi})");
+            assert!(hi - lo < previous_width);
+            previous_width = hi - lo;
+        }
+    }
+
+    #[test]
+    fn large_counts_match_normal_approximation() {
+        // Beta(1001, 3001): mean 0.25, sd = √(1001·3001 / (4002²·4003)).
+        let p = BetaPosterior::new(1001.0, 3001.0);
+        let mean = 1001.0 / 4002.0;
+        let sd = (1001.0 * 3001.0 / (4002.0 * 4002.0 * 4003.0_f64)).sqrt();
+        let (lo, hi) = p.credible_interval(0.95);
+        assert!(close(lo, mean - 1.959_964 * sd, 1e-3), "{lo}");
+        assert!(close(hi, mean + 1.959_964 * sd, 1e-3), "{hi}");
+    }
+
+    #[test]
+    fn thompson_draws_match_posterior_moments() {
+        let mut uniform = uniform_source(0x9e37_79b9_7f4a_7c15);
+        for (alpha, beta) in [
+            (4.0, 2.0),
+            (1.0, 1.0),
+            (0.5, 0.5),
+            (2.0, 30.0),
+            (200.0, 100.0),
+        ] {
+            let p = BetaPosterior::new(alpha, beta);
+            let n = 40_000;
+            let draws: Vec<f64> = (0..n).map(|_| p.sample(&mut uniform)).collect();
+            assert!(draws.iter().all(|&x| (0.0..=1.0).contains(&x)));
+            let mean = draws.iter().sum::<f64>() / n as f64;
+            let var = draws.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64;
+            let true_mean = alpha / (alpha + beta);
+            let true_var = alpha * beta / ((alpha + beta).powi(2) * (alpha + beta + 1.0));
+            // Standard error of the mean is √(var/n) ≤ 0.0025 here; allow 4 of them.
+            assert!(
+                close(mean, true_mean, 4.0 * (true_var / n as f64).sqrt()),
+                "{alpha},{beta}: {mean}"
+            );
+            assert!(
+                close(var, true_var, 0.05 * true_var),
+                "{alpha},{beta}: {var} vs {true_var}"
+            );
+        }
+    }
+
+    #[test]
+    fn thompson_draws_follow_the_cdf() {
+        // The sampler and the CDF are independent code; the fraction of draws below each
+        // quantile must match its probability.
+        let mut uniform = uniform_source(42);
+        let p = BetaPosterior::new(3.0, 7.0);
+        let draws: Vec<f64> = (0..40_000).map(|_| p.sample(&mut uniform)).collect();
+        for &q in &[0.1, 0.5, 0.9] {
+            let x = p.quantile(q);
+            let below = draws.iter().filter(|&&d| d <= x).count() as f64 / draws.len() as f64;
+            assert!(close(below, q, 0.01), "q={q}: {below}");
+        }
+    }
+
+    #[test]
+    fn sampling_is_deterministic_given_the_source() {
+        let p = BetaPosterior::new(4.0, 2.0);
+        let mut a = uniform_source(7);
+        let mut b = uniform_source(7);
+        for _ in 0..100 {
+            assert_eq!(p.sample(&mut a), p.sample(&mut b));
+        }
+        // A degenerate source still yields a value in [0, 1].
+        let mut constant = || 0.0;
+        let x = p.sample(&mut constant);
+        assert!((0.0..=1.0).contains(&x));
+    }
+
+    #[test]
+    fn discounting() {
+        assert_eq!(discount_factor(0.5, 2.0), 0.25);
+        assert_eq!(discount_factor(0.5, -3.0), 1.0);
+        assert!(close(gamma_for_half_life(30.0).powf(30.0), 0.5, 1e-14));
+        assert_eq!(
+            FeedbackCounts::new(10.0, 4.0).scaled(0.25),
+            FeedbackCounts::new(2.5, 1.0)
+        );
+
+        // γ = 0.5 per day: successes at days 0 and 1, a failure at day 2 → as of day 2
+        // successes 0.25 + 0.5, failures 1.
+        let in_order = DiscountedFeedback::new(0.0, 0.5)
+            .observed(0.0, 1)
+            .observed(1.0, 1)
+            .observed(2.0, -1);
+        let shuffled = DiscountedFeedback::new(0.0, 0.5)
+            .observed(2.0, -1)
+            .observed(0.0, 1)
+            .observed(1.0, 1);
+        for d in [in_order, shuffled] {
+            assert_eq!(d.as_of, 2.0);
+            assert!(close(d.counts.successes, 0.75, 1e-15));
+            assert!(close(d.counts.failures, 1.0, 1e-15));
+        }
+        let later = in_order.advanced_to(4.0);
+        assert!(close(later.counts.successes, 0.1875, 1e-15));
+        assert!(close(later.counts.failures, 0.25, 1e-15));
+        assert_eq!(in_order.advanced_to(1.0), in_order);
+    }
+
+    #[test]
+    fn shrinkage_prior() {
+        let params = ShrinkageParams::default();
+        // No population data: the base prior.
+        assert_eq!(
+            population_prior(FeedbackCounts::default(), &params),
+            BetaPosterior::new(1.0, 1.0)
+        );
+        // Population 80/20, cap 10: μ = 81/102, prior Beta(1 + 810/102, 1 + 210/102).
+        let prior = population_prior(FeedbackCounts::new(80.0, 20.0), &params);
+        assert!(close(prior.alpha, 1.0 + 810.0 / 102.0, 1e-12));
+        assert!(close(prior.beta, 1.0 + 210.0 / 102.0, 1e-12));
+        assert!(close(prior.alpha + prior.beta, 12.0, 1e-12));
+        // A small population counts fully (n < cap): 3/1 → μ = 4/6, prior Beta(1 + 8/3, 1 + 4/3).
+        let small = population_prior(FeedbackCounts::new(3.0, 1.0), &params);
+        assert!(close(small.alpha, 1.0 + 8.0 / 3.0, 1e-12));
+        assert!(close(small.beta, 1.0 + 4.0 / 3.0, 1e-12));
+        // A new user starts near the population; their own feedback then dominates.
+        assert!(prior.mean() > 0.7);
+        let user = prior.updated(FeedbackCounts::new(0.0, 40.0));
+        assert!(user.mean() < 0.2, "{}", user.mean());
+    }
+
+    #[test]
+    fn fnv1a_reference_vectors() {
+        // Published FNV-1a 64 test vectors.
+        assert_eq!(fnv1a_64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a_64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a_64(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn context_buckets_are_stable() {
+        // Expected buckets computed independently (Python FNV-1a over the same key).
+        assert_eq!(
+            context_bucket("technical_question", "neutral", "morning"),
+            14
+        );
+        assert_eq!(context_bucket("chat", "positive", "evening"), 80);
+        assert_eq!(context_bucket("", "", ""), 67);
+        assert_ne!(
+            fnv1a_64("ab\u{1f}c\u{1f}".as_bytes()),
+            fnv1a_64("a\u{1f}bc\u{1f}".as_bytes())
+        );
+        for (i, s, t) in [("q", "neg", "night"), ("request", "neutral", "afternoon")] {
+            assert!(context_bucket(i, s, t) < 100);
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "positive and finite")]
+    fn invalid_parameters_panic() {
+        let _ = BetaPosterior::new(0.0, 1.0);
+    }
+}
