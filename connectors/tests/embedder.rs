@@ -1,0 +1,62 @@
+mod common;
+use engram_connectors::embedder::cosine;
+use engram_connectors::{Embedder, EmbedderConfig, EmbedderError};
+
+#[test]
+fn paraphrases_score_clearly_above_unrelated_sentences() {
+    let e = common::embedder();
+    assert_eq!(e.dim(), 384);
+    let v = e
+        .embed(&[
+            "The cat is sleeping on the sofa.",
+            "A cat naps on the couch.",
+            "Quarterly revenue grew by eight percent.",
+            "How do I reset my router password?",
+            "I forgot the admin password of my wifi router, how can I change it?",
+        ])
+        .unwrap();
+    for x in &v {
+        let norm: f32 = x.iter().map(|a| a * a).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-3, "vectors are unit length, got {norm}");
+    }
+    let para1 = cosine(&v[0], &v[1]);
+    let para2 = cosine(&v[3], &v[4]);
+    let unrelated = cosine(&v[0], &v[2]).max(cosine(&v[1], &v[3])).max(cosine(&v[2], &v[4]));
+    assert!(para1 > 0.6 && para2 > 0.6, "paraphrases: {para1} {para2}");
+    assert!(unrelated < 0.3, "unrelated: {unrelated}");
+    assert!(para1.min(para2) > unrelated + 0.3);
+}
+
+#[test]
+fn batching_and_padding_do_not_change_a_vector() {
+    let e = common::embedder();
+    let short = "Lisbon";
+    let long = "My sister Jana visits from Prague on April 20th and we plan to take tram 28 through Alfama.";
+    let alone = e.embed(&[short]).unwrap().remove(0);
+    let together = e.embed(&[long, short, long]).unwrap();
+    assert!(cosine(&alone, &together[1]) > 0.999, "padding must be masked out of the mean");
+    assert!(cosine(&together[0], &together[2]) > 0.999);
+}
+
+#[test]
+fn long_inputs_are_truncated_not_refused() {
+    let e = common::embedder();
+    let long = "word ".repeat(5000);
+    let v = e.embed(&[long.as_str()]).unwrap();
+    assert_eq!(v[0].len(), 384);
+}
+
+#[test]
+fn a_missing_model_is_a_clear_error() {
+    common::embedder(); // runtime initialised with the real library
+    let mut cfg = EmbedderConfig::from_models_dir(&common::models_dir());
+    cfg.model = "/nonexistent/model.onnx".into();
+    match Embedder::load(&cfg) {
+        Err(EmbedderError::Model { path, reason }) => {
+            assert_eq!(path.to_str(), Some("/nonexistent/model.onnx"));
+            assert!(reason.contains("not found"), "{reason}");
+        }
+        Err(other) => panic!("wrong error: {other}"),
+        Ok(_) => panic!("loaded a model that does not exist"),
+    }
+}

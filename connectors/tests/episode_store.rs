@@ -1,0 +1,137 @@
+mod common;
+use chrono::{TimeZone, Utc};
+use engram_connectors::{EpisodeRow, EpisodeStore, IndexPolicy};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+fn row(tenant: &str, user: &str, offset: u64, content: &str, vector: Vec<f32>) -> EpisodeRow {
+    EpisodeRow {
+        id: format!("{tenant}-{user}-{offset}"),
+        event_id: format!("e{offset}"),
+        tenant: tenant.into(),
+        user: user.into(),
+        session: Some("s1".into()),
+        role: "user".into(),
+        content: content.into(),
+        ts: Utc.timestamp_opt(1_700_000_000 + offset as i64, 0).unwrap(),
+        turn: Some(offset as u32),
+        importance: None,
+        log_offset: offset,
+        vector,
+    }
+}
+
+fn random_unit(rng: &mut StdRng, dim: usize) -> Vec<f32> {
+    let v: Vec<f32> = (0..dim).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.into_iter().map(|x| x / n).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vector_and_full_text_recall_stay_inside_the_user() {
+    let e = common::embedder();
+    let dir = tempfile::tempdir().unwrap();
+    let store = EpisodeStore::open(&dir.path().join("episodes.lance"), e.dim(), IndexPolicy::default())
+        .await
+        .unwrap();
+    let texts = [
+        ("acme", "alice", "I adopted a grey cat called Miso last spring."),
+        ("acme", "alice", "My favourite pastry is the pastel de nata."),
+        ("acme", "alice", "The quarterly report is due on Friday."),
+        ("acme", "bob", "My cat Tigre sleeps all day."),
+        ("other", "alice", "I have a cat named Luna."),
+    ];
+    let vectors = e.embed(&texts.map(|t| t.2)).unwrap();
+    let rows = texts
+        .iter()
+        .zip(vectors)
+        .enumerate()
+        .map(|(i, ((t, u, c), v))| row(t, u, i as u64, c, v))
+        .collect();
+    assert_eq!(store.append(rows).await.unwrap(), 5);
+
+    let q = e.embed(&["what is the name of my pet?"]).unwrap().remove(0);
+    let hits = store.search_vector("acme", "alice", &q, 10).await.unwrap();
+    assert_eq!(hits.len(), 3, "only alice@acme's three episodes");
+    assert!(hits.iter().all(|h| h.episode.tenant == "acme" && h.episode.user == "alice"));
+    assert!(hits[0].episode.content.contains("Miso"), "{:?}", hits[0].episode.content);
+    assert!(hits[0].score >= hits[1].score);
+
+    let text = store.search_text("acme", "alice", "cat", 10).await.unwrap();
+    assert_eq!(text.len(), 1, "{text:?}");
+    assert!(text[0].episode.content.contains("Miso"));
+    assert!(text[0].score > 0.0);
+    let bob = store.search_text("acme", "bob", "cat Miso", 10).await.unwrap();
+    assert!(bob.iter().all(|h| h.episode.user == "bob"));
+    assert_eq!(bob.len(), 1);
+    assert!(store.search_text("acme", "nobody", "cat", 10).await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appends_are_idempotent_by_log_offset_across_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("episodes.lance");
+    let mut rng = StdRng::seed_from_u64(7);
+    let dim = 16;
+    {
+        let store = EpisodeStore::open(&path, dim, IndexPolicy::default()).await.unwrap();
+        assert_eq!(store.watermark(), None);
+        let rows: Vec<_> = (0..10).map(|i| row("t", "u", i, "hello", random_unit(&mut rng, dim))).collect();
+        assert_eq!(store.append(rows.clone()).await.unwrap(), 10);
+        assert_eq!(store.append(rows).await.unwrap(), 0, "a redelivery writes nothing");
+        assert_eq!(store.watermark(), Some(9));
+    }
+    let store = EpisodeStore::open(&path, dim, IndexPolicy::default()).await.unwrap();
+    assert_eq!(store.watermark(), Some(9));
+    assert_eq!(store.row_count(), 10);
+    let rows: Vec<_> = (5..15).map(|i| row("t", "u", i, "hello", random_unit(&mut rng, dim))).collect();
+    assert_eq!(store.append(rows).await.unwrap(), 5, "only offsets 10..15 are new");
+    let all = store.user_episodes("t", "u").await.unwrap();
+    let offsets: Vec<u64> = all.iter().map(|r| r.log_offset).collect();
+    assert_eq!(offsets, (0..15).collect::<Vec<_>>());
+    assert!(EpisodeStore::open(&path, dim + 1, IndexPolicy::default()).await.is_err(), "dimension mismatch is refused");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_written_after_the_index_build_are_still_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("episodes.lance");
+    let dim = 32;
+    let policy = IndexPolicy {
+        ann_min_rows: 600,
+        reindex_after_rows: 100_000,
+        compact_after_fragments: 1000,
+        exact_search_below_user_rows: 0, // always go through the vector index
+    };
+    let store = EpisodeStore::open(&path, dim, policy).await.unwrap();
+    let mut rng = StdRng::seed_from_u64(1);
+    let mut offset = 0;
+    for _ in 0..3 {
+        let rows: Vec<_> = (0..250)
+            .map(|_| {
+                offset += 1;
+                row("t", "u", offset, &format!("filler message number {offset}"), random_unit(&mut rng, dim))
+            })
+            .collect();
+        store.append(rows).await.unwrap();
+    }
+    let (indexes, _) = store.index_status().await.unwrap();
+    let names: Vec<&str> = indexes.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(names.contains(&"vector_ivf_pq"), "{names:?}");
+    assert!(names.contains(&"content_fts"), "{names:?}");
+
+    // written after every index build: only in unindexed fragments
+    let fresh = random_unit(&mut rng, dim);
+    offset += 1;
+    store
+        .append(vec![row("t", "u", offset, "zebra crossing near the harbour", fresh.clone())])
+        .await
+        .unwrap();
+    let (_, unindexed) = store.index_status().await.unwrap();
+    assert!(unindexed >= 1);
+    let hits = store.search_vector("t", "u", &fresh, 5).await.unwrap();
+    assert_eq!(hits[0].episode.log_offset, offset, "ANN search also scans unindexed rows");
+    assert!(hits[0].score > 0.99);
+    let text = store.search_text("t", "u", "zebra harbour", 5).await.unwrap();
+    assert_eq!(text.first().map(|h| h.episode.log_offset), Some(offset));
+}
