@@ -1,0 +1,99 @@
+//! Recall latency over N episodes (default 10,000) and embedding throughput, in one run.
+//!
+//!     cargo run --release -p engram-bench --bin recall_latency -- [episodes] [users] [queries]
+//!
+//! Prints p50/p95/p99 of: the whole recall (query embedding + vector + full-text + fusion), the
+//! search alone (query pre-embedded), and the embedder's throughput on the same machine.
+
+use engram_bench::{percentile, question, sentence};
+use engram_connectors::{Embedder, EmbedderConfig, EpisodeRow, EpisodeStore, IndexPolicy};
+use engram_dataflows::SharedViews;
+use engram_jobs::config::RecallConfig;
+use engram_jobs::recall::{Recall, RecallRequest};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::sync::Arc;
+use std::time::Instant;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<usize> = std::env::args().skip(1).map(|a| a.parse().expect("numbers")).collect();
+    let episodes = args.first().copied().unwrap_or(10_000);
+    let users = args.get(1).copied().unwrap_or(20);
+    let queries = args.get(2).copied().unwrap_or(300);
+    let models = std::env::var("ENGRAM_MODELS_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/engram/models"));
+    let embedder = Arc::new(Embedder::load(&EmbedderConfig::from_models_dir(&models))?);
+    let mut rng = StdRng::seed_from_u64(11);
+
+    let texts: Vec<String> = (0..episodes).map(|_| sentence(&mut rng)).collect();
+    let t = Instant::now();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let vectors = embedder.embed(&refs)?;
+    let embed_secs = t.elapsed().as_secs_f64();
+    println!("embedding: {} sentences in {:.1} s = {:.0} sentences/s", episodes, embed_secs, episodes as f64 / embed_secs);
+
+    let dir = tempfile::tempdir()?;
+    let store = Arc::new(EpisodeStore::open(&dir.path().join("episodes.lance"), embedder.dim(), IndexPolicy::default()).await?);
+    let t = Instant::now();
+    let mut rows = Vec::with_capacity(episodes);
+    for (i, (text, vector)) in texts.iter().zip(vectors).enumerate() {
+        rows.push(EpisodeRow {
+            id: format!("ep-{i}"),
+            event_id: format!("e-{i}"),
+            tenant: "bench".into(),
+            user: format!("user{}", i % users),
+            session: Some(format!("s{}", i / 25)),
+            role: "user".into(),
+            content: text.clone(),
+            ts: chrono::DateTime::from_timestamp(1_700_000_000 + i as i64 * 60, 0).unwrap(),
+            turn: None,
+            importance: None,
+            log_offset: i as u64,
+            vector,
+        });
+    }
+    for chunk in rows.chunks(4096) {
+        store.append(chunk.to_vec()).await?;
+    }
+    println!("lance: {} episodes appended and indexed in {:.1} s", episodes, t.elapsed().as_secs_f64());
+
+    let recall = Recall {
+        store: store.clone(),
+        embedder: embedder.clone(),
+        views: Arc::new(SharedViews::default()),
+        config: RecallConfig::default(),
+    };
+    let qs: Vec<(String, String)> = (0..queries)
+        .map(|_| (format!("user{}", rng.gen_range(0..users)), question(&mut rng)))
+        .collect();
+    // warm-up: caches and index files
+    for (user, q) in qs.iter().take(10) {
+        recall.recall(&RecallRequest { tenant: "bench".into(), user: user.clone(), query: q.clone(), k: Some(10) }).await?;
+    }
+    let mut full = Vec::new();
+    for (user, q) in &qs {
+        let t = Instant::now();
+        let r = recall.recall(&RecallRequest { tenant: "bench".into(), user: user.clone(), query: q.clone(), k: Some(10) }).await?;
+        full.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert!(!r.results.is_empty());
+    }
+    let qvecs = embedder.embed(&qs.iter().map(|(_, q)| q.as_str()).collect::<Vec<_>>())?;
+    let mut search = Vec::new();
+    for ((user, q), v) in qs.iter().zip(&qvecs) {
+        let t = Instant::now();
+        let (a, b) = tokio::join!(
+            store.search_vector("bench", user, v, 40),
+            store.search_text("bench", user, q, 40)
+        );
+        let _ = engram_jobs::recall::fuse(a?, b?, 60.0);
+        search.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    println!(
+        "recall over {episodes} episodes ({users} users), {queries} queries, k=10:\n  with query embedding: p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms\n  search + fusion only: p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms",
+        percentile(&mut full, 50.0), percentile(&mut full, 95.0), percentile(&mut full, 99.0),
+        percentile(&mut search, 50.0), percentile(&mut search, 95.0), percentile(&mut search, 99.0),
+    );
+    Ok(())
+}

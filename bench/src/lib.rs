@@ -1,0 +1,60 @@
+//! Shared pieces of the benchmarks: synthetic conversation text and percentile summaries.
+
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::Rng;
+
+const SUBJECTS: &[&str] = &[
+    "my sister", "my manager", "the landlord", "our team", "my doctor", "the new intern", "my cat",
+    "the neighbours", "my best friend", "the client", "my partner", "the support desk",
+];
+const VERBS: &[&str] = &[
+    "asked about", "complained about", "recommended", "cancelled", "scheduled", "forgot", "loved",
+    "booked", "paid for", "mentioned", "rescheduled", "reviewed",
+];
+const OBJECTS: &[&str] = &[
+    "the dentist appointment", "a trip to Lisbon", "the quarterly report", "a vegetarian restaurant",
+    "the gym membership", "a new laptop", "the piano lessons", "our wedding anniversary dinner",
+    "the car insurance renewal", "a hiking weekend in the Alps", "the kitchen renovation",
+    "a Portuguese course", "the conference in Berlin", "the flat viewing", "a birthday present",
+];
+const WHEN: &[&str] = &[
+    "yesterday", "last week", "on Monday", "this morning", "two days ago", "for next Friday",
+    "in March", "after lunch", "before the holidays", "tonight",
+];
+
+/// A plausible chat message built from a few templates.
+pub fn sentence(rng: &mut StdRng) -> String {
+    format!(
+        "{} {} {} {}.",
+        SUBJECTS.choose(rng).unwrap(),
+        VERBS.choose(rng).unwrap(),
+        OBJECTS.choose(rng).unwrap(),
+        WHEN.choose(rng).unwrap()
+    )
+}
+
+/// A question a user might ask about such messages.
+pub fn question(rng: &mut StdRng) -> String {
+    let forms = ["when did {s} mention {o}?", "what happened with {o}?", "who {v} {o}?"];
+    forms
+        .choose(rng)
+        .unwrap()
+        .replace("{s}", SUBJECTS.choose(rng).unwrap())
+        .replace("{o}", OBJECTS.choose(rng).unwrap())
+        .replace("{v}", VERBS.choose(rng).unwrap())
+}
+
+/// p-th percentile (0..=100) of the samples, in the samples' unit.
+pub fn percentile(samples: &mut [f64], p: f64) -> f64 {
+    samples.sort_by(|a, b| a.total_cmp(b));
+    if samples.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * (samples.len() - 1) as f64).round() as usize;
+    samples[rank]
+}
+
+pub fn random_user(rng: &mut StdRng, users: usize) -> String {
+    format!("user{}", rng.gen_range(0..users))
+}

@@ -1,0 +1,172 @@
+//! `engram serve` without the HTTP: opens the log, the Lance store and the embedder, starts the
+//! memory dataflow and the episode writer, and loads the demo conversation.
+
+use crate::config::Config;
+use crate::episode_writer::spawn_episode_writer;
+use crate::ingest::Ingestor;
+use crate::log_source::LogSource;
+use crate::recall::Recall;
+use anyhow::Context;
+use engram_connectors::{Embedder, EpisodeStore, EventLog, RejectLog};
+use engram_dataflows::{run_memory_dataflow, DataflowHandle, InputSource, SharedViews};
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The bundled demo conversation (JSON lines in the event format).
+pub const DEMO_EVENTS: &str = include_str!("../demo/conversation.jsonl");
+
+pub struct Engine {
+    pub config: Config,
+    pub ingestor: Arc<Ingestor>,
+    pub store: Arc<EpisodeStore>,
+    pub views: Arc<SharedViews>,
+    pub recall: Recall,
+    dataflow: Mutex<Option<DataflowHandle>>,
+    writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    stop: Arc<AtomicBool>,
+    started: std::time::Instant,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Status {
+    /// Offset the next accepted event will get.
+    pub log_end: u64,
+    /// All input below this offset is reflected in the views.
+    pub views_as_of: u64,
+    /// Highest offset committed to Lance (`null` before the first episode).
+    pub lance_watermark: Option<u64>,
+    /// Episodes committed to Lance.
+    pub episodes: usize,
+    /// Episodes in the views that are not yet committed to Lance.
+    pub pending_episodes: usize,
+    pub rejected: u64,
+    pub indexes: Vec<IndexStatus>,
+    pub unindexed_rows: usize,
+    pub uptime_seconds: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct IndexStatus {
+    pub name: String,
+    pub indexed_rows: usize,
+}
+
+impl Engine {
+    /// Must be called from inside a tokio runtime.
+    pub async fn start(config: Config) -> anyhow::Result<Arc<Engine>> {
+        let log = Arc::new(EventLog::open(&config.log_dir())?);
+        if log.truncated_bytes() > 0 {
+            tracing::warn!(bytes = log.truncated_bytes(), "recovered the event log after a crash");
+        }
+        let rejects = Arc::new(RejectLog::open(&config.log_dir())?);
+        let ingestor = Arc::new(Ingestor::open(log.clone(), rejects)?);
+
+        let emb_cfg = config.embedder_config();
+        let embedder = {
+            let cfg = emb_cfg.clone();
+            tokio::task::spawn_blocking(move || Embedder::load(&cfg))
+                .await?
+                .context("loading the embedder (did the set-up script run? see README)")?
+        };
+        let embedder = Arc::new(embedder);
+        tracing::info!(dim = embedder.dim(), model = %emb_cfg.model.display(), "embedder loaded");
+
+        let store = Arc::new(
+            EpisodeStore::open(&config.episodes_dir(), embedder.dim(), config.index.clone()).await?,
+        );
+        tracing::info!(rows = store.row_count(), watermark = ?store.watermark(), log_end = log.end_offset(),
+            "episode store opened");
+
+        let views = Arc::new(SharedViews::default());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = spawn_episode_writer(
+            rx,
+            store.clone(),
+            embedder.clone(),
+            tokio::runtime::Handle::current(),
+            stop.clone(),
+        );
+        let source_log = log.clone();
+        let dataflow = run_memory_dataflow(
+            config.workers,
+            move |index, peers| Box::new(LogSource::new(source_log.clone(), index, peers)) as Box<dyn InputSource>,
+            views.clone(),
+            tx,
+        )
+        .map_err(|e| anyhow::anyhow!("starting the timely workers: {e}"))?;
+
+        let recall = Recall {
+            store: store.clone(),
+            embedder,
+            views: views.clone(),
+            config: config.recall.clone(),
+        };
+        let engine = Arc::new(Engine {
+            ingestor,
+            store,
+            views,
+            recall,
+            dataflow: Mutex::new(Some(dataflow)),
+            writer: Mutex::new(Some(writer)),
+            stop,
+            started: std::time::Instant::now(),
+            config,
+        });
+        if engine.config.demo {
+            engine.load_demo()?;
+        }
+        Ok(engine)
+    }
+
+    /// Ingests the demo conversation; its fixed event ids make this a no-op after the first time.
+    fn load_demo(&self) -> anyhow::Result<()> {
+        let items: Vec<serde_json::Value> = DEMO_EVENTS
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(serde_json::from_str)
+            .collect::<Result<_, _>>()
+            .context("the bundled demo conversation is not valid JSON lines")?;
+        let body = serde_json::to_vec(&items)?;
+        let report = self.ingestor.ingest_body("demo", &body)?;
+        anyhow::ensure!(report.rejected.is_empty(), "demo events rejected: {:?}", report.rejected);
+        tracing::info!(accepted = report.accepted, duplicates = report.duplicates, "demo conversation loaded");
+        Ok(())
+    }
+
+    pub async fn status(&self) -> Status {
+        let (indexes, unindexed_rows) = self.store.index_status().await.unwrap_or_default();
+        let (views_as_of, views_episodes) = {
+            let v = self.views.read();
+            (v.as_of, v.session_sizes.values().sum::<usize>())
+        };
+        let episodes = self.store.row_count();
+        Status {
+            log_end: self.ingestor.log().end_offset(),
+            views_as_of,
+            lance_watermark: self.store.watermark(),
+            episodes,
+            pending_episodes: views_episodes.saturating_sub(episodes),
+            rejected: self.ingestor.rejects().count(),
+            indexes: indexes
+                .into_iter()
+                .map(|(name, indexed_rows)| IndexStatus { name, indexed_rows })
+                .collect(),
+            unindexed_rows,
+            uptime_seconds: self.started.elapsed().as_secs_f64(),
+        }
+    }
+
+    /// Stops the dataflow and the writer (whatever is durable in the log is picked up again on
+    /// the next start).
+    pub fn shutdown(&self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(d) = self.dataflow.lock().unwrap().take() {
+            d.stop();
+        }
+        if let Some(w) = self.writer.lock().unwrap().take() {
+            let _ = w.join();
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! Accepting events: validate, drop redeliveries of an accepted `event_id`, append the rest to
+//! the durable log, and keep every rejected input with its reason.
+
+use engram_connectors::{EventLog, LogError, RejectLog, Rejection};
+use engram_schemas::{parse_event_value, Event, EventError};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+/// What became of a submission.
+#[derive(Debug, Default, Serialize)]
+pub struct IngestReport {
+    /// Events newly appended to the log.
+    pub accepted: usize,
+    /// Events whose `(tenant, event_id)` was already accepted: nothing was written again.
+    pub duplicates: usize,
+    pub rejected: Vec<RejectedItem>,
+    /// Log offset of the first accepted event.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_offset: Option<u64>,
+    /// Offset one past the last accepted event: once the views reach it, they reflect this
+    /// submission.
+    pub log_end: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RejectedItem {
+    /// Position in the submitted array (0 for a single event).
+    pub index: usize,
+    #[serde(flatten)]
+    pub error: EventError,
+}
+
+pub struct Ingestor {
+    log: Arc<EventLog>,
+    rejects: Arc<RejectLog>,
+    /// `(tenant, event_id)` of every accepted event.
+    seen: Mutex<HashSet<(String, String)>>,
+}
+
+impl Ingestor {
+    /// Rebuilds the set of accepted event ids from the log.
+    pub fn open(log: Arc<EventLog>, rejects: Arc<RejectLog>) -> Result<Self, LogError> {
+        let mut seen = HashSet::new();
+        let end = log.end_offset();
+        let mut at = 0;
+        while at < end {
+            let chunk = log.read(at, 8192)?;
+            for (offset, bytes) in &chunk {
+                match Event::from_canonical_json(bytes) {
+                    Ok(e) => {
+                        seen.insert((e.header.tenant, e.header.event_id));
+                    }
+                    Err(err) => tracing::error!(offset, %err, "unreadable record in the event log"),
+                }
+            }
+            at += chunk.len() as u64;
+        }
+        Ok(Ingestor {
+            log,
+            rejects,
+            seen: Mutex::new(seen),
+        })
+    }
+
+    pub fn log(&self) -> &Arc<EventLog> {
+        &self.log
+    }
+
+    pub fn rejects(&self) -> &Arc<RejectLog> {
+        &self.rejects
+    }
+
+    /// Ingests a JSON body: one event or an array of events.
+    pub fn ingest_body(&self, source: &str, body: &[u8]) -> Result<IngestReport, LogError> {
+        match serde_json::from_slice::<Value>(body) {
+            Ok(Value::Array(items)) => {
+                let originals: Vec<String> = items.iter().map(|v| v.to_string()).collect();
+                let parsed = items.iter().map(|v| parse_event_value(v, None)).collect();
+                self.ingest_parsed(source, parsed, &originals)
+            }
+            Ok(v) => {
+                let parsed = vec![if body.len() > engram_schemas::MAX_EVENT_BYTES {
+                    engram_schemas::parse_event(body, None)
+                } else {
+                    parse_event_value(&v, None)
+                }];
+                self.ingest_parsed(source, parsed, &[String::from_utf8_lossy(body).into_owned()])
+            }
+            Err(e) => {
+                let err = EventError::new("$", format!("not valid JSON: {e}"));
+                self.ingest_parsed(source, vec![Err(err)], &[String::from_utf8_lossy(body).into_owned()])
+            }
+        }
+    }
+
+    /// Ingests already-parsed events; `originals[i]` is the input text of `parsed[i]`.
+    pub fn ingest_parsed(
+        &self,
+        source: &str,
+        parsed: Vec<Result<Event, EventError>>,
+        originals: &[String],
+    ) -> Result<IngestReport, LogError> {
+        let mut report = IngestReport::default();
+        let mut rejections = Vec::new();
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let mut batch_keys = HashSet::new();
+        let mut records = Vec::new();
+        for (index, p) in parsed.into_iter().enumerate() {
+            match p {
+                Ok(event) => {
+                    let key = (event.header.tenant.clone(), event.header.event_id.clone());
+                    if seen.contains(&key) || !batch_keys.insert(key) {
+                        report.duplicates += 1;
+                    } else {
+                        records.push(event.to_json());
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(source, index, field = %error.field, reason = %error.reason, "event rejected");
+                    rejections.push(Rejection {
+                        source: source.to_string(),
+                        field: error.field.clone(),
+                        reason: error.reason.clone(),
+                        original: originals.get(index).cloned().unwrap_or_default(),
+                        rejected_at: chrono::Utc::now(),
+                    });
+                    report.rejected.push(RejectedItem { index, error });
+                }
+            }
+        }
+        self.rejects.record(&rejections)?;
+        if !records.is_empty() {
+            let first = self.log.append(&records)?;
+            seen.extend(batch_keys);
+            report.accepted = records.len();
+            report.first_offset = Some(first);
+        }
+        report.log_end = self.log.end_offset();
+        Ok(report)
+    }
+}

@@ -1,0 +1,98 @@
+use clap::{Parser, Subcommand};
+use engram_jobs::{server, Config, Engine};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use tracing_subscriber::EnvFilter;
+
+/// engram: a streaming long-term memory engine for LLM agents.
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    /// TOML configuration file (see README); `ENGRAM_*` variables and flags override it.
+    #[arg(long, global = true, env = "ENGRAM_CONFIG")]
+    config: Option<PathBuf>,
+    /// Log as JSON lines instead of text.
+    #[arg(long, global = true)]
+    log_json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the main job: ingest from the embedded log, maintain the views, store episodes in
+    /// Lance, and serve the HTTP API.
+    Serve {
+        /// Data folder (embedded log, reject log, Lance datasets).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// HTTP listen address.
+        #[arg(long)]
+        http_addr: Option<SocketAddr>,
+        /// Timely worker threads.
+        #[arg(long)]
+        workers: Option<usize>,
+        /// Do not load the bundled demo conversation.
+        #[arg(long)]
+        no_demo: bool,
+    },
+    /// Print the effective configuration (file + environment) as TOML.
+    Config,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let filter = EnvFilter::try_from_env("ENGRAM_LOG").unwrap_or_else(|_| EnvFilter::new("info,lance=warn,datafusion=warn"));
+    if cli.log_json {
+        tracing_subscriber::fmt().json().with_env_filter(filter).init();
+    } else {
+        tracing_subscriber::fmt().with_env_filter(filter).init();
+    }
+    let mut config = Config::load(cli.config.as_deref())?;
+    match cli.command {
+        Command::Config => {
+            print!("{}", toml::to_string_pretty(&config)?);
+            Ok(())
+        }
+        Command::Serve {
+            data_dir,
+            http_addr,
+            workers,
+            no_demo,
+        } => {
+            if let Some(d) = data_dir {
+                config.data_dir = d;
+            }
+            if let Some(a) = http_addr {
+                config.http_addr = a;
+            }
+            if let Some(w) = workers {
+                config.workers = w;
+            }
+            if no_demo {
+                config.demo = false;
+            }
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            rt.block_on(serve(config))
+        }
+    }
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
+    let addr = config.http_addr;
+    let engine = Engine::start(config).await?;
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    tracing::info!(addr = %local, "engram listening");
+    // Tests and scripts read this line to find the port when started with port 0.
+    println!("engram listening on http://{local}");
+    axum::serve(listener, server::router(engine.clone()))
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+            tracing::info!("shutting down");
+        })
+        .await?;
+    let e = engine.clone();
+    tokio::task::spawn_blocking(move || e.shutdown()).await?;
+    Ok(())
+}

@@ -1,0 +1,164 @@
+//! Hybrid recall over a user's episodes: vector (ANN / exact) and full-text (BM25) candidates
+//! from Lance, fused by reciprocal rank, with the `NEXT` neighbours from the views.
+
+use crate::config::RecallConfig;
+use engram_connectors::{Embedder, EpisodeHit, EpisodeStore};
+use engram_dataflows::SharedViews;
+use engram_schemas::{validate_name, EventError};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct RecallRequest {
+    pub tenant: String,
+    pub user: String,
+    pub query: String,
+    #[serde(default)]
+    pub k: Option<usize>,
+}
+
+/// Why a result was chosen: its rank and raw score in each retriever that found it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Why {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vector_rank: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vector_similarity: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_rank: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_bm25: Option<f32>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RecallHit {
+    pub id: String,
+    pub event_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    pub role: String,
+    pub content: String,
+    pub ts: chrono::DateTime<chrono::Utc>,
+    /// Fused score (sum of 1 / (rrf_k + rank) over the retrievers).
+    pub score: f32,
+    pub why: Why,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prev_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_id: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RecallResponse {
+    pub results: Vec<RecallHit>,
+    /// The views' timestamp (input-log offset) the neighbours were read at.
+    pub views_as_of: u64,
+    pub took_ms: f64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecallError {
+    #[error("{0}")]
+    Invalid(EventError),
+    #[error(transparent)]
+    Embed(#[from] engram_connectors::EmbedderError),
+    #[error(transparent)]
+    Store(#[from] engram_connectors::StoreError),
+}
+
+pub struct Recall {
+    pub store: Arc<EpisodeStore>,
+    pub embedder: Arc<Embedder>,
+    pub views: Arc<SharedViews>,
+    pub config: RecallConfig,
+}
+
+impl Recall {
+    fn validate(&self, req: &RecallRequest) -> Result<usize, RecallError> {
+        let invalid = |f: &str, r: String| RecallError::Invalid(EventError::new(f, r));
+        validate_name(&req.tenant).map_err(|r| invalid("tenant", r))?;
+        validate_name(&req.user).map_err(|r| invalid("user", r))?;
+        if req.query.trim().is_empty() {
+            return Err(invalid("query", "must not be empty".into()));
+        }
+        if req.query.len() > 16 * 1024 {
+            return Err(invalid("query", "must be at most 16384 bytes".into()));
+        }
+        let k = req.k.unwrap_or(self.config.default_k);
+        if k == 0 || k > self.config.max_k {
+            return Err(invalid("k", format!("must be 1 to {}", self.config.max_k)));
+        }
+        Ok(k)
+    }
+
+    pub async fn recall(&self, req: &RecallRequest) -> Result<RecallResponse, RecallError> {
+        let started = std::time::Instant::now();
+        let k = self.validate(req)?;
+        let embedder = self.embedder.clone();
+        let query = req.query.clone();
+        let vector = tokio::task::spawn_blocking(move || embedder.embed(&[query.as_str()]))
+            .await
+            .expect("embedding task")?
+            .remove(0);
+        let candidates = k * self.config.candidates_per_k.max(1);
+        let (by_vector, by_text) = tokio::join!(
+            self.store.search_vector(&req.tenant, &req.user, &vector, candidates),
+            self.store.search_text(&req.tenant, &req.user, &req.query, candidates),
+        );
+        let mut results = fuse(by_vector?, by_text?, self.config.rrf_k);
+        results.truncate(k);
+        let views = self.views.read();
+        for r in &mut results {
+            r.prev_id = views.prev.get(&r.id).cloned();
+            r.next_id = views.next.get(&r.id).cloned();
+        }
+        Ok(RecallResponse {
+            results,
+            views_as_of: views.as_of,
+            took_ms: started.elapsed().as_secs_f64() * 1000.0,
+        })
+    }
+}
+
+/// Reciprocal rank fusion of two ranked lists: score(d) = Σ 1 / (rrf_k + rank(d)), ranks from 1.
+/// Ties are broken by the more recent episode, then by id, so the order is deterministic.
+pub fn fuse(by_vector: Vec<EpisodeHit>, by_text: Vec<EpisodeHit>, rrf_k: f32) -> Vec<RecallHit> {
+    let mut fused: HashMap<String, RecallHit> = HashMap::new();
+    let mut add = |hits: Vec<EpisodeHit>, vector: bool| {
+        for (i, hit) in hits.into_iter().enumerate() {
+            let rank = i + 1;
+            let e = hit.episode;
+            let entry = fused.entry(e.id.clone()).or_insert_with(|| RecallHit {
+                id: e.id.clone(),
+                event_id: e.event_id.clone(),
+                session: e.session.clone(),
+                role: e.role.clone(),
+                content: e.content.clone(),
+                ts: e.ts,
+                score: 0.0,
+                why: Why::default(),
+                prev_id: None,
+                next_id: None,
+            });
+            entry.score += 1.0 / (rrf_k + rank as f32);
+            if vector {
+                entry.why.vector_rank = Some(rank);
+                entry.why.vector_similarity = Some(hit.score);
+            } else {
+                entry.why.text_rank = Some(rank);
+                entry.why.text_bm25 = Some(hit.score);
+            }
+        }
+    };
+    add(by_vector, true);
+    add(by_text, false);
+    let mut out: Vec<RecallHit> = fused.into_values().collect();
+    out.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(b.ts.cmp(&a.ts))
+            .then(a.id.cmp(&b.id))
+    });
+    out
+}

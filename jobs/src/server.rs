@@ -1,0 +1,107 @@
+//! The HTTP API (see README): events in, recall, status, metrics.
+
+use crate::engine::Engine;
+use crate::recall::{RecallError, RecallRequest};
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::json;
+use std::sync::Arc;
+
+/// Largest request body accepted (an array of events).
+pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
+
+pub fn router(engine: Arc<Engine>) -> Router {
+    Router::new()
+        .route("/v1/events", post(post_events))
+        .route("/v1/recall", post(post_recall))
+        .route("/v1/status", get(get_status))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/metrics", get(get_metrics))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(engine)
+}
+
+fn error(status: StatusCode, field: &str, reason: impl std::fmt::Display) -> Response {
+    (
+        status,
+        Json(json!({"error": {"field": field, "reason": reason.to_string()}})),
+    )
+        .into_response()
+}
+
+async fn post_events(State(engine): State<Arc<Engine>>, body: Bytes) -> Response {
+    let ingestor = engine.ingestor.clone();
+    // Appending fsyncs: keep it off the async threads.
+    let result = tokio::task::spawn_blocking(move || ingestor.ingest_body("http", &body)).await;
+    match result {
+        Ok(Ok(report)) => {
+            let status = if report.rejected.is_empty() {
+                StatusCode::OK
+            } else {
+                StatusCode::UNPROCESSABLE_ENTITY
+            };
+            (status, Json(report)).into_response()
+        }
+        Ok(Err(err)) => {
+            tracing::error!(%err, "appending to the event log failed");
+            error(StatusCode::SERVICE_UNAVAILABLE, "$", format!("the event log could not store the events: {err}"))
+        }
+        Err(err) => error(StatusCode::INTERNAL_SERVER_ERROR, "$", err),
+    }
+}
+
+async fn post_recall(State(engine): State<Arc<Engine>>, body: Bytes) -> Response {
+    let req: RecallRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            let field = e
+                .to_string()
+                .split('`')
+                .nth(1)
+                .map(str::to_string)
+                .unwrap_or_else(|| "$".into());
+            return error(StatusCode::BAD_REQUEST, &field, format!("invalid recall request: {e}"));
+        }
+    };
+    match engine.recall.recall(&req).await {
+        Ok(resp) => Json(resp).into_response(),
+        Err(RecallError::Invalid(e)) => error(StatusCode::BAD_REQUEST, &e.field, &e.reason),
+        Err(err) => {
+            tracing::error!(%err, tenant = %req.tenant, "recall failed");
+            error(StatusCode::INTERNAL_SERVER_ERROR, "$", err)
+        }
+    }
+}
+
+async fn get_status(State(engine): State<Arc<Engine>>) -> Response {
+    Json(engine.status().await).into_response()
+}
+
+async fn get_metrics(State(engine): State<Arc<Engine>>) -> Response {
+    let s = engine.status().await;
+    let body = format!(
+        "# HELP engram_log_end_offset Offset the next accepted event will get.\n\
+         # TYPE engram_log_end_offset gauge\nengram_log_end_offset {}\n\
+         # HELP engram_views_as_of Input-log offset the views reflect.\n\
+         # TYPE engram_views_as_of gauge\nengram_views_as_of {}\n\
+         # HELP engram_frontier_lag_events Accepted events not yet reflected in the views.\n\
+         # TYPE engram_frontier_lag_events gauge\nengram_frontier_lag_events {}\n\
+         # HELP engram_episodes_stored Episodes committed to Lance.\n\
+         # TYPE engram_episodes_stored gauge\nengram_episodes_stored {}\n\
+         # HELP engram_events_rejected_total Inputs rejected to the reject log.\n\
+         # TYPE engram_events_rejected_total counter\nengram_events_rejected_total {}\n\
+         # HELP engram_unindexed_rows Episodes not yet folded into the indexes.\n\
+         # TYPE engram_unindexed_rows gauge\nengram_unindexed_rows {}\n",
+        s.log_end,
+        s.views_as_of,
+        s.log_end.saturating_sub(s.views_as_of),
+        s.episodes,
+        s.rejected,
+        s.unindexed_rows,
+    );
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+}

@@ -1,0 +1,176 @@
+//! A harness for end-to-end tests: starts the real `engram` binary on a loopback port with its
+//! own data folder, talks to it over HTTP, and can kill it with SIGKILL.
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The `engram` binary: `$ENGRAM_BIN` (the test command sets it), else next to the test binary.
+pub fn engram_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("ENGRAM_BIN") {
+        return p.into();
+    }
+    let exe = std::env::current_exe().unwrap();
+    let debug_dir = exe.parent().and_then(Path::parent).unwrap();
+    let bin = debug_dir.join("engram");
+    assert!(
+        bin.exists(),
+        "{} not found: build it with `cargo build --bin engram` or set ENGRAM_BIN",
+        bin.display()
+    );
+    bin
+}
+
+pub struct Server {
+    child: Child,
+    pub base: String,
+    pub data_dir: PathBuf,
+    http: reqwest::blocking::Client,
+}
+
+impl Server {
+    /// Starts `engram serve` on `data_dir` (port chosen by the OS, demo off), and waits until it
+    /// listens.
+    pub fn start(data_dir: &Path) -> Server {
+        Self::start_with(data_dir, &[])
+    }
+
+    pub fn start_with(data_dir: &Path, extra: &[&str]) -> Server {
+        let mut child = Command::new(engram_bin())
+            .args(["serve", "--http-addr", "127.0.0.1:0", "--no-demo", "--data-dir"])
+            .arg(data_dir)
+            .args(extra)
+            .env("ENGRAM_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start engram");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(url) = line.strip_prefix("engram listening on ") {
+                    let _ = tx.send(url.to_string());
+                }
+            }
+        });
+        let base = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("engram did not start listening within 120 s");
+        Server {
+            child,
+            base,
+            data_dir: data_dir.to_path_buf(),
+            http: reqwest::blocking::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .build()
+                .unwrap(),
+        }
+    }
+
+    pub fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        let resp = self
+            .http
+            .post(format!("{}{}", self.base, path))
+            .json(body)
+            .send()
+            .expect("request");
+        let status = resp.status().as_u16();
+        (status, resp.json().unwrap_or(Value::Null))
+    }
+
+    /// Like `post`, but a failed connection is an `Err` instead of a panic.
+    pub fn try_post(&self, path: &str, body: &Value) -> Result<(u16, Value), reqwest::Error> {
+        let resp = self.http.post(format!("{}{}", self.base, path)).json(body).send()?;
+        let status = resp.status().as_u16();
+        Ok((status, resp.json().unwrap_or(Value::Null)))
+    }
+
+    pub fn post_raw(&self, path: &str, body: &str) -> (u16, Value) {
+        let resp = self
+            .http
+            .post(format!("{}{}", self.base, path))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .expect("request");
+        let status = resp.status().as_u16();
+        (status, resp.json().unwrap_or(Value::Null))
+    }
+
+    pub fn get(&self, path: &str) -> (u16, String) {
+        let resp = self.http.get(format!("{}{}", self.base, path)).send().expect("request");
+        (resp.status().as_u16(), resp.text().unwrap_or_default())
+    }
+
+    pub fn status(&self) -> Value {
+        serde_json::from_str(&self.get("/v1/status").1).unwrap()
+    }
+
+    /// Waits until every accepted event is in the views and every episode is in Lance.
+    pub fn wait_caught_up(&self, timeout: Duration) -> Duration {
+        let start = Instant::now();
+        loop {
+            let s = self.status();
+            let end = s["log_end"].as_u64().unwrap();
+            let views = s["views_as_of"].as_u64().unwrap();
+            let pending = s["pending_episodes"].as_u64().unwrap();
+            if views >= end && pending == 0 {
+                return start.elapsed();
+            }
+            assert!(start.elapsed() < timeout, "not caught up after {timeout:?}: {s}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn recall(&self, tenant: &str, user: &str, query: &str, k: usize) -> Value {
+        let (status, body) = self.post(
+            "/v1/recall",
+            &json!({"tenant": tenant, "user": user, "query": query, "k": k}),
+        );
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// SIGKILL: no shutdown code runs.
+    pub fn kill9(mut self) {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+    }
+
+    /// SIGKILL without waiting (another thread may still be talking to the server); the process
+    /// is reaped when the `Server` is dropped.
+    pub fn kill9_now(&self) {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGKILL);
+        }
+    }
+
+    /// SIGINT (Ctrl-C) and wait for a clean exit.
+    pub fn interrupt(mut self) -> std::process::ExitStatus {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGINT);
+        }
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An interaction event.
+pub fn interaction(tenant: &str, user: &str, event_id: &str, session: &str, minute: u32, content: &str) -> Value {
+    json!({
+        "kind": "interaction", "event_id": event_id, "tenant": tenant, "user": user,
+        "session": session, "ts": format!("2025-01-01T{:02}:{:02}:00Z", minute / 60 % 24, minute % 60),
+        "role": "user", "content": content,
+    })
+}

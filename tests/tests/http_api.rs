@@ -1,0 +1,131 @@
+//! The HTTP API of a real `engram serve`, over a real socket.
+
+use engram_tests::{interaction, Server};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+fn contents(recall: &Value) -> Vec<String> {
+    recall["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["content"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn events_in_recall_out_isolated_per_user_and_tenant() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let events = json!([
+        interaction("acme", "alice", "a1", "s1", 1, "I just moved to Lisbon for a new job."),
+        interaction("acme", "alice", "a2", "s1", 2, "My cat Miso hates the tram noise."),
+        interaction("acme", "alice", "a3", "s1", 3, "Please remind me to renew my passport in June."),
+        interaction("acme", "bob", "b1", "s9", 1, "I moved to Berlin and my cat is called Tigre."),
+        interaction("globex", "alice", "g1", "s1", 1, "I moved to Tokyo; secret project Falcon starts soon."),
+    ]);
+    let (status, body) = server.post("/v1/events", &events);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["accepted"], 5);
+    let took = server.wait_caught_up(Duration::from_secs(30));
+    eprintln!("visible in recall after {took:?}");
+
+    let r = server.recall("acme", "alice", "which city did I move to?", 10);
+    let got = contents(&r);
+    assert_eq!(got.len(), 3, "{r}");
+    assert!(got[0].contains("Lisbon"), "{got:?}");
+    for leaked in ["Berlin", "Tigre", "Tokyo", "Falcon"] {
+        assert!(got.iter().all(|c| !c.contains(leaked)), "{leaked} leaked into {got:?}");
+    }
+    let top = &r["results"][0];
+    assert!(top["id"].as_str().unwrap().len() == 36, "episode ids are UUIDs");
+    assert_eq!(top["event_id"], "a1");
+    assert!(top["score"].as_f64().unwrap() > 0.0);
+    assert!(top["ts"].as_str().unwrap().starts_with("2025-01-01T00:01:00"));
+    assert!(top["why"]["vector_rank"].is_u64());
+    // NEXT edges from the views: a1 → a2 → a3 in session s1
+    let by_event: std::collections::HashMap<String, &Value> = r["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["event_id"].as_str().unwrap().to_string(), h))
+        .collect();
+    assert_eq!(by_event["a1"]["next_id"], by_event["a2"]["id"]);
+    assert_eq!(by_event["a3"]["prev_id"], by_event["a2"]["id"]);
+    assert!(by_event["a3"].get("next_id").is_none());
+
+    // full text alone finds an exact term
+    let r = server.recall("acme", "alice", "passport", 1);
+    assert!(contents(&r)[0].contains("passport"));
+    assert!(r["results"][0]["why"]["text_rank"].is_u64());
+
+    let r = server.recall("globex", "alice", "which city did I move to?", 10);
+    assert_eq!(contents(&r), vec!["I moved to Tokyo; secret project Falcon starts soon."]);
+    let r = server.recall("acme", "carol", "which city did I move to?", 10);
+    assert!(contents(&r).is_empty());
+}
+
+#[test]
+fn bad_events_are_rejected_with_the_field_named_and_kept_while_good_ones_are_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let mut bad_ts = interaction("acme", "alice", "x1", "s1", 1, "hello");
+    bad_ts["ts"] = json!("last tuesday");
+    let mut no_user = interaction("acme", "alice", "x2", "s1", 1, "hello");
+    no_user.as_object_mut().unwrap().remove("user");
+    let mut bad_role = interaction("acme", "alice", "x3", "s1", 1, "hello");
+    bad_role["role"] = json!("narrator");
+    let good = interaction("acme", "alice", "ok1", "s1", 1, "a good event survives its bad neighbours");
+    let (status, body) = server.post("/v1/events", &json!([bad_ts, good, no_user, bad_role]));
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["accepted"], 1);
+    let rejected = body["rejected"].as_array().unwrap();
+    let fields: Vec<(u64, &str)> = rejected
+        .iter()
+        .map(|r| (r["index"].as_u64().unwrap(), r["field"].as_str().unwrap()))
+        .collect();
+    assert_eq!(fields, vec![(0, "ts"), (2, "user"), (3, "role")]);
+    assert!(rejected[0]["reason"].as_str().unwrap().contains("RFC 3339"));
+
+    let (status, body) = server.post_raw("/v1/events", "{\"event_id\": ");
+    assert_eq!(status, 422);
+    assert_eq!(body["rejected"][0]["field"], "$");
+
+    // every rejected input is in the reject log, with its original text
+    let rejects = std::fs::read_to_string(dir.path().join("log/rejects.jsonl")).unwrap();
+    let lines: Vec<Value> = rejects.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 4);
+    assert!(lines[0]["original"].as_str().unwrap().contains("last tuesday"));
+    assert_eq!(lines[3]["original"], "{\"event_id\": ");
+    let (_, metrics) = server.get("/metrics");
+    assert!(metrics.contains("engram_events_rejected_total 4"), "{metrics}");
+
+    server.wait_caught_up(Duration::from_secs(30));
+    let r = server.recall("acme", "alice", "good event", 5);
+    assert_eq!(r["results"].as_array().unwrap().len(), 1);
+
+    // recall requests are validated too
+    let (status, body) = server.post("/v1/recall", &json!({"tenant": "acme", "user": "a'b", "query": "x"}));
+    assert_eq!(status, 400);
+    assert_eq!(body["error"]["field"], "user");
+    let (status, body) = server.post("/v1/recall", &json!({"tenant": "acme", "user": "alice"}));
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["field"], "query");
+}
+
+#[test]
+fn a_redelivered_event_id_is_stored_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let e = interaction("acme", "alice", "dup-1", "s1", 1, "only once please");
+    let (s1, b1) = server.post("/v1/events", &e);
+    let (s2, b2) = server.post("/v1/events", &json!([e.clone(), e]));
+    assert_eq!((s1, s2), (200, 200));
+    assert_eq!(b1["accepted"], 1);
+    assert_eq!(b2["accepted"], 0);
+    assert_eq!(b2["duplicates"], 2);
+    server.wait_caught_up(Duration::from_secs(30));
+    assert_eq!(server.status()["episodes"], 1);
+    let r = server.recall("acme", "alice", "only once", 10);
+    assert_eq!(r["results"].as_array().unwrap().len(), 1);
+}
