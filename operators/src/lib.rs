@@ -4,7 +4,10 @@
 //! says exactly what its output holds for a given input, and a test that checks the
 //! incrementally maintained output against a from-scratch computation of the same definition.
 
+pub mod correction_clusters;
+pub mod entities;
 pub mod episodes;
+pub mod facts;
 pub mod math;
 
 pub use episodes::{next_edges, Episode, SessionKey};

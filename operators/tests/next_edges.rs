@@ -20,7 +20,11 @@ fn episode(i: u64, rng: &mut StdRng) -> (SessionKey, Episode) {
     let e = Episode {
         // few distinct timestamps, so ties broken by turn and offset are exercised
         ts_micros: rng.gen_range(0..20) * 1_000_000,
-        turn: if rng.gen_bool(0.5) { Some(rng.gen_range(0..4)) } else { None },
+        turn: if rng.gen_bool(0.5) {
+            Some(rng.gen_range(0..4))
+        } else {
+            None
+        },
         log_offset: i,
         id: format!("ep{i}"),
         event_id: format!("e{i}"),
@@ -103,10 +107,9 @@ fn run(workers: usize, seed: u64, rounds: usize) {
                     .collect();
                 let want = from_scratch(&current);
                 if got != want {
-                    mismatches2
-                        .lock()
-                        .unwrap()
-                        .push(format!("seed {seed} round {round}: got {got:?}, want {want:?}"));
+                    mismatches2.lock().unwrap().push(format!(
+                        "seed {seed} round {round}: got {got:?}, want {want:?}"
+                    ));
                 }
             }
         }

@@ -1,0 +1,692 @@
+//! Clusters of a user's similar corrections, and their promotion to patterns (SPEC §4.2–4.3).
+//!
+//! - [`similarity_links`]: pairs of a user's corrections whose embeddings have cosine
+//!   ≥ [`LINK_COSINE_THRESHOLD`], looked for among the candidate pairs that random-hyperplane
+//!   LSH puts in a common bucket ([`LshHyperplanes`]).
+//! - [`correction_clusters`]: the connected components of the link graph, each named by its
+//!   smallest correction id.
+//! - [`promote_patterns`]: the clusters that meet the default
+//!   [`PromotionCriteria`](crate::math::fusion::PromotionCriteria), with their measurements.
+//!
+//! # Which corrections are present
+//!
+//! All three operators read corrections keyed by `(tenant, user)`; a correction is identified by
+//! `(tenant, user, correction_id)`. The **present corrections** are, for every identity that
+//! has at least one record of positive multiplicity, the least such record in
+//! [`CorrectionPoint`] order. So a record with multiplicity m > 1 counts once, one with m ≤ 0
+//! not at all, and an id sent twice with different payloads still has one deterministic point.
+//! Corrections of different users are never linked, clustered or measured together.
+//!
+//! # Embeddings
+//!
+//! Collection data must be totally ordered, which `f32` is not, so embeddings travel as
+//! [`QuantisedEmbedding`]: scaled to unit length, then each component times
+//! [`EMBEDDING_SCALE`] = 10 000 rounded to an `i16`. Direction is all that cosine, centroid and
+//! coherence look at, so the scaling loses nothing; the rounding moves each component by at
+//! most 5·10⁻⁵. Every similarity in this module is computed on the dequantised floats
+//! ([`QuantisedEmbedding::to_f32`]), so the incremental and from-scratch computations agree
+//! exactly.
+//!
+//! # Candidate pairs: random-hyperplane LSH
+//!
+//! A hyperplane through the origin with a Gaussian normal puts two vectors at angle θ on the
+//! same side with probability p = 1 − θ/π. Each embedding gets [`LSH_BANDS`] = 40 bands of
+//! [`LSH_ROWS_PER_BAND`] = 10 such sign bits; two corrections are a candidate pair when some
+//! band has all 10 bits equal, which happens with probability 1 − (1 − p¹⁰)⁴⁰
+//! ([`lsh_candidate_probability`]). At the link threshold, cosine 0.85: θ = 0.5548 rad,
+//! p = 0.82340, p¹⁰ = 0.14326, so a pair is a candidate with probability **0.99794**; at cosine
+//! 0.9 it is 0.99993. The price of that recall is candidates that fail the exact check: pairs
+//! at cosine 0.7 are candidates with probability 0.891, at 0.5 with 0.503, and unrelated
+//! (orthogonal) ones with 0.038. Fewer bands would cut the 40 bucket records per correction,
+//! and longer bands the wasted candidates, but both cost recall: 10 bits × 30 bands give only
+//! 0.9903 at 0.85, and 12-bit bands need 48 bands for 0.9926. 10 × 40 keeps a margin above
+//! 0.99 at modest cost.
+//!
+//! The hyperplanes are fixed forever (seed [`LSH_SEED`], a xorshift generator, one set per
+//! embedding length), so buckets do not depend on the run, the worker or a crate version, and a
+//! from-scratch computation that uses the same [`LshHyperplanes`] finds exactly the same links.
+
+use std::collections::BTreeMap;
+
+use differential_dataflow::lattice::Lattice;
+use differential_dataflow::operators::Iterate;
+use differential_dataflow::VecCollection;
+use serde::{Deserialize, Serialize};
+use timely::progress::Timestamp;
+
+use crate::math::fusion::{
+    assess_cluster, cosine_similarity, preference_confidence, PromotionCriteria,
+    DEFAULT_EVIDENCE_WEIGHT,
+};
+
+/// `(tenant, user)`: clustering never crosses it.
+pub type UserKey = (String, String);
+
+/// Quantisation scale of [`QuantisedEmbedding`]: a unit-length vector's components, in
+/// [−1, 1], become integers in [−10 000, 10 000].
+pub const EMBEDDING_SCALE: f32 = 10_000.0;
+
+/// An embedding as collection data: the vector scaled to unit length, each component times
+/// [`EMBEDDING_SCALE`] rounded to the nearest integer. All zeros for an all-zero vector.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct QuantisedEmbedding(pub Vec<i16>);
+
+impl QuantisedEmbedding {
+    /// Quantises `embedding`; components that are not finite count as 0.
+    pub fn from_f32(embedding: &[f32]) -> Self {
+        let finite = |x: f32| if x.is_finite() { f64::from(x) } else { 0.0 };
+        let norm = embedding
+            .iter()
+            .map(|&x| finite(x) * finite(x))
+            .sum::<f64>()
+            .sqrt();
+        let scale = if norm > 0.0 {
+            f64::from(EMBEDDING_SCALE) / norm
+        } else {
+            0.0
+        };
+        // |x| / norm ≤ 1, so every rounded component fits an i16.
+        QuantisedEmbedding(
+            embedding
+                .iter()
+                .map(|&x| (finite(x) * scale).round() as i16)
+                .collect(),
+        )
+    }
+
+    /// The dequantised vector: each component divided by [`EMBEDDING_SCALE`] (unit length up
+    /// to rounding, or all zeros).
+    pub fn to_f32(&self) -> Vec<f32> {
+        self.0
+            .iter()
+            .map(|&q| f32::from(q) / EMBEDDING_SCALE)
+            .collect()
+    }
+
+    /// Number of components.
+    pub fn dims(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// One correction as the clustering sees it. Field order is the order used to pick one point
+/// per correction id (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct CorrectionPoint {
+    /// Stable id of the correction, unique within its `(tenant, user)`.
+    pub correction_id: String,
+    /// Event time, microseconds since the Unix epoch.
+    pub ts_micros: i64,
+    /// Confidence of the correction in thousandths (0..=1000; larger values count as 1000).
+    pub confidence_milli: u16,
+    /// Embedding of the correction (e.g. of its expected behaviour).
+    pub embedding: QuantisedEmbedding,
+}
+
+/// A promoted cluster: the measurements behind its promotion.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct PatternRecord {
+    /// The cluster id of the memberships ([`correction_clusters`] names a cluster by its
+    /// smallest correction id).
+    pub cluster_id: String,
+    /// Number of corrections in the cluster (≥ 3).
+    pub size: u32,
+    /// Coherence (mean cosine of the dequantised embeddings to their centroid,
+    /// [`crate::math::fusion::coherence`]) in thousandths, rounded to nearest (≥ 800, as the
+    /// coherence itself is > 0.8).
+    pub coherence_milli: u16,
+    /// Latest minus earliest correction time, microseconds (≥ one day).
+    pub span_micros: i64,
+    /// [`preference_confidence`] of the members' confidences (`confidence_milli / 1000`, folded
+    /// in [`CorrectionPoint`] order) with [`DEFAULT_EVIDENCE_WEIGHT`], in thousandths, rounded
+    /// to nearest.
+    pub confidence_milli: u16,
+}
+
+/// Two corrections are linked when the cosine of their dequantised embeddings is at least this
+/// (SPEC §4.2).
+pub const LINK_COSINE_THRESHOLD: f64 = 0.85;
+
+/// Number of LSH bands; a pair is a candidate when any band matches (see the module docs).
+pub const LSH_BANDS: usize = 40;
+
+/// Sign bits per LSH band; a band matches when all of them agree.
+pub const LSH_ROWS_PER_BAND: usize = 10;
+
+/// Seed of the xorshift generator that draws the hyperplanes. Changing it changes every
+/// bucket, so it is part of the definition of [`similarity_links`].
+pub const LSH_SEED: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// Probability that two vectors at cosine `cosine` become a candidate pair:
+/// 1 − (1 − pᴿ)ᴮ with p = 1 − arccos(cosine)/π, R = [`LSH_ROWS_PER_BAND`], B = [`LSH_BANDS`]
+/// (0.99794 at cosine 0.85). The probability is over the draw of the hyperplanes; with the
+/// hyperplanes fixed, it is the fraction of such pairs found, over pairs in random directions.
+pub fn lsh_candidate_probability(cosine: f64) -> f64 {
+    let angle = cosine.clamp(-1.0, 1.0).acos();
+    let bit_agrees = 1.0 - angle / std::f64::consts::PI;
+    let band_agrees = bit_agrees.powi(LSH_ROWS_PER_BAND as i32);
+    1.0 - (1.0 - band_agrees).powi(LSH_BANDS as i32)
+}
+
+/// One LSH bucket: band `band` of an embedding of length `dims` has the sign bits `signature`
+/// (row 0 in the highest of the low [`LSH_ROWS_PER_BAND`] bits). Embeddings of different
+/// lengths never share a bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct LshBucket {
+    pub band: u16,
+    pub dims: u32,
+    pub signature: u32,
+}
+
+/// The fixed random hyperplanes for embeddings of one length: [`LSH_BANDS`] ×
+/// [`LSH_ROWS_PER_BAND`] normals with independent standard-normal components, drawn in order
+/// (band, row, component) from a xorshift generator seeded with [`LSH_SEED`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct LshHyperplanes {
+    dims: usize,
+    /// Band-major, then row, then component.
+    normals: Vec<f32>,
+}
+
+impl LshHyperplanes {
+    /// The hyperplanes for embeddings of length `dims` (the same on every call).
+    pub fn new(dims: usize) -> Self {
+        let mut rng = XorShift64::new(LSH_SEED);
+        let normals = (0..LSH_BANDS * LSH_ROWS_PER_BAND * dims)
+            .map(|_| rng.next_gaussian() as f32)
+            .collect();
+        LshHyperplanes { dims, normals }
+    }
+
+    /// Embedding length these hyperplanes are for.
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// The [`LSH_BANDS`] buckets of `embedding`, one per band in band order. A row's bit is 1
+    /// when the dot product of the embedding with the row's normal (accumulated in f64) is ≥ 0.
+    ///
+    /// # Panics
+    ///
+    /// If `embedding.len()` is not [`Self::dims`].
+    pub fn buckets(&self, embedding: &[f32]) -> Vec<LshBucket> {
+        assert_eq!(
+            embedding.len(),
+            self.dims,
+            "LSH hyperplanes of another embedding length"
+        );
+        (0..LSH_BANDS)
+            .map(|band| {
+                let signature = (0..LSH_ROWS_PER_BAND).fold(0_u32, |bits, row| {
+                    let start = (band * LSH_ROWS_PER_BAND + row) * self.dims;
+                    let normal = &self.normals[start..start + self.dims];
+                    let side: f64 = normal
+                        .iter()
+                        .zip(embedding)
+                        .map(|(&n, &x)| f64::from(n) * f64::from(x))
+                        .sum();
+                    (bits << 1) | u32::from(side >= 0.0)
+                });
+                LshBucket {
+                    band: band as u16,
+                    dims: self.dims as u32,
+                    signature,
+                }
+            })
+            .collect()
+    }
+}
+
+/// The LSH buckets of one embedding (dequantised), as [`LshHyperplanes::buckets`]. Draws the
+/// hyperplanes on every call; to bucket many embeddings, keep an [`LshHyperplanes`].
+pub fn lsh_buckets(embedding: &QuantisedEmbedding) -> Vec<LshBucket> {
+    LshHyperplanes::new(embedding.dims()).buckets(&embedding.to_f32())
+}
+
+/// Marsaglia's xorshift64: plenty for hyperplane directions, and written out here so the
+/// hyperplanes never change with a random-number crate's version.
+struct XorShift64(u64);
+
+impl XorShift64 {
+    fn new(seed: u64) -> Self {
+        // The all-zero state is a fixed point of xorshift.
+        XorShift64(seed.max(1))
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    /// Uniform in (0, 1], never 0, so its logarithm is finite.
+    fn next_unit(&mut self) -> f64 {
+        ((self.next_u64() >> 11) + 1) as f64 / (1_u64 << 53) as f64
+    }
+
+    /// Standard normal draw (Box–Muller). Gaussian components make the normal's direction
+    /// uniform on the sphere, which is what gives P(same side) = 1 − θ/π.
+    fn next_gaussian(&mut self) -> f64 {
+        let radius = (-2.0 * self.next_unit().ln()).sqrt();
+        radius * (std::f64::consts::TAU * self.next_unit()).cos()
+    }
+}
+
+/// Whether two embeddings are linked: same length, and dequantised cosine
+/// ≥ [`LINK_COSINE_THRESHOLD`].
+fn is_link(a: &QuantisedEmbedding, b: &QuantisedEmbedding) -> bool {
+    a.dims() == b.dims() && cosine_similarity(&a.to_f32(), &b.to_f32()) >= LINK_COSINE_THRESHOLD
+}
+
+/// The present corrections (module docs), keyed by `((tenant, user), correction_id)`, each with
+/// multiplicity 1.
+fn present_corrections<'scope, T>(
+    corrections: VecCollection<'scope, T, (UserKey, CorrectionPoint)>,
+) -> VecCollection<'scope, T, ((UserKey, String), CorrectionPoint)>
+where
+    T: Timestamp + Lattice + Ord,
+{
+    corrections
+        .map(|(user, point)| ((user, point.correction_id.clone()), point))
+        .reduce(|_correction, records, output| {
+            // Records come in ascending order, so the first present one is the least.
+            if let Some((point, _)) = records.iter().find(|(_, m)| *m > 0) {
+                output.push(((*point).clone(), 1));
+            }
+        })
+}
+
+/// The similarity links between a user's corrections.
+///
+/// Input: corrections keyed by `(tenant, user)`. Output: `((tenant, user), (id_a, id_b))` with
+/// `id_a < id_b`, multiplicity 1, for every two present corrections of that user (module
+/// docs) whose embeddings share at least one [`LshBucket`] under [`LshHyperplanes`] and whose
+/// dequantised cosine is ≥ [`LINK_COSINE_THRESHOLD`]. A pair at cosine ≥ 0.85 shares a bucket
+/// with probability ≥ 0.99794 over the choice of hyperplanes ([`lsh_candidate_probability`]);
+/// a pair that shares none is not linked, whatever its cosine.
+///
+/// Cost: each correction is stored once per band (40 copies of its embedding); a change to a
+/// correction compares it with the corrections in its 40 buckets only.
+pub fn similarity_links<'scope, T>(
+    corrections: VecCollection<'scope, T, (UserKey, CorrectionPoint)>,
+) -> VecCollection<'scope, T, (UserKey, (String, String))>
+where
+    T: Timestamp + Lattice + Ord,
+{
+    // Drawn once per embedding length per worker, not once per correction.
+    let mut hyperplanes_by_dims: BTreeMap<usize, LshHyperplanes> = BTreeMap::new();
+    let bucketed = present_corrections(corrections)
+        .flat_map(move |((user, id), point)| {
+            let embedding = point.embedding.to_f32();
+            let buckets = hyperplanes_by_dims
+                .entry(embedding.len())
+                .or_insert_with(|| LshHyperplanes::new(embedding.len()))
+                .buckets(&embedding);
+            buckets.into_iter().map(move |bucket| {
+                (
+                    (user.clone(), bucket),
+                    (id.clone(), point.embedding.clone()),
+                )
+            })
+        })
+        .arrange_by_key();
+    bucketed
+        .clone()
+        .join_core(
+            bucketed,
+            |key: &(UserKey, LshBucket),
+             a: &(String, QuantisedEmbedding),
+             b: &(String, QuantisedEmbedding)| {
+                (a.0 < b.0 && is_link(&a.1, &b.1))
+                    .then(|| (key.0.clone(), (a.0.clone(), b.0.clone())))
+            },
+        )
+        // A pair meets once per shared band; its count is that number, never negative.
+        .distinct()
+}
+
+/// The clusters of a user's corrections: connected components of the link graph.
+///
+/// Input: corrections keyed by `(tenant, user)`, and links `((tenant, user), (a, b))` between
+/// correction ids of that user. Links are undirected: `(a, b)` and `(b, a)` are the same link,
+/// which is present when the multiplicities of its records in both orders sum to more than 0.
+/// The graph of a user has the present corrections (module docs) as vertices and the present
+/// links whose both ends are present corrections as edges; links naming any other id are
+/// ignored.
+///
+/// Output: `((tenant, user), (correction_id, cluster_id))`, multiplicity 1, for every present
+/// correction, where `cluster_id` is the smallest correction id of its connected component (a
+/// correction without links is its own cluster). When a correction or link is retracted, a
+/// component may split and its members are relabelled, so the output always equals this
+/// definition over the current input.
+///
+/// Cost: label propagation (each round, every vertex takes the smallest label among itself and
+/// its neighbours) runs as many rounds as the largest component's diameter; a change re-derives
+/// only the labels it affects.
+pub fn correction_clusters<'scope, T>(
+    corrections: VecCollection<'scope, T, (UserKey, CorrectionPoint)>,
+    links: VecCollection<'scope, T, (UserKey, (String, String))>,
+) -> VecCollection<'scope, T, (UserKey, (String, String))>
+where
+    T: Timestamp + Lattice + Ord,
+{
+    // Every present correction proposes its own id as its label.
+    let own_labels =
+        present_corrections(corrections).map(|((user, id), _point)| ((user, id.clone()), id));
+    let present_ids = own_labels.clone().map(|(correction, _label)| correction);
+    // `((user, x), y)`: x proposes its label to y. Every link is listed in both directions; the
+    // semijoin keeps those whose key end is present, and the swap makes that end the target.
+    // Only present corrections ever hold a label (they start with one, and proposals go to
+    // present targets only), so requiring the target to be present is enough.
+    let edges = links
+        .flat_map(|(user, (a, b))| [((user.clone(), a.clone()), b.clone()), ((user, b), a)])
+        .threshold(|_edge, count: &isize| isize::from(*count > 0))
+        .semijoin(present_ids)
+        .map(|((user, target), source)| ((user, source), target))
+        .arrange_by_key();
+    own_labels
+        .clone()
+        .iterate(|scope, labels| {
+            let edges = edges.enter(scope);
+            let own_labels = own_labels.enter(scope);
+            labels
+                .join_core(
+                    edges,
+                    |correction: &(UserKey, String), label: &String, neighbour: &String| {
+                        Some(((correction.0.clone(), neighbour.clone()), label.clone()))
+                    },
+                )
+                .concat(own_labels)
+                .reduce(|_correction, proposed_labels, output| {
+                    // Labels come in ascending order: keep the smallest one proposed.
+                    if let Some((label, _)) = proposed_labels.iter().find(|(_, m)| *m > 0) {
+                        output.push(((*label).clone(), 1));
+                    }
+                })
+        })
+        .map(|((user, id), cluster_id)| (user, (id, cluster_id)))
+}
+
+/// The patterns: clusters that meet the promotion criteria.
+///
+/// Input: corrections keyed by `(tenant, user)`, and cluster memberships
+/// `((tenant, user), (correction_id, cluster_id))` as [`correction_clusters`] produces them. A
+/// membership counts once when its multiplicity is positive, and only if its correction is
+/// present (module docs); a correction listed under two cluster ids counts in both.
+///
+/// Output: `((tenant, user), record)`, multiplicity 1, for every cluster whose present members
+/// meet the default [`PromotionCriteria`] (n ≥ 3, coherence > 0.8, span ≥ 1 day), with
+/// `record` as documented on [`PatternRecord`]. A cluster whose members' embeddings differ in
+/// length is never promoted (their coherence is undefined). When a member is added or
+/// retracted, the cluster's record is replaced or withdrawn.
+///
+/// Cost: a change to a cluster re-measures that cluster (linear in its size).
+pub fn promote_patterns<'scope, T>(
+    corrections: VecCollection<'scope, T, (UserKey, CorrectionPoint)>,
+    clusters: VecCollection<'scope, T, (UserKey, (String, String))>,
+) -> VecCollection<'scope, T, (UserKey, PatternRecord)>
+where
+    T: Timestamp + Lattice + Ord,
+{
+    clusters
+        .map(|(user, (id, cluster_id))| ((user, id), cluster_id))
+        .threshold(|_membership, count: &isize| isize::from(*count > 0))
+        .join_map(
+            present_corrections(corrections),
+            |correction: &(UserKey, String), cluster_id: &String, point: &CorrectionPoint| {
+                ((correction.0.clone(), cluster_id.clone()), point.clone())
+            },
+        )
+        .reduce(|(_user, cluster_id), members, output| {
+            let present: Vec<&CorrectionPoint> = members
+                .iter()
+                .filter(|(_, m)| *m > 0)
+                .map(|(point, _)| *point)
+                .collect();
+            if let Some(record) = pattern_of(cluster_id, &present) {
+                output.push((record, 1));
+            }
+        })
+        .map(|((user, _cluster_id), record)| (user, record))
+}
+
+/// The pattern that a cluster with these members (in [`CorrectionPoint`] order) forms, or
+/// `None` when it does not meet the default [`PromotionCriteria`] or its embeddings differ in
+/// length.
+fn pattern_of(cluster_id: &str, members: &[&CorrectionPoint]) -> Option<PatternRecord> {
+    let dims = members.first()?.embedding.dims();
+    if members.iter().any(|m| m.embedding.dims() != dims) {
+        return None;
+    }
+    let earliest = members.iter().map(|m| m.ts_micros).min()?;
+    let latest = members.iter().map(|m| m.ts_micros).max()?;
+    let embeddings: Vec<Vec<f32>> = members.iter().map(|m| m.embedding.to_f32()).collect();
+    // Seconds since the earliest member: small exact differences, so a span of exactly one day
+    // is exactly 86 400 s, not a rounding of two epoch-sized times.
+    let seconds: Vec<f64> = members
+        .iter()
+        .map(|m| m.ts_micros.saturating_sub(earliest) as f64 / 1e6)
+        .collect();
+    let assessment = assess_cluster(&embeddings, &seconds, &PromotionCriteria::default());
+    if !assessment.promotable {
+        return None;
+    }
+    let confidences: Vec<f64> = members
+        .iter()
+        .map(|m| f64::from(m.confidence_milli) / 1000.0)
+        .collect();
+    Some(PatternRecord {
+        cluster_id: cluster_id.to_string(),
+        size: members.len() as u32,
+        coherence_milli: to_milli(assessment.coherence),
+        span_micros: latest.saturating_sub(earliest),
+        confidence_milli: to_milli(preference_confidence(&confidences, DEFAULT_EVIDENCE_WEIGHT)),
+    })
+}
+
+/// A value in [0, 1] in thousandths, rounded to nearest.
+fn to_milli(x: f64) -> u16 {
+    (x.clamp(0.0, 1.0) * 1000.0).round() as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::math::fusion::SECONDS_PER_DAY;
+
+    /// Deterministic test vectors without a random crate in the library's tests.
+    fn gaussian_vector(rng: &mut XorShift64, dims: usize) -> Vec<f32> {
+        (0..dims).map(|_| rng.next_gaussian() as f32).collect()
+    }
+
+    fn unit(v: &[f32]) -> Vec<f32> {
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter().map(|x| x / norm).collect()
+    }
+
+    /// A unit vector at exactly cosine `cosine` to the unit vector `a`, in a random direction.
+    fn at_cosine(rng: &mut XorShift64, a: &[f32], cosine: f32) -> Vec<f32> {
+        let r = gaussian_vector(rng, a.len());
+        let along: f32 = r.iter().zip(a).map(|(x, y)| x * y).sum();
+        let orthogonal = unit(
+            &r.iter()
+                .zip(a)
+                .map(|(x, y)| x - along * y)
+                .collect::<Vec<_>>(),
+        );
+        let sine = (1.0 - cosine * cosine).sqrt();
+        a.iter()
+            .zip(&orthogonal)
+            .map(|(x, o)| cosine * x + sine * o)
+            .collect()
+    }
+
+    fn share_a_bucket(h: &LshHyperplanes, a: &QuantisedEmbedding, b: &QuantisedEmbedding) -> bool {
+        let (a, b) = (h.buckets(&a.to_f32()), h.buckets(&b.to_f32()));
+        a.iter().zip(&b).any(|(x, y)| x == y)
+    }
+
+    fn point(id: &str, day: f64, confidence_milli: u16, v: &[f32]) -> CorrectionPoint {
+        CorrectionPoint {
+            correction_id: id.into(),
+            ts_micros: 1_700_000_000_000_000 + (day * SECONDS_PER_DAY * 1e6) as i64,
+            confidence_milli,
+            embedding: QuantisedEmbedding::from_f32(v),
+        }
+    }
+
+    #[test]
+    fn quantisation_keeps_the_direction() {
+        let q = QuantisedEmbedding::from_f32(&[3.0, -4.0, 0.0]);
+        assert_eq!(q.0, vec![6000, -8000, 0]);
+        assert_eq!(q.to_f32(), vec![0.6, -0.8, 0.0]);
+        // Length does not matter, only direction.
+        assert_eq!(QuantisedEmbedding::from_f32(&[30.0, -40.0, 0.0]), q);
+        assert_eq!(QuantisedEmbedding::from_f32(&[0.0, 0.0]).0, vec![0, 0]);
+        assert_eq!(
+            QuantisedEmbedding::from_f32(&[f32::NAN, 2.0]).0,
+            vec![0, 10_000]
+        );
+        // Rounding moves a cosine by far less than the gap to any threshold that matters.
+        let mut rng = XorShift64::new(7);
+        for _ in 0..100 {
+            let (a, b) = (
+                gaussian_vector(&mut rng, 384),
+                gaussian_vector(&mut rng, 384),
+            );
+            let exact = cosine_similarity(&a, &b);
+            let (qa, qb) = (
+                QuantisedEmbedding::from_f32(&a),
+                QuantisedEmbedding::from_f32(&b),
+            );
+            let quantised = cosine_similarity(&qa.to_f32(), &qb.to_f32());
+            assert!((exact - quantised).abs() < 1e-3, "{exact} vs {quantised}");
+        }
+    }
+
+    #[test]
+    fn hyperplanes_are_fixed_and_independent() {
+        let h = LshHyperplanes::new(16);
+        assert_eq!(h, LshHyperplanes::new(16));
+        assert_eq!(h.dims(), 16);
+        assert_eq!(h.normals.len(), LSH_BANDS * LSH_ROWS_PER_BAND * 16);
+        // Standard-normal components: mean ≈ 0, variance ≈ 1 over 6 400 draws.
+        let n = h.normals.len() as f64;
+        let mean = h.normals.iter().map(|&x| f64::from(x)).sum::<f64>() / n;
+        let variance = h
+            .normals
+            .iter()
+            .map(|&x| (f64::from(x) - mean).powi(2))
+            .sum::<f64>()
+            / n;
+        assert!(mean.abs() < 0.05, "{mean}");
+        assert!((variance - 1.0).abs() < 0.1, "{variance}");
+        let v = QuantisedEmbedding::from_f32(&[1.0; 16]);
+        let buckets = lsh_buckets(&v);
+        assert_eq!(buckets, h.buckets(&v.to_f32()));
+        assert_eq!(buckets.len(), LSH_BANDS);
+        assert!(buckets
+            .iter()
+            .enumerate()
+            .all(|(band, b)| b.band as usize == band
+                && b.dims == 16
+                && b.signature < 1 << LSH_ROWS_PER_BAND));
+        // Different bands use different hyperplanes, so their signatures are not all equal.
+        assert!(buckets.iter().any(|b| b.signature != buckets[0].signature));
+    }
+
+    #[test]
+    fn candidate_probability_of_the_parameters() {
+        let at_threshold = lsh_candidate_probability(LINK_COSINE_THRESHOLD);
+        assert!((at_threshold - 0.99794).abs() < 5e-6, "{at_threshold}");
+        assert!(lsh_candidate_probability(0.9) > 0.9999);
+        assert!(lsh_candidate_probability(0.0) < 0.04);
+        assert_eq!(lsh_candidate_probability(1.0), 1.0);
+    }
+
+    #[test]
+    fn lsh_finds_99_percent_of_pairs_at_the_threshold() {
+        // The hardest linked pairs, cosine in [0.85, 0.87], in random directions; the expected
+        // recall is ≈ 0.998, and does not depend on the embedding length.
+        let h = LshHyperplanes::new(64);
+        let mut rng = XorShift64::new(2024);
+        let pairs = 1_500;
+        let mut linked = 0;
+        let mut found = 0;
+        for i in 0..pairs {
+            let a = unit(&gaussian_vector(&mut rng, 64));
+            let b = at_cosine(&mut rng, &a, 0.85 + 0.02 * (i as f32 / pairs as f32));
+            let (qa, qb) = (
+                QuantisedEmbedding::from_f32(&a),
+                QuantisedEmbedding::from_f32(&b),
+            );
+            if is_link(&qa, &qb) {
+                linked += 1;
+                found += usize::from(share_a_bucket(&h, &qa, &qb));
+            }
+        }
+        assert!(linked > pairs * 9 / 10, "{linked} pairs kept cosine ≥ 0.85");
+        let recall = found as f64 / linked as f64;
+        assert!(recall >= 0.99, "recall {recall} over {linked} pairs");
+    }
+
+    #[test]
+    fn lsh_rarely_pairs_unrelated_corrections() {
+        // Independent random directions are nearly orthogonal: expected rate ≈ 0.038.
+        let h = LshHyperplanes::new(64);
+        let mut rng = XorShift64::new(99);
+        let pairs = 1_500;
+        let candidates = (0..pairs)
+            .filter(|_| {
+                let a = QuantisedEmbedding::from_f32(&gaussian_vector(&mut rng, 64));
+                let b = QuantisedEmbedding::from_f32(&gaussian_vector(&mut rng, 64));
+                share_a_bucket(&h, &a, &b)
+            })
+            .count();
+        let rate = candidates as f64 / pairs as f64;
+        assert!(rate < 0.06, "candidate rate {rate}");
+    }
+
+    #[test]
+    fn pattern_measurements() {
+        let tight = [[1.0_f32, 0.1, 0.0], [1.0, 0.0, 0.1], [0.9, 0.1, 0.1]];
+        let points = [
+            point("a", 0.0, 900, &tight[0]),
+            point("b", 0.5, 900, &tight[1]),
+            point("c", 1.0, 900, &tight[2]),
+        ];
+        let members: Vec<&CorrectionPoint> = points.iter().collect();
+        let record = pattern_of("a", &members).expect("promotable");
+        assert_eq!(record.cluster_id, "a");
+        assert_eq!(record.size, 3);
+        assert!(record.coherence_milli > 950, "{record:?}");
+        // Exactly one day is enough.
+        assert_eq!(record.span_micros, 86_400_000_000);
+        // 1 − (1 − 0.5·0.9)³ = 0.833625
+        assert_eq!(record.confidence_milli, 834);
+        // Two corrections, or less than a day, or incoherent directions: no pattern.
+        assert_eq!(pattern_of("a", &members[..2]), None);
+        let hasty = [
+            point("a", 0.0, 900, &tight[0]),
+            point("b", 0.5, 900, &tight[1]),
+            point("c", 0.99, 900, &tight[2]),
+        ];
+        assert_eq!(pattern_of("a", &hasty.iter().collect::<Vec<_>>()), None);
+        let loose = [
+            point("a", 0.0, 900, &[1.0, 0.0, 0.0]),
+            point("b", 1.0, 900, &[0.0, 1.0, 0.0]),
+            point("c", 2.0, 900, &[0.0, 0.0, 1.0]),
+        ];
+        assert_eq!(pattern_of("a", &loose.iter().collect::<Vec<_>>()), None);
+        let mixed = [
+            point("a", 0.0, 900, &[1.0, 0.0, 0.0]),
+            point("b", 1.0, 900, &[1.0, 0.0, 0.0]),
+            point("c", 2.0, 900, &[1.0, 0.0]),
+        ];
+        assert_eq!(pattern_of("a", &mixed.iter().collect::<Vec<_>>()), None);
+        assert_eq!(pattern_of("a", &[]), None);
+    }
+}

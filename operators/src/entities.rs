@@ -1,0 +1,556 @@
+//! Entities: deterministic extraction of the things a message mentions, the `MENTIONS` and
+//! `CO_MENTIONED` edges, and per-entity first/last-seen times and mention counts.
+
+use std::collections::BTreeSet;
+
+use differential_dataflow::lattice::Lattice;
+use differential_dataflow::VecCollection;
+use serde::{Deserialize, Serialize};
+use timely::progress::Timestamp;
+
+use crate::episodes::{Episode, SessionKey};
+use crate::facts::{sentences, Sentence, Token, Word};
+
+/// How an entity was found. `Named` orders first: a name found both ways is `Named`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum EntityKind {
+    /// A capitalised span: a person, place, organisation, product.
+    Named,
+    /// The words after a determiner ("my *sister*", "the *new laptop*").
+    NounPhrase,
+}
+
+/// `(tenant, user, entity name)`: entities are per user, identified by their normalised name.
+pub type EntityKey = (String, String, String);
+
+/// `(tenant, user, entity_a, entity_b)` with `entity_a < entity_b`.
+pub type CoMentionKey = (String, String, String, String);
+
+/// What [`entity_stats`] maintains per entity.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct EntityStats {
+    /// Event time of the earliest mentioning episode, microseconds since the Unix epoch.
+    pub first_seen_micros: i64,
+    /// Event time of the latest mentioning episode.
+    pub last_seen_micros: i64,
+    /// Number of distinct episodes mentioning the entity.
+    pub mention_count: u64,
+    /// `Named` when any mention is named.
+    pub kind: EntityKind,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Extraction
+// ---------------------------------------------------------------------------------------------
+
+/// Lowercase words that may join the capitalised words of one name: "Bank *of* America", "Lord
+/// *of the* Rings", "Ludwig *van* Beethoven", "Johnson *&* Johnson".
+#[rustfmt::skip]
+const NAME_CONNECTORS: &[&str] = &[
+    "of", "the", "de", "da", "del", "der", "di", "du", "la", "le", "van", "von", "&",
+];
+
+/// Capitalised words that are not names: sentence openers, greetings, pronouns. Dropped from
+/// the start of a capitalised span ("*Yesterday* Alice called" → "alice").
+#[rustfmt::skip]
+const NOT_NAMES: &[&str] = &[
+    "the", "a", "an", "this", "that", "these", "those", "my", "our", "your", "his", "her", "their",
+    "its", "yesterday", "today", "tomorrow", "tonight", "then", "now", "also", "but", "and", "or",
+    "so", "when", "if", "after", "before", "while", "since", "last", "next", "please", "hi",
+    "hello", "hey", "thanks", "thank", "dear", "yes", "no", "well", "oh", "ok", "okay", "what",
+    "how", "why", "where", "who", "which", "can", "could", "would", "should", "do", "does", "did",
+    "is", "are", "was", "were", "will", "we", "you", "he", "she", "they", "it", "there", "here",
+    "maybe", "actually", "just", "sure", "great", "good", "sorry", "let's", "let", "as", "at", "in",
+    "on", "for", "with", "from", "to", "by", "about", "all", "some", "every", "each", "not", "it's",
+    "that's", "there's", "what's", "however", "anyway",
+    // imperatives that open requests: "Ask Maria" is not a name
+    "ask", "tell", "call", "remind", "send", "show", "give", "find", "help", "write", "make",
+    "check", "look", "note", "remember", "book", "email", "text",
+];
+
+/// Capitalised but never part of a name: the first person, and days and months (times, not
+/// things).
+#[rustfmt::skip]
+const NEVER_NAMES: &[&str] = &[
+    "i", "i'm", "i've", "i'd", "i'll", "monday", "tuesday", "wednesday", "thursday", "friday",
+    "saturday", "sunday", "january", "february", "march", "april", "may", "june", "july", "august",
+    "september", "october", "november", "december",
+];
+
+/// Words after which a noun phrase starts.
+const DETERMINERS: &[&str] = &["my", "the", "a", "an", "our", "his", "her", "their"];
+
+/// Words that end a noun phrase (and cannot start one): function words, pronouns, auxiliaries,
+/// frequent verbs and adverbs, and nouns too vague to be things ("a *lot*", "the *way*").
+#[rustfmt::skip]
+const NOUN_PHRASE_STOP_WORDS: &[&str] = &[
+    // determiners and pronouns
+    "my", "the", "a", "an", "our", "his", "her", "their", "your", "its", "this", "that", "these",
+    "those", "i", "me", "you", "he", "him", "she", "it", "we", "us", "they", "them", "myself",
+    "yourself", "mine", "yours", "ours", "theirs", "some", "any", "all", "each", "every", "both",
+    "either", "neither", "other", "another", "such", "same", "own", "more", "most", "less", "least",
+    "much", "many", "few", "several", "no", "none",
+    // auxiliaries and frequent verbs
+    "is", "am", "are", "was", "were", "be", "been", "being", "have", "has", "had", "having", "do",
+    "does", "did", "doing", "will", "would", "shall", "should", "can", "could", "may", "might",
+    "must", "get", "gets", "got", "go", "goes", "went", "gone", "going", "make", "makes", "made",
+    "say", "says", "said", "know", "knows", "knew", "think", "thinks", "thought", "want", "wants",
+    "wanted", "need", "needs", "needed", "like", "likes", "liked", "love", "loves", "loved", "live",
+    "lives", "lived", "work", "works", "worked", "seem", "seems", "seemed", "feel", "feels", "felt",
+    "look", "looks", "looked", "come", "comes", "came", "take", "takes", "took", "give", "gives",
+    "gave", "tell", "tells", "told", "keep", "keeps", "kept", "start", "starts", "started", "use",
+    "uses", "used", "try", "tries", "tried", "call", "calls", "called", "named", "find", "finds",
+    "found", "see", "sees", "saw", "run", "runs", "ran", "help", "helps", "helped", "moved",
+    "became", "becomes", "let",
+    // prepositions and conjunctions
+    "of", "in", "on", "at", "to", "for", "with", "from", "by", "about", "as", "into", "onto",
+    "over", "under", "after", "before", "between", "through", "during", "without", "within",
+    "against", "among", "around", "near", "than", "and", "or", "but", "nor", "so", "yet", "because",
+    "although", "though", "while", "if", "unless", "until", "since", "when", "where", "whether",
+    "which", "who", "whom", "whose", "what", "why", "how",
+    // adverbs
+    "not", "never", "very", "really", "just", "also", "too", "only", "even", "still", "already",
+    "always", "often", "sometimes", "usually", "now", "then", "here", "there", "again", "ever",
+    "quite", "rather", "almost", "yesterday", "today", "tomorrow", "tonight", "soon", "later",
+    "yes", "ok", "okay", "please", "thanks",
+    // vague nouns
+    "lot", "bit", "couple", "kind", "sort", "way", "thing", "things", "something", "anything",
+    "everything", "nothing", "one", "ones",
+];
+
+/// Noun phrases are cut after this many words: a longer run has usually run into a verb.
+const MAX_NOUN_PHRASE_WORDS: usize = 3;
+
+/// The entities `text` mentions: each normalised name once, in order of first appearance, with
+/// the kind it was found as (`Named` when found both ways).
+///
+/// Names are normalised to their lowercase words, joined by single spaces, without a possessive
+/// `'s` ("Alice's" → "alice"). Text is split into sentences at `.`, `!`, `?` and line breaks
+/// (not after "Dr.", "Mr.", "St.", …), and into words and punctuation, as for
+/// [`crate::facts::extract_facts`]. Two rules, applied to every sentence:
+///
+/// - **Named**: a maximal span of capitalised words, which may be joined by lowercase name
+///   connectors ("of", "the", "van", "&", …; "Bank of America"), ended by punctuation, any other
+///   word, or a possessive ("*Alice's* dog"). Leading sentence openers and greetings ("The",
+///   "Yesterday", "Hi", …) are dropped from the span, "I" and days and months never belong to
+///   one. A span that then starts the sentence counts only when it has at least two capitalised
+///   words ("*New York* is big" counts, "*Paris* is big" does not: every sentence starts with a
+///   capital).
+/// - **NounPhrase**: after a determiner ("my", "the", "a", "an", "our", "his", "her", "their")
+///   or a possessive ("Alice's"), the following words up to a stop word (a closed list of
+///   function words, pronouns, auxiliaries, frequent verbs, adverbs, vague nouns) or
+///   punctuation, at most three ("the *new laptop*"); a possessive word ends the phrase and acts
+///   as a determiner for the next ("my *sister*'s *car*"). Words followed by a capitalised word
+///   modify a name and are no phrase ("a new *Surface*"). A phrase of digits only is not an
+///   entity.
+///
+/// No part-of-speech tagging: a verb outside the stop list can end up in a phrase ("the *dog
+/// barks*"), plural and singular are different names.
+pub fn extract_entities(text: &str) -> Vec<(String, EntityKind)> {
+    // (sentence number, word slot within the sentence, name, kind)
+    let mut found: Vec<(usize, usize, String, EntityKind)> = Vec::new();
+    for (sentence_number, sentence) in sentences(text).iter().enumerate() {
+        for (slot, name, kind) in named_spans(sentence)
+            .into_iter()
+            .chain(noun_phrases(sentence))
+        {
+            found.push((sentence_number, slot, name, kind));
+        }
+    }
+    found.sort();
+    let mut entities: Vec<(String, EntityKind)> = Vec::new();
+    for (_, _, name, kind) in found {
+        match entities.iter_mut().find(|(seen, _)| *seen == name) {
+            Some((_, seen_kind)) => *seen_kind = (*seen_kind).min(kind),
+            None => entities.push((name, kind)),
+        }
+    }
+    entities
+}
+
+/// The tokens of a sentence as slots: `Some(word)`, or `None` for punctuation.
+fn word_slots(sentence: &Sentence) -> Vec<Option<&Word>> {
+    sentence
+        .tokens
+        .iter()
+        .map(|token| match token {
+            Token::Word(word) => Some(word),
+            Token::Punct(_) => None,
+        })
+        .collect()
+}
+
+fn is_name_word(word: &Word) -> bool {
+    word.text.starts_with(|c: char| c.is_uppercase()) && !NEVER_NAMES.contains(&word.lower.as_str())
+}
+
+fn normalised_name(words: &[&Word]) -> String {
+    words
+        .iter()
+        .map(|w| w.without_possessive().to_lowercase())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The named spans of a sentence as `(slot of their first word, name, Named)`.
+fn named_spans(sentence: &Sentence) -> Vec<(usize, String, EntityKind)> {
+    let slots = word_slots(sentence);
+    let first_word_slot = slots.iter().position(Option::is_some);
+    let mut spans = Vec::new();
+    // (slot, word) of the current span; connectors are only kept once a name word follows them
+    let mut span: Vec<(usize, &Word)> = Vec::new();
+    let mut pending_connectors: Vec<(usize, &Word)> = Vec::new();
+    for (slot, word) in slots.iter().enumerate() {
+        let continues_span = match word {
+            Some(word) if is_name_word(word) => {
+                span.append(&mut pending_connectors);
+                span.push((slot, word));
+                !word.is_possessive()
+            }
+            Some(word) if !span.is_empty() && NAME_CONNECTORS.contains(&word.lower.as_str()) => {
+                pending_connectors.push((slot, word));
+                true
+            }
+            _ => false,
+        };
+        if !continues_span {
+            pending_connectors.clear();
+            if let Some(named) = finish_span(std::mem::take(&mut span), first_word_slot) {
+                spans.push(named);
+            }
+        }
+    }
+    spans.extend(finish_span(span, first_word_slot));
+    spans
+}
+
+fn finish_span(
+    span: Vec<(usize, &Word)>,
+    first_word_slot: Option<usize>,
+) -> Option<(usize, String, EntityKind)> {
+    let not_a_name_start = |(_, w): &(usize, &Word)| {
+        NOT_NAMES.contains(&w.lower.as_str()) || NAME_CONNECTORS.contains(&w.lower.as_str())
+    };
+    let span: Vec<(usize, &Word)> = span.into_iter().skip_while(not_a_name_start).collect();
+    let (start_slot, _) = *span.first()?;
+    let capitalised_words = span.iter().filter(|(_, w)| is_name_word(w)).count();
+    if Some(start_slot) == first_word_slot && capitalised_words < 2 {
+        return None;
+    }
+    let words: Vec<&Word> = span.iter().map(|(_, w)| *w).collect();
+    Some((start_slot, normalised_name(&words), EntityKind::Named))
+}
+
+/// The noun phrases of a sentence as `(slot of their first word, name, NounPhrase)`.
+fn noun_phrases(sentence: &Sentence) -> Vec<(usize, String, EntityKind)> {
+    let slots = word_slots(sentence);
+    let mut phrases = Vec::new();
+    let mut phrase: Vec<(usize, &Word)> = Vec::new();
+    let mut after_determiner = false;
+    let mut emit = |phrase: &mut Vec<(usize, &Word)>| {
+        let words: Vec<&Word> = phrase.iter().map(|(_, w)| *w).collect();
+        let all_digits = words
+            .iter()
+            .all(|w| w.lower.chars().all(|c| c.is_ascii_digit()));
+        if let Some((start_slot, _)) = phrase.first() {
+            if !all_digits {
+                phrases.push((*start_slot, normalised_name(&words), EntityKind::NounPhrase));
+            }
+        }
+        phrase.clear();
+    };
+    for (slot, word) in slots.iter().enumerate() {
+        let Some(word) = word else {
+            emit(&mut phrase);
+            after_determiner = false;
+            continue;
+        };
+        let is_stop_word = NOUN_PHRASE_STOP_WORDS.contains(&word.lower.as_str());
+        if after_determiner && !is_stop_word {
+            if is_name_word(word) {
+                // "a new Surface": the words so far modify a name, which `named_spans` finds
+                phrase.clear();
+            } else {
+                phrase.push((slot, word));
+                if word.is_possessive() {
+                    // "my sister's car": "sister", then "car" as if after a determiner
+                    emit(&mut phrase);
+                } else if phrase.len() == MAX_NOUN_PHRASE_WORDS {
+                    emit(&mut phrase);
+                    after_determiner = false;
+                }
+                continue;
+            }
+        }
+        emit(&mut phrase);
+        after_determiner = DETERMINERS.contains(&word.lower.as_str()) || word.is_possessive();
+    }
+    emit(&mut phrase);
+    phrases
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operators
+// ---------------------------------------------------------------------------------------------
+
+/// Each entity an episode mentions, with the episode's time, id and the entity's kind.
+fn episode_mentions(
+    (tenant, user, _session): &SessionKey,
+    episode: &Episode,
+) -> Vec<(EntityKey, (i64, String, EntityKind))> {
+    extract_entities(&episode.content)
+        .into_iter()
+        .map(|(name, kind)| {
+            (
+                (tenant.clone(), user.clone(), name),
+                (episode.ts_micros, episode.id.clone(), kind),
+            )
+        })
+        .collect()
+}
+
+/// The `MENTIONS` edges.
+///
+/// Input: episodes keyed by their session, as for [`crate::episodes::next_edges`]. Output: one
+/// record `((tenant, user, entity), episode_id)`, with multiplicity 1, for every entity that
+/// [`extract_entities`] finds in the content of an episode, with the episode's tenant, user and
+/// id. A record is present when the summed multiplicity of the input episodes that produce it
+/// is positive: an episode present more than once counts once, a retracted one not at all. The
+/// session plays no part. Episodes of every role are read; filter them beforehand to restrict
+/// that.
+///
+/// Cost: extraction is per episode and stateless; the output is kept in one arrangement.
+pub fn mentions<'scope, T>(
+    episodes: VecCollection<'scope, T, (SessionKey, Episode)>,
+) -> VecCollection<'scope, T, (EntityKey, String)>
+where
+    T: Timestamp + Lattice + Ord,
+{
+    episodes
+        .flat_map(|(session, episode)| {
+            episode_mentions(&session, &episode)
+                .into_iter()
+                .map(|(entity, (_ts, episode_id, _kind))| (entity, episode_id))
+                .collect::<Vec<_>>()
+        })
+        .threshold(|_mention, multiplicity| if *multiplicity > 0 { 1 } else { 0 })
+}
+
+/// The `CO_MENTIONED` edges and their weights.
+///
+/// Input: `((tenant, user, entity), episode_id)` records such as [`mentions`] produces; a record
+/// counts (once) when its accumulated multiplicity is positive. Output: for every tenant, user
+/// and pair of entities `a < b` that both appear with at least one common episode id, the record
+/// `((tenant, user, a, b), weight)` with multiplicity 1, where `weight` is the number of distinct
+/// episode ids both appear with.
+///
+/// Cost: a change to an episode's mentions re-derives that episode's pairs (quadratic in the
+/// entities of that one episode) and updates the weights of the pairs it touches.
+pub fn co_mentions<'scope, T>(
+    mentions: VecCollection<'scope, T, (EntityKey, String)>,
+) -> VecCollection<'scope, T, (CoMentionKey, u64)>
+where
+    T: Timestamp + Lattice + Ord,
+{
+    mentions
+        .map(|((tenant, user, entity), episode_id)| ((tenant, user, episode_id), entity))
+        .reduce(|_episode, entities, pairs| {
+            // `reduce` presents the entities sorted and distinct, so `a < b` below.
+            let present: Vec<&String> = entities
+                .iter()
+                .filter(|(_, m)| *m > 0)
+                .map(|(entity, _)| *entity)
+                .collect();
+            for (i, a) in present.iter().enumerate() {
+                for b in &present[i + 1..] {
+                    pairs.push((((*a).clone(), (*b).clone()), 1));
+                }
+            }
+        })
+        .map(|((tenant, user, _episode_id), (a, b))| (tenant, user, a, b))
+        .count()
+        // each pair record stands for one episode, so counts are positive
+        .map(|(pair, episodes)| (pair, episodes as u64))
+}
+
+/// First and last time seen, mention count and kind of every entity.
+///
+/// Input: episodes keyed by their session, as for [`mentions`]. Output: one record
+/// `((tenant, user, entity), stats)` with multiplicity 1 for every entity some episode of that
+/// tenant and user mentions ([`extract_entities`]), where over those mentioning episodes
+/// `first_seen_micros` is the least `ts_micros`, `last_seen_micros` the greatest,
+/// `mention_count` the number of distinct episode ids, and `kind` is `Named` when any of them
+/// mentions the entity as named. A mention counts when the summed multiplicity of the input
+/// episodes giving that same (entity, ts, episode id, kind) is positive (an episode present more
+/// than once counts once). Retracting the first or last mention moves `first_seen` or
+/// `last_seen` back to the remaining ones.
+///
+/// Cost: a change to an entity's mentions re-derives its stats (linear in its mentions).
+pub fn entity_stats<'scope, T>(
+    episodes: VecCollection<'scope, T, (SessionKey, Episode)>,
+) -> VecCollection<'scope, T, (EntityKey, EntityStats)>
+where
+    T: Timestamp + Lattice + Ord,
+{
+    episodes
+        .flat_map(|(session, episode)| episode_mentions(&session, &episode))
+        .reduce(|_entity, entity_mentions, output| {
+            let present: Vec<&(i64, String, EntityKind)> = entity_mentions
+                .iter()
+                .filter(|(_, m)| *m > 0)
+                .map(|(mention, _)| *mention)
+                .collect();
+            let (Some(first_seen), Some(last_seen), Some(kind)) = (
+                present.iter().map(|(ts, _, _)| *ts).min(),
+                present.iter().map(|(ts, _, _)| *ts).max(),
+                present.iter().map(|(_, _, kind)| *kind).min(),
+            ) else {
+                return;
+            };
+            let episodes: BTreeSet<&String> = present.iter().map(|(_, id, _)| id).collect();
+            let stats = EntityStats {
+                first_seen_micros: first_seen,
+                last_seen_micros: last_seen,
+                mention_count: episodes.len() as u64,
+                kind,
+            };
+            output.push((stats, 1));
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use EntityKind::{Named, NounPhrase};
+
+    fn entities(text: &str) -> Vec<(String, EntityKind)> {
+        extract_entities(text)
+    }
+
+    fn e(name: &str, kind: EntityKind) -> (String, EntityKind) {
+        (name.to_string(), kind)
+    }
+
+    #[test]
+    fn named_spans_mid_sentence() {
+        assert_eq!(
+            entities("Yesterday I had lunch with Alice and Bob Smith in San Francisco."),
+            vec![
+                e("alice", Named),
+                e("bob smith", Named),
+                e("san francisco", Named)
+            ]
+        );
+        assert_eq!(
+            entities("I work for Bank of America now."),
+            vec![e("bank of america", Named)]
+        );
+        assert_eq!(
+            entities("We watched The Lord of the Rings on Friday."),
+            vec![e("lord of the rings", Named)]
+        );
+        assert_eq!(
+            entities("Then Alice's brother called from Johnson & Johnson."),
+            vec![
+                e("alice", Named),
+                e("brother", NounPhrase),
+                e("johnson & johnson", Named)
+            ]
+        );
+        assert_eq!(
+            entities("I met Dr. Smith at the clinic."),
+            vec![e("dr smith", Named), e("clinic", NounPhrase)]
+        );
+    }
+
+    #[test]
+    fn sentence_start_needs_two_capitalised_words() {
+        assert_eq!(entities("Paris is lovely in spring."), vec![]);
+        assert_eq!(
+            entities("New York is lovely in spring."),
+            vec![e("new york", Named)]
+        );
+        assert_eq!(
+            entities("Hi Claude, can you help?"),
+            vec![e("claude", Named)]
+        );
+        assert_eq!(
+            entities("Microsoft released a new Surface."),
+            vec![e("surface", Named)]
+        );
+        assert_eq!(
+            entities("\"Google Maps\" is down again"),
+            vec![e("google maps", Named)]
+        );
+    }
+
+    #[test]
+    fn first_person_days_and_months_are_not_names() {
+        assert_eq!(
+            entities("On Monday I flew to Rome."),
+            vec![e("rome", Named)]
+        );
+        assert_eq!(entities("It is due in March, I think."), vec![]);
+        assert_eq!(entities("Alice and I went skiing in January."), vec![]);
+    }
+
+    #[test]
+    fn noun_phrases_after_determiners() {
+        assert_eq!(
+            entities("I bought a new laptop for my daughter."),
+            vec![e("new laptop", NounPhrase), e("daughter", NounPhrase)]
+        );
+        assert_eq!(
+            entities("My sister's car is red."),
+            vec![e("sister", NounPhrase), e("car", NounPhrase)]
+        );
+        assert_eq!(
+            entities("The dog is sick, so I called the vet."),
+            vec![e("dog", NounPhrase), e("vet", NounPhrase)]
+        );
+        assert_eq!(entities("I have a lot of work and a bit of time."), vec![]);
+        assert_eq!(
+            entities("Our 2 cats are older than the 3."),
+            vec![e("2 cats", NounPhrase)]
+        );
+        assert_eq!(
+            entities("We visited the Eiffel Tower with our kids."),
+            vec![e("eiffel tower", Named), e("kids", NounPhrase)]
+        );
+    }
+
+    #[test]
+    fn repeated_names_once_named_wins() {
+        assert_eq!(
+            entities("I love my garden. Garden Club meets here. My garden needs water."),
+            vec![e("garden", NounPhrase), e("garden club", Named)]
+        );
+        assert_eq!(
+            entities("the apple pie was great. We met Apple at the apple store"),
+            vec![
+                e("apple pie", NounPhrase),
+                e("apple", Named),
+                e("apple store", NounPhrase)
+            ]
+        );
+        assert_eq!(
+            entities("I called Maria. Then Maria called back."),
+            vec![e("maria", Named)]
+        );
+        assert_eq!(entities("Ask Maria about it."), vec![e("maria", Named)]);
+    }
+
+    #[test]
+    fn nothing_to_extract() {
+        for text in [
+            "",
+            "ok",
+            "How are you?",
+            "I think so too.",
+            "Thanks!",
+            "yes, please do it now",
+        ] {
+            assert_eq!(entities(text), vec![], "{text:?}");
+        }
+    }
+}

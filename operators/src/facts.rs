@@ -1,0 +1,1129 @@
+//! Facts: deterministic extraction of first-person statements from a message, and the validity
+//! intervals of each `(tenant, user, subject, attribute)` as new values supersede old ones.
+//!
+//! Extraction runs on the ingest path, so it is rule-based and cheap: no model, no I/O. It aims
+//! for precision over recall — a missed fact costs little (the optional asynchronous LLM
+//! extractor can publish it later), a wrong fact pollutes every later prompt.
+
+use differential_dataflow::lattice::Lattice;
+use differential_dataflow::VecCollection;
+use serde::{Deserialize, Serialize};
+use timely::progress::Timestamp;
+
+// ---------------------------------------------------------------------------------------------
+// Text: sentences and words. Shared with `entities`.
+// ---------------------------------------------------------------------------------------------
+
+/// A word as written, with its lowercase form for matching.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Word {
+    pub text: String,
+    pub lower: String,
+}
+
+impl Word {
+    fn new(text: &str) -> Word {
+        Word {
+            text: text.to_string(),
+            lower: text.to_lowercase(),
+        }
+    }
+
+    /// The word without a trailing possessive `'s` (`"Alice's"` → `"Alice"`).
+    pub fn without_possessive(&self) -> &str {
+        if self.is_possessive() {
+            &self.text[..self.text.len() - 2]
+        } else {
+            &self.text
+        }
+    }
+
+    /// Ends in `'s` and is not a contraction of "is" with a pronoun ("it's", "that's", …).
+    pub fn is_possessive(&self) -> bool {
+        self.lower.len() > 2
+            && self.lower.ends_with("'s")
+            && !IS_CONTRACTIONS.contains(&self.lower.as_str())
+    }
+}
+
+/// Words ending in `'s` that are "… is", not possessives.
+#[rustfmt::skip]
+const IS_CONTRACTIONS: &[&str] = &[
+    "it's", "that's", "there's", "what's", "he's", "she's", "who's", "here's", "let's", "where's",
+    "how's", "when's", "why's",
+];
+
+/// A word or a single punctuation character (a clause boundary).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Token {
+    Word(Word),
+    Punct(char),
+}
+
+/// The tokens of one sentence, without its terminator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Sentence {
+    pub tokens: Vec<Token>,
+    /// Ended with `?`: a question states nothing about the speaker.
+    pub is_question: bool,
+}
+
+/// Abbreviations whose trailing `.` does not end a sentence.
+#[rustfmt::skip]
+const ABBREVIATIONS: &[&str] = &[
+    "mr", "mrs", "ms", "dr", "st", "prof", "jr", "sr", "mt", "vs", "e.g", "i.e", "etc",
+];
+
+/// Splits `text` into sentences of words and punctuation.
+///
+/// A word is a run of alphanumeric characters, joined across a single `'`, `-`, `.` or `&`
+/// between two alphanumerics (`don't`, `e-mail`, `3.5`, `AT&T`); a lone `&` is a word too (it joins
+/// names: "Johnson & Johnson"). Curly apostrophes count as `'`. Sentences end at `.`, `!`, `?`
+/// and line breaks, except a `.` right after a known abbreviation ("Dr. Smith").
+pub(crate) fn sentences(text: &str) -> Vec<Sentence> {
+    let chars: Vec<char> = text
+        .chars()
+        .map(|c| if c == '\u{2019}' { '\'' } else { c })
+        .collect();
+    let mut result = Vec::new();
+    let mut tokens: Vec<Token> = Vec::new();
+    let mut word = String::new();
+    let mut end_sentence = |tokens: &mut Vec<Token>, is_question: bool| {
+        if tokens.iter().any(|t| matches!(t, Token::Word(_))) {
+            result.push(Sentence {
+                tokens: std::mem::take(tokens),
+                is_question,
+            });
+        }
+        tokens.clear();
+    };
+    for (i, &c) in chars.iter().enumerate() {
+        let joins_word = matches!(c, '\'' | '-' | '.' | '&')
+            && !word.is_empty()
+            && chars.get(i + 1).is_some_and(|n| n.is_alphanumeric());
+        if c.is_alphanumeric() || joins_word {
+            word.push(c);
+            continue;
+        }
+        let finished_word = std::mem::take(&mut word);
+        let after_abbreviation = ABBREVIATIONS.contains(&finished_word.to_lowercase().as_str());
+        if !finished_word.is_empty() {
+            tokens.push(Token::Word(Word::new(&finished_word)));
+        }
+        match c {
+            '.' if after_abbreviation => {}
+            '.' | '!' | '\n' => end_sentence(&mut tokens, false),
+            '?' => end_sentence(&mut tokens, true),
+            '&' => tokens.push(Token::Word(Word::new("&"))),
+            c if c.is_whitespace() => {}
+            c => tokens.push(Token::Punct(c)),
+        }
+    }
+    if !word.is_empty() {
+        tokens.push(Token::Word(Word::new(&word)));
+    }
+    end_sentence(&mut tokens, false);
+    result
+}
+
+// ---------------------------------------------------------------------------------------------
+// Extraction
+// ---------------------------------------------------------------------------------------------
+
+/// The subject of every first-person fact.
+pub const USER_SUBJECT: &str = "user";
+
+/// Whether a new value of an attribute replaces the old one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Cardinality {
+    /// One value at a time (`lives_in`, `name`, `age`): a new value supersedes the old.
+    One,
+    /// Values accumulate (`likes`, `allergic_to`): liking jazz does not stop when one says one
+    /// likes pizza. Key such facts by attribute *and* value ([`ExtractedFact::key_attribute`]) so
+    /// that a new value does not close the old one.
+    Many,
+}
+
+/// A `(subject, attribute, value)` statement found in a message.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ExtractedFact {
+    /// [`USER_SUBJECT`] for first-person statements.
+    pub subject: String,
+    /// Lowercase, words joined by `_` (see [`normalise_attribute`]).
+    pub attribute: String,
+    /// As written, words separated by single spaces.
+    pub value: String,
+    pub cardinality: Cardinality,
+}
+
+impl ExtractedFact {
+    /// The attribute to key the fact by in [`facts_over_time`]: the attribute itself for
+    /// [`Cardinality::One`]; `attribute:value` (value lowercased) for [`Cardinality::Many`], so
+    /// each liked thing has its own timeline.
+    pub fn key_attribute(&self) -> String {
+        match self.cardinality {
+            Cardinality::One => self.attribute.clone(),
+            Cardinality::Many => format!(
+                "{}:{}",
+                self.attribute,
+                value_identity(&self.value).join(" ")
+            ),
+        }
+    }
+}
+
+/// Lowercase; a possessive `'s` dropped; every run of other characters than letters and digits
+/// becomes one `_`, none at either end. `"Dog's Name"` → `"dog_name"`, `"favorite  color"` →
+/// `"favorite_color"`.
+pub fn normalise_attribute(attribute: &str) -> String {
+    let lower = attribute
+        .replace('\u{2019}', "'")
+        .to_lowercase()
+        .replace("'s", "");
+    lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join("_")
+}
+
+/// Contractions expanded before matching, so "I'm" matches the rules written for "I am".
+const CONTRACTIONS: &[(&str, &[&str])] = &[
+    ("i'm", &["I", "am"]),
+    ("i've", &["I", "have"]),
+    ("i'd", &["I", "would"]),
+    ("i'll", &["I", "will"]),
+    ("don't", &["do", "not"]),
+    ("doesn't", &["does", "not"]),
+    ("didn't", &["did", "not"]),
+    ("can't", &["can", "not"]),
+    ("cannot", &["can", "not"]),
+    ("won't", &["will", "not"]),
+    ("isn't", &["is", "not"]),
+    ("wasn't", &["was", "not"]),
+    ("aren't", &["are", "not"]),
+    ("haven't", &["have", "not"]),
+];
+
+/// Adverbs that may sit inside a pattern ("I *just* moved to", "I *really* like"); at most two.
+#[rustfmt::skip]
+const ADVERBS: &[&str] = &[
+    "really", "just", "recently", "now", "currently", "also", "still", "actually", "definitely",
+    "generally", "usually", "always", "strongly", "totally", "absolutely", "finally", "officially",
+    "much", "truly", "honestly",
+];
+
+/// Words that, earlier in the same clause, make a statement hypothetical, negated or reported
+/// rather than a fact: "*if* I moved to Paris", "it's *not* true my name is Bob".
+#[rustfmt::skip]
+const NON_FACT_CUES: &[&str] = &[
+    "if", "whether", "unless", "suppose", "supposing", "imagine", "pretend", "maybe", "perhaps",
+    "wonder", "wish", "what", "how", "why", "not", "never", "let's", "hypothetically", "would",
+    "could", "should", "might",
+];
+
+/// Ends a value wherever it occurs after the value's first word: a new clause starts.
+#[rustfmt::skip]
+const CLAUSE_BOUNDARIES: &[&str] = &[
+    "and", "but", "or", "because", "so", "since", "although", "though", "while", "whereas", "when",
+    "where", "which", "who", "whose", "that", "if", "unless", "until", "than", "rather", "instead",
+    "over", "now", "anymore", "too", "also", "again", "lately", "nowadays", "currently", "today",
+    "yesterday", "tomorrow", "originally", "these", "this", "last", "next", "every", "ago", "very",
+    "either",
+];
+
+/// Also ends a value of a place, an employer or an occupation: "Berlin *in* 2019", "Google *as*
+/// an engineer". Opinions keep them ("I prefer answers *with* examples").
+#[rustfmt::skip]
+const PREPOSITIONS: &[&str] = &[
+    "in", "on", "at", "to", "from", "with", "as", "by", "near", "for", "after", "before", "during",
+    "around",
+];
+
+/// A value starting with one of these refers to something else, or negates: "I like *it*",
+/// "my name is *not* Bob", "I like *how* you answered".
+#[rustfmt::skip]
+const NON_VALUE_STARTS: &[&str] = &[
+    "not", "no", "never", "it", "that", "this", "these", "those", "them", "him", "her", "you",
+    "your", "yours", "what", "how", "why", "where", "when", "who", "which", "whether", "there",
+    "here", "something", "anything", "nothing", "same", "one", "me", "myself", "so", "such",
+];
+
+/// "I like *to think*…" is a figure of speech, not a liking.
+#[rustfmt::skip]
+const FIGURES_OF_SPEECH_AFTER_TO: &[&str] = &[
+    "think", "know", "say", "believe", "ask", "hear", "imagine", "point", "mention",
+];
+
+/// "my X is Y" where X is one of these is conversation, not a fact about the user.
+#[rustfmt::skip]
+const NON_FACT_ATTRIBUTES: &[&str] = &[
+    "question", "point", "guess", "bad", "pleasure", "understanding", "fault", "mistake", "concern",
+    "issue", "problem", "request", "answer", "thought", "thoughts", "bet", "hope", "worry",
+    "apologies", "turn", "take", "excuse", "reason", "idea", "suggestion", "feeling", "impression",
+    "opinion", "advice", "experience",
+];
+
+/// Words that cannot be part of an attribute in "my X is Y".
+#[rustfmt::skip]
+const ATTRIBUTE_STOP_WORDS: &[&str] = &[
+    "and", "or", "but", "the", "a", "an", "to", "that", "which", "who", "it", "i", "you", "he",
+    "she", "we", "they", "is", "am", "are", "was", "were", "be", "not", "my", "your", "if", "when",
+    "in", "on", "at", "with", "for", "so",
+];
+
+/// Adjectives that say "this is the value now"; dropped from attributes so that "my new
+/// address is X" updates `address`.
+const CURRENTNESS_ADJECTIVES: &[&str] = &["new", "current", "present", "actual"];
+
+/// Values are cut after this many words: a longer run means the rule went past the fact.
+const MAX_VALUE_WORDS: usize = 8;
+
+/// How a value of a rule ends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ValueShape {
+    /// A place, an employer, an occupation: ends at a clause boundary or a preposition.
+    Place,
+    /// An opinion or a description: ends at a clause boundary only.
+    Phrase,
+    /// A name: ends like a place, and must start with a capital letter — "call me *back*" is
+    /// not a name.
+    Name,
+    /// A number of years: digits only.
+    Years,
+}
+
+/// A first-person rule: after "I", the words of `verb` (adverbs allowed between them), then
+/// the value.
+struct FirstPersonRule {
+    verb: &'static [&'static str],
+    attribute: &'static str,
+    shape: ValueShape,
+    cardinality: Cardinality,
+}
+
+const fn rule(
+    verb: &'static [&'static str],
+    attribute: &'static str,
+    shape: ValueShape,
+    cardinality: Cardinality,
+) -> FirstPersonRule {
+    FirstPersonRule {
+        verb,
+        attribute,
+        shape,
+        cardinality,
+    }
+}
+
+use Cardinality::{Many, One};
+use ValueShape::{Name, Phrase, Place, Years};
+
+/// The first-person rules, tried in this order. Only present-tense statements and moves: "I
+/// lived in Paris" says nothing about now, "I moved to Paris" does.
+#[rustfmt::skip]
+const FIRST_PERSON_RULES: &[FirstPersonRule] = &[
+    rule(&["moved", "to"], "lives_in", Place, One),
+    rule(&["have", "moved", "to"], "lives_in", Place, One),
+    rule(&["relocated", "to"], "lives_in", Place, One),
+    rule(&["have", "relocated", "to"], "lives_in", Place, One),
+    rule(&["live", "in"], "lives_in", Place, One),
+    rule(&["am", "living", "in"], "lives_in", Place, One),
+    rule(&["am", "based", "in"], "lives_in", Place, One),
+    rule(&["work", "at"], "works_at", Place, One),
+    rule(&["work", "for"], "works_at", Place, One),
+    rule(&["am", "working", "at"], "works_at", Place, One),
+    rule(&["am", "working", "for"], "works_at", Place, One),
+    rule(&["started", "working", "at"], "works_at", Place, One),
+    rule(&["started", "working", "for"], "works_at", Place, One),
+    rule(&["have", "started", "working", "at"], "works_at", Place, One),
+    rule(&["have", "started", "working", "for"], "works_at", Place, One),
+    rule(&["am", "employed", "at"], "works_at", Place, One),
+    rule(&["am", "employed", "by"], "works_at", Place, One),
+    rule(&["work", "as"], "occupation", Place, One),
+    rule(&["am", "working", "as"], "occupation", Place, One),
+    rule(&["am", "from"], "origin", Place, One),
+    rule(&["come", "from"], "origin", Place, One),
+    rule(&["was", "born", "in"], "birthplace", Place, One),
+    rule(&["am", "called"], "name", Name, One),
+    rule(&["go", "by"], "name", Name, One),
+    rule(&["am", "allergic", "to"], "allergic_to", Phrase, Many),
+    rule(&["prefer"], "prefers", Phrase, Many),
+    rule(&["would", "prefer"], "prefers", Phrase, Many),
+    rule(&["like"], "likes", Phrase, Many),
+    rule(&["love"], "likes", Phrase, Many),
+    rule(&["enjoy"], "likes", Phrase, Many),
+    rule(&["do", "not", "like"], "dislikes", Phrase, Many),
+    rule(&["do", "not", "enjoy"], "dislikes", Phrase, Many),
+    rule(&["dislike"], "dislikes", Phrase, Many),
+    rule(&["hate"], "dislikes", Phrase, Many),
+    rule(&["can", "not", "stand"], "dislikes", Phrase, Many),
+    rule(&["am"], "age", Years, One),
+    rule(&["turned"], "age", Years, One),
+    rule(&["have", "turned"], "age", Years, One),
+];
+
+/// The first-person facts stated in `text`, a message written by the user, in order of
+/// appearance, without duplicates.
+///
+/// The rules, matched case-insensitively within one clause (a stretch between punctuation) of
+/// a sentence that is not a question, "I'm"/"don't"/… expanded, up to two adverbs ("just",
+/// "really", …) allowed inside the verb:
+///
+/// | statement | attribute | cardinality |
+/// | --- | --- | --- |
+/// | my X is Y · my X's Y · my X is called/named Y (→ `X_name`) | X, normalised | one |
+/// | I moved/relocated to Y · I live/am living/am based in Y | `lives_in` | one |
+/// | I work at/for Y · I am working at/for Y · I started working at/for Y · I am employed at/by Y | `works_at` | one |
+/// | I work as Y · I am working as Y | `occupation` | one |
+/// | I am / come from Y | `origin` | one |
+/// | I was born in Y | `birthplace`, or `birth_year` when Y is a year | one |
+/// | I am called Y · I go by Y · call me Y (Y capitalised) | `name` | one |
+/// | I am N years old · I (have) turned N | `age` | one |
+/// | I have (got) a/an X named/called Y | `X_name` | one |
+/// | I prefer Y · I'd prefer Y | `prefers` | many |
+/// | I like/love/enjoy Y | `likes` | many |
+/// | I don't like/enjoy Y · I dislike/hate Y · I can't stand Y | `dislikes` | many |
+/// | I'm allergic to Y | `allergic_to` | many |
+///
+/// X is one to four words ("favorite color", "dog's name"), none of them a function word, and
+/// not conversational ("my question is …", "my point is …"); "new"/"current" are dropped from it.
+/// Y starts after the pattern, without a leading "a"/"an"/"the" (and, after "my X is", without
+/// a leading "in"/"on"/"at"), and ends at punctuation, at a clause word ("and", "but",
+/// "because", "which", "now", "anymore", "a lot", …), for places, employers and names also at a
+/// preposition ("in", "at", "with", …), and after eight words. No fact is produced when Y is
+/// empty or starts with a pronoun or negation ("I like *it*", "my name is *not* Bob"), or when
+/// the clause has a hypothetical, negating or questioning word before the pattern ("if",
+/// "maybe", "not", "would", "what", …).
+pub fn extract_facts(text: &str) -> Vec<ExtractedFact> {
+    let mut facts: Vec<ExtractedFact> = Vec::new();
+    for sentence in sentences(text) {
+        if sentence.is_question {
+            continue;
+        }
+        for clause in clauses(&sentence) {
+            for start in 0..clause.len() {
+                if clause[..start]
+                    .iter()
+                    .any(|w| NON_FACT_CUES.contains(&w.lower.as_str()))
+                {
+                    break;
+                }
+                let found = match clause[start].lower.as_str() {
+                    "my" => my_statement(&clause, start + 1),
+                    "i" => first_person_statement(&clause, start + 1),
+                    "call" => call_me_statement(&clause, start + 1),
+                    _ => None,
+                };
+                if let Some(fact) = found {
+                    if !facts.contains(&fact) {
+                        facts.push(fact);
+                    }
+                }
+            }
+        }
+    }
+    facts
+}
+
+/// The clauses of a sentence: its words between punctuation, contractions expanded.
+fn clauses(sentence: &Sentence) -> Vec<Vec<Word>> {
+    let mut clauses = vec![Vec::new()];
+    for token in &sentence.tokens {
+        match token {
+            Token::Punct(_) => clauses.push(Vec::new()),
+            Token::Word(word) => {
+                let current = clauses.last_mut().expect("starts with one clause");
+                match CONTRACTIONS
+                    .iter()
+                    .find(|(contracted, _)| *contracted == word.lower)
+                {
+                    Some((_, expanded)) => current.extend(expanded.iter().map(|w| Word::new(w))),
+                    None => current.push(word.clone()),
+                }
+            }
+        }
+    }
+    clauses.retain(|c| !c.is_empty());
+    clauses
+}
+
+/// Matches `phrase` at `words[start..]`, skipping up to two [`ADVERBS`] before any of its words;
+/// returns the index just after it.
+fn match_phrase(words: &[Word], start: usize, phrase: &[&str]) -> Option<usize> {
+    let mut at = start;
+    let mut adverbs_skipped = 0;
+    for expected in phrase {
+        while at < words.len()
+            && words[at].lower != *expected
+            && adverbs_skipped < 2
+            && ADVERBS.contains(&words[at].lower.as_str())
+        {
+            at += 1;
+            adverbs_skipped += 1;
+        }
+        if at < words.len() && words[at].lower == *expected {
+            at += 1;
+        } else {
+            return None;
+        }
+    }
+    Some(at)
+}
+
+fn user_fact(attribute: String, value: String, cardinality: Cardinality) -> ExtractedFact {
+    ExtractedFact {
+        subject: USER_SUBJECT.to_string(),
+        attribute,
+        value,
+        cardinality,
+    }
+}
+
+/// "I …" with the words after "I" starting at `after_i`.
+fn first_person_statement(words: &[Word], after_i: usize) -> Option<ExtractedFact> {
+    if let Some(fact) = pet_name_statement(words, after_i) {
+        return Some(fact);
+    }
+    for rule in FIRST_PERSON_RULES {
+        let Some(value_start) = match_phrase(words, after_i, rule.verb) else {
+            continue;
+        };
+        let fact = match rule.shape {
+            Years => years_old(words, value_start, rule.verb)
+                .map(|years| user_fact(rule.attribute.to_string(), years, rule.cardinality)),
+            shape => value_at(words, value_start, shape).map(|value| {
+                let attribute = if rule.attribute == "birthplace" && is_year(&value) {
+                    "birth_year"
+                } else {
+                    rule.attribute
+                };
+                user_fact(attribute.to_string(), value, rule.cardinality)
+            }),
+        };
+        if fact.is_some() {
+            return fact;
+        }
+    }
+    None
+}
+
+/// "I am N years old" (after "am") or "I turned N" (after "turned").
+fn years_old(words: &[Word], at: usize, verb: &[&str]) -> Option<String> {
+    let number = words.get(at)?;
+    if !number.lower.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let says_years_old = match_phrase(words, at + 1, &["years", "old"]).is_some()
+        || match_phrase(words, at + 1, &["year", "old"]).is_some();
+    // "I am 5 minutes late" is not an age; "I turned 30" is.
+    if verb.last() == Some(&"am") && !says_years_old {
+        return None;
+    }
+    Some(number.text.clone())
+}
+
+fn is_year(value: &str) -> bool {
+    value.len() == 4 && value.chars().all(|c| c.is_ascii_digit())
+}
+
+/// "I have (got) a/an X named/called Y" → `X_name` = Y.
+fn pet_name_statement(words: &[Word], after_i: usize) -> Option<ExtractedFact> {
+    let after_have = match_phrase(words, after_i, &["have", "got"])
+        .or_else(|| match_phrase(words, after_i, &["have"]))?;
+    if !matches!(words.get(after_have)?.lower.as_str(), "a" | "an") {
+        return None;
+    }
+    let noun_start = after_have + 1;
+    let naming_verb = (noun_start + 1..words.len().min(noun_start + 4))
+        .find(|&k| matches!(words[k].lower.as_str(), "named" | "called"))?;
+    let noun = &words[noun_start..naming_verb];
+    if noun
+        .iter()
+        .any(|w| ATTRIBUTE_STOP_WORDS.contains(&w.lower.as_str()))
+    {
+        return None;
+    }
+    let value = value_at(words, naming_verb + 1, Name)?;
+    let attribute = normalise_attribute(&format!("{} name", joined_text(noun)));
+    Some(user_fact(attribute, value, One))
+}
+
+/// "call me Y" (at the start of a clause, or after "please"/"just"/"you can").
+fn call_me_statement(words: &[Word], after_call: usize) -> Option<ExtractedFact> {
+    let before_call = &words[..after_call - 1];
+    let allowed_before = |w: &Word| matches!(w.lower.as_str(), "please" | "just" | "you" | "can");
+    if !before_call.iter().all(allowed_before) || words.get(after_call)?.lower != "me" {
+        return None;
+    }
+    let value = value_at(words, after_call + 1, Name)?;
+    Some(user_fact("name".to_string(), value, One))
+}
+
+/// "my X is Y", with the words after "my" starting at `after_my`.
+fn my_statement(words: &[Word], after_my: usize) -> Option<ExtractedFact> {
+    const MAX_ATTRIBUTE_WORDS: usize = 4;
+    let window_end = words.len().min(after_my + MAX_ATTRIBUTE_WORDS + 1);
+    // "my dog's name is Rex": the 's is possessive when an "is" follows; "my name's Bob": it is
+    // the verb.
+    let (attribute_words, mut value_start): (Vec<&str>, usize) =
+        match (after_my + 1..window_end).find(|&k| words[k].lower == "is") {
+            Some(is_at) => (
+                words[after_my..is_at]
+                    .iter()
+                    .map(|w| w.without_possessive())
+                    .collect(),
+                is_at + 1,
+            ),
+            None => {
+                let verb_at = (after_my..window_end)
+                    .take(MAX_ATTRIBUTE_WORDS)
+                    .find(|&k| words[k].is_possessive())?;
+                (
+                    words[after_my..=verb_at]
+                        .iter()
+                        .map(|w| w.without_possessive())
+                        .collect(),
+                    verb_at + 1,
+                )
+            }
+        };
+    if attribute_words
+        .iter()
+        .any(|w| ATTRIBUTE_STOP_WORDS.contains(&w.to_lowercase().as_str()))
+    {
+        return None;
+    }
+    let mut attribute_words: Vec<&str> = attribute_words
+        .into_iter()
+        .skip_while(|w| CURRENTNESS_ADJECTIVES.contains(&w.to_lowercase().as_str()))
+        .collect();
+    if attribute_words.is_empty() {
+        return None;
+    }
+    let mut shape = Phrase;
+    match words.get(value_start).map(|w| w.lower.as_str()) {
+        Some("called" | "named") => {
+            attribute_words.push("name");
+            value_start += 1;
+            shape = Name;
+        }
+        // "my office is in Berlin": the place is the value.
+        Some("in" | "on" | "at") => {
+            value_start += 1;
+            shape = Place;
+        }
+        _ => {}
+    }
+    let attribute = normalise_attribute(&attribute_words.join(" "));
+    if NON_FACT_ATTRIBUTES.contains(&attribute.as_str()) {
+        return None;
+    }
+    // Names are typed in lowercase too, so "my name is bob" still counts; they end like places.
+    if shape == Phrase && (attribute == "name" || attribute.ends_with("_name")) {
+        shape = Place;
+    }
+    let value = value_at(words, value_start, shape)?;
+    Some(user_fact(attribute, value, One))
+}
+
+fn joined_text(words: &[Word]) -> String {
+    words
+        .iter()
+        .map(|w| w.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The value starting at `words[start]`, cut as its `shape` says; `None` when there is none.
+fn value_at(words: &[Word], start: usize, shape: ValueShape) -> Option<String> {
+    let mut start = start;
+    if words
+        .get(start)
+        .is_some_and(|w| matches!(w.lower.as_str(), "a" | "an" | "the"))
+    {
+        start += 1;
+    }
+    let first = words.get(start)?;
+    if NON_VALUE_STARTS.contains(&first.lower.as_str()) || ends_value(words, start, shape) {
+        return None;
+    }
+    if first.lower == "to"
+        && words
+            .get(start + 1)
+            .is_some_and(|w| FIGURES_OF_SPEECH_AFTER_TO.contains(&w.lower.as_str()))
+    {
+        return None;
+    }
+    if shape == Name && !first.text.starts_with(|c: char| c.is_uppercase()) {
+        return None;
+    }
+    let mut end = start + 1;
+    while end < words.len() && end - start < MAX_VALUE_WORDS && !ends_value(words, end, shape) {
+        end += 1;
+    }
+    Some(joined_text(&words[start..end]))
+}
+
+/// Whether the value ends before `words[at]`.
+fn ends_value(words: &[Word], at: usize, shape: ValueShape) -> bool {
+    let word = words[at].lower.as_str();
+    let a_lot = word == "a" && words.get(at + 1).is_some_and(|w| w.lower == "lot");
+    a_lot
+        || CLAUSE_BOUNDARIES.contains(&word)
+        || (matches!(shape, Place | Name) && PREPOSITIONS.contains(&word))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validity intervals
+// ---------------------------------------------------------------------------------------------
+
+/// `(tenant, user, subject, attribute)`: the facts that supersede one another.
+pub type FactKey = (String, String, String, String);
+
+/// One statement of a value for a [`FactKey`]. The derived order — valid-from time, then
+/// input-log offset (the order engram learned it), then fact id — is the order of assertions
+/// in [`facts_over_time`].
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct FactAssertion {
+    /// When the value became true (event time), microseconds since the Unix epoch.
+    pub valid_from_micros: i64,
+    pub log_offset: u64,
+    /// Stable UUID of the fact node.
+    pub fact_id: String,
+    pub value: String,
+}
+
+/// One value of a [`FactKey`] and the interval it was the current value.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct FactVersion {
+    pub fact_id: String,
+    /// As first asserted.
+    pub value: String,
+    /// Microseconds since the Unix epoch, inclusive.
+    pub valid_from: i64,
+    /// Exclusive; `None` while current.
+    pub valid_to: Option<i64>,
+    /// The fact that closed this one (`SUPERSEDED_BY`); `None` while current.
+    pub superseded_by: Option<String>,
+}
+
+/// Whether two values are the same fact: equal ignoring case and how whitespace is laid out
+/// ("New York" = "new  york").
+pub fn same_fact_value(a: &str, b: &str) -> bool {
+    value_identity(a) == value_identity(b)
+}
+
+fn value_identity(value: &str) -> Vec<String> {
+    value.split_whitespace().map(str::to_lowercase).collect()
+}
+
+/// The versions of one key from its assertions, which must be in [`FactAssertion`] order and
+/// free of duplicates.
+fn versions_of_ordered<'a>(
+    assertions: impl IntoIterator<Item = &'a FactAssertion>,
+) -> Vec<FactVersion> {
+    let mut versions: Vec<FactVersion> = Vec::new();
+    for assertion in assertions {
+        if let Some(current) = versions.last_mut() {
+            // A repeated value reinforces the current version; it does not start a new one.
+            if same_fact_value(&current.value, &assertion.value) {
+                continue;
+            }
+            current.valid_to = Some(assertion.valid_from_micros);
+            current.superseded_by = Some(assertion.fact_id.clone());
+        }
+        versions.push(FactVersion {
+            fact_id: assertion.fact_id.clone(),
+            value: assertion.value.clone(),
+            valid_from: assertion.valid_from_micros,
+            valid_to: None,
+            superseded_by: None,
+        });
+    }
+    versions
+}
+
+/// The versions of one key, computed from its assertions in any order (as [`facts_over_time`]
+/// maintains them; identical assertions count once).
+pub fn fact_versions(assertions: &[FactAssertion]) -> Vec<FactVersion> {
+    let mut ordered: Vec<&FactAssertion> = assertions.iter().collect();
+    ordered.sort();
+    ordered.dedup();
+    versions_of_ordered(ordered)
+}
+
+/// The validity intervals of every fact key.
+///
+/// Input: assertions keyed by [`FactKey`]; an assertion counts (once) when its accumulated
+/// multiplicity is positive. Output: for every key whose counted assertions, in
+/// [`FactAssertion`] order, are `a1 < a2 < … < an`, one record `(key, version)` with
+/// multiplicity 1 per *version*: the versions are the assertions that start a run of equal values
+/// ([`same_fact_value`]) — `a1`, and each `ai` whose value differs from `a(i-1)`'s. A repeated
+/// value is a reinforcement of the current version, not a supersession. A version holds its
+/// first assertion's id and value, `valid_from` = its `valid_from_micros`, and, when a later
+/// version exists, `valid_to` = the next version's `valid_from_micros` and `superseded_by` = its
+/// id; the last version has `valid_to` and `superseded_by` `None`. Two versions may share a
+/// valid-from time, the later-learned one wins: the earlier gets the empty interval `[t, t)`.
+///
+/// A late assertion (earlier valid-from than ones already present) or a retraction replaces
+/// the versions around it, so the output always equals this definition over the current input.
+///
+/// Cost: a change to a key re-derives that key's versions (linear in its assertions).
+pub fn facts_over_time<'scope, T>(
+    facts: VecCollection<'scope, T, (FactKey, FactAssertion)>,
+) -> VecCollection<'scope, T, (FactKey, FactVersion)>
+where
+    T: Timestamp + Lattice + Ord,
+{
+    facts.reduce(|_key, assertions, output| {
+        // `reduce` presents the assertions in order, each once with its accumulated multiplicity.
+        let present = assertions.iter().filter(|(_, m)| *m > 0).map(|(a, _)| *a);
+        for version in versions_of_ordered(present) {
+            output.push((version, 1));
+        }
+    })
+}
+
+/// The versions of [`facts_over_time`] that are current (`valid_to` is `None`): at most one per
+/// key, the value of the key now.
+pub fn current_facts<'scope, T>(
+    versions: VecCollection<'scope, T, (FactKey, FactVersion)>,
+) -> VecCollection<'scope, T, (FactKey, FactVersion)>
+where
+    T: Timestamp,
+{
+    versions.filter(|(_, version)| version.valid_to.is_none())
+}
+
+/// The version of one key valid at `t` (microseconds): the one with `valid_from ≤ t` and
+/// `t < valid_to` (or no `valid_to`). `None` before the first version. `versions` are the
+/// versions of a single key, in any order.
+pub fn fact_as_of(versions: &[FactVersion], t: i64) -> Option<&FactVersion> {
+    versions
+        .iter()
+        .find(|v| v.valid_from <= t && v.valid_to.is_none_or(|to| t < to))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fact(attribute: &str, value: &str) -> (String, String) {
+        (attribute.to_string(), value.to_string())
+    }
+
+    fn extracted(text: &str) -> Vec<(String, String)> {
+        extract_facts(text)
+            .into_iter()
+            .map(|f| (f.attribute, f.value))
+            .collect()
+    }
+
+    #[test]
+    fn my_x_is_y() {
+        assert_eq!(extracted("My name is Sarah."), vec![fact("name", "Sarah")]);
+        assert_eq!(
+            extracted("my name is bob lee"),
+            vec![fact("name", "bob lee")]
+        );
+        assert_eq!(
+            extracted("Hi! My name's Tom Baker, nice to meet you."),
+            vec![fact("name", "Tom Baker")]
+        );
+        assert_eq!(
+            extracted("my favorite color is blue"),
+            vec![fact("favorite_color", "blue")]
+        );
+        assert_eq!(
+            extracted("My dog's name is Rex and he is 3."),
+            vec![fact("dog_name", "Rex")]
+        );
+        assert_eq!(
+            extracted("I think my wife's birthday is on March 3rd"),
+            vec![fact("wife_birthday", "March 3rd")]
+        );
+        assert_eq!(
+            extracted("My new address is 12 Baker Street."),
+            vec![fact("address", "12 Baker Street")]
+        );
+        assert_eq!(
+            extracted("My office is in Berlin near the station."),
+            vec![fact("office", "Berlin")]
+        );
+        assert_eq!(
+            extracted("My cat is called Luna."),
+            vec![fact("cat_name", "Luna")]
+        );
+        assert_eq!(
+            extracted("My job is a software engineer at Acme"),
+            vec![fact("job", "software engineer at Acme")]
+        );
+        assert_eq!(
+            extracted("My goal is to run a marathon, which is hard."),
+            vec![fact("goal", "to run a marathon")]
+        );
+    }
+
+    #[test]
+    fn first_person_verbs() {
+        assert_eq!(
+            extracted("I moved to Denver last year."),
+            vec![fact("lives_in", "Denver")]
+        );
+        assert_eq!(
+            extracted("I've just moved to San Francisco!"),
+            vec![fact("lives_in", "San Francisco")]
+        );
+        assert_eq!(
+            extracted("I live in Portland with my wife"),
+            vec![fact("lives_in", "Portland")]
+        );
+        assert_eq!(
+            extracted("I'm currently living in the Netherlands"),
+            vec![fact("lives_in", "Netherlands")]
+        );
+        assert_eq!(
+            extracted("I work at Google as a data scientist."),
+            vec![fact("works_at", "Google")]
+        );
+        assert_eq!(
+            extracted("I work for Bank of America."),
+            vec![fact("works_at", "Bank of America")]
+        );
+        assert_eq!(
+            extracted("I work as a nurse at the hospital."),
+            vec![fact("occupation", "nurse")]
+        );
+        assert_eq!(
+            extracted("I'm from Germany originally."),
+            vec![fact("origin", "Germany")]
+        );
+        assert_eq!(
+            extracted("I was born in 1990."),
+            vec![fact("birth_year", "1990")]
+        );
+        assert_eq!(
+            extracted("I was born in Lyon."),
+            vec![fact("birthplace", "Lyon")]
+        );
+        assert_eq!(extracted("I am 34 years old."), vec![fact("age", "34")]);
+        assert_eq!(extracted("I just turned 40"), vec![fact("age", "40")]);
+        assert_eq!(
+            extracted("I'm allergic to peanuts and shellfish"),
+            vec![fact("allergic_to", "peanuts")]
+        );
+        assert_eq!(
+            extracted("I prefer concise answers with code examples."),
+            vec![fact("prefers", "concise answers with code examples")]
+        );
+        assert_eq!(
+            extracted("I'd prefer tea over coffee"),
+            vec![fact("prefers", "tea")]
+        );
+        assert_eq!(
+            extracted("I really like jazz a lot."),
+            vec![fact("likes", "jazz")]
+        );
+        assert_eq!(
+            extracted("I love hiking in the mountains"),
+            vec![fact("likes", "hiking in the mountains")]
+        );
+        assert_eq!(
+            extracted("I don't like spicy food"),
+            vec![fact("dislikes", "spicy food")]
+        );
+        assert_eq!(
+            extracted("Honestly I can't stand cilantro."),
+            vec![fact("dislikes", "cilantro")]
+        );
+        assert_eq!(
+            extracted("I have a golden retriever named Max."),
+            vec![fact("golden_retriever_name", "Max")]
+        );
+        assert_eq!(extracted("Please call me Liz."), vec![fact("name", "Liz")]);
+        assert_eq!(extracted("I go by Sam at work"), vec![fact("name", "Sam")]);
+    }
+
+    #[test]
+    fn several_facts_in_one_message() {
+        assert_eq!(
+            extracted("My name is Ana; I live in Lisbon, and I work at Feedzai. I like surfing"),
+            vec![
+                fact("name", "Ana"),
+                fact("lives_in", "Lisbon"),
+                fact("works_at", "Feedzai"),
+                fact("likes", "surfing")
+            ]
+        );
+        // curly apostrophes and line breaks
+        assert_eq!(
+            extracted("I\u{2019}m 29 years old\nmy sister\u{2019}s name is Mia"),
+            vec![fact("age", "29"), fact("sister_name", "Mia")]
+        );
+        // the same fact twice is reported once
+        assert_eq!(
+            extracted("I live in Oslo. I live in Oslo."),
+            vec![fact("lives_in", "Oslo")]
+        );
+    }
+
+    #[test]
+    fn statements_that_are_not_facts() {
+        let not_facts = [
+            "What is my name?",
+            "Do you remember where I live in?",
+            "Can you tell me if I work at Google?",
+            "If I moved to Paris, would I need a visa?",
+            "If I moved to Paris I would learn French.",
+            "I would love to visit Japan.",
+            "I like it.",
+            "I like that idea!",
+            "I like how you explained it.",
+            "I like to think of it as a graph.",
+            "My question is whether this works.",
+            "My point is simple.",
+            "My name is not Bob.",
+            "It's not true that my name is Bob.",
+            "I used to live in Paris.",
+            "I lived in Paris for years.",
+            "I no longer work at Google.",
+            "I don't live in Berlin anymore.",
+            "I am 5 minutes late.",
+            "I'm not allergic to anything.",
+            "Call me back tomorrow.",
+            "Call me when you can.",
+            "Maybe I live in the wrong city.",
+            "You live in Berlin.",
+            "The weather is nice today.",
+            "Let's say I work at a bank.",
+            "I moved.",
+            "My",
+            "",
+        ];
+        for text in not_facts {
+            assert_eq!(extracted(text), vec![], "{text:?}");
+        }
+    }
+
+    #[test]
+    fn subject_and_cardinality() {
+        let facts = extract_facts("I live in Rome and I like opera.");
+        assert_eq!(
+            facts,
+            vec![
+                ExtractedFact {
+                    subject: "user".into(),
+                    attribute: "lives_in".into(),
+                    value: "Rome".into(),
+                    cardinality: Cardinality::One,
+                },
+                ExtractedFact {
+                    subject: "user".into(),
+                    attribute: "likes".into(),
+                    value: "opera".into(),
+                    cardinality: Cardinality::Many,
+                },
+            ]
+        );
+        assert_eq!(facts[0].key_attribute(), "lives_in");
+        assert_eq!(facts[1].key_attribute(), "likes:opera");
+    }
+
+    #[test]
+    fn attribute_normalisation() {
+        assert_eq!(normalise_attribute("Favorite  Color"), "favorite_color");
+        assert_eq!(normalise_attribute("dog's name"), "dog_name");
+        assert_eq!(normalise_attribute("Dog\u{2019}s Name"), "dog_name");
+        assert_eq!(normalise_attribute(" e-mail address! "), "e_mail_address");
+        assert_eq!(normalise_attribute("lives_in"), "lives_in");
+    }
+
+    #[test]
+    fn sentences_split_at_terminators_but_not_abbreviations() {
+        let split = sentences("Dr. Smith lives in St. Louis. Is it 3.5 km? Yes!\nOk");
+        let words: Vec<Vec<String>> = split
+            .iter()
+            .map(|s| {
+                s.tokens
+                    .iter()
+                    .filter_map(|t| match t {
+                        Token::Word(w) => Some(w.text.clone()),
+                        Token::Punct(_) => None,
+                    })
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            words,
+            vec![
+                vec!["Dr", "Smith", "lives", "in", "St", "Louis"],
+                vec!["Is", "it", "3.5", "km"],
+                vec!["Yes"],
+                vec!["Ok"],
+            ]
+        );
+        assert_eq!(
+            split.iter().map(|s| s.is_question).collect::<Vec<_>>(),
+            vec![false, true, false, false]
+        );
+    }
+
+    fn assertion(valid_from: i64, offset: u64, id: &str, value: &str) -> FactAssertion {
+        FactAssertion {
+            valid_from_micros: valid_from,
+            log_offset: offset,
+            fact_id: id.into(),
+            value: value.into(),
+        }
+    }
+
+    fn version(id: &str, value: &str, from: i64, to: Option<i64>, by: Option<&str>) -> FactVersion {
+        FactVersion {
+            fact_id: id.into(),
+            value: value.into(),
+            valid_from: from,
+            valid_to: to,
+            superseded_by: by.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn versions_supersede_and_reinforce() {
+        let assertions = [
+            assertion(30, 3, "f3", "Paris"),
+            assertion(10, 1, "f1", "Berlin"),
+            assertion(20, 2, "f2", "berlin "),
+            assertion(40, 4, "f4", "Berlin"),
+            // same valid-from as f4, learned later: wins
+            assertion(40, 5, "f5", "Rome"),
+        ];
+        assert_eq!(
+            fact_versions(&assertions),
+            vec![
+                version("f1", "Berlin", 10, Some(30), Some("f3")),
+                version("f3", "Paris", 30, Some(40), Some("f4")),
+                version("f4", "Berlin", 40, Some(40), Some("f5")),
+                version("f5", "Rome", 40, None, None),
+            ]
+        );
+    }
+
+    #[test]
+    fn as_of() {
+        let versions = vec![
+            version("f3", "Paris", 30, Some(40), Some("f4")),
+            version("f1", "Berlin", 10, Some(30), Some("f3")),
+            version("f4", "Berlin", 40, Some(40), Some("f5")),
+            version("f5", "Rome", 40, None, None),
+        ];
+        let value_at = |t| fact_as_of(&versions, t).map(|v| v.fact_id.as_str());
+        assert_eq!(value_at(9), None);
+        assert_eq!(value_at(10), Some("f1"));
+        assert_eq!(value_at(29), Some("f1"));
+        assert_eq!(value_at(30), Some("f3"));
+        assert_eq!(value_at(40), Some("f5"));
+        assert_eq!(value_at(i64::MAX), Some("f5"));
+        assert_eq!(fact_as_of(&[], 0), None);
+    }
+}

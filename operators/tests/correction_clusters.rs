@@ -1,0 +1,572 @@
+//! `similarity_links`, `correction_clusters` and `promote_patterns` maintained incrementally
+//! equal the same definitions computed from scratch, over random streams of corrections drawn
+//! around a few topics (so real clusters form, merge and split), outliers, duplicate records,
+//! re-sent ids with other payloads and retractions, with one and two workers; and
+//! `correction_clusters` does the same over arbitrary link streams.
+
+use differential_dataflow::input::{Input, InputSession};
+use engram_operators::correction_clusters::{
+    correction_clusters, promote_patterns, similarity_links, CorrectionPoint, LshBucket,
+    LshHyperplanes, PatternRecord, QuantisedEmbedding, UserKey, LINK_COSINE_THRESHOLD,
+};
+use engram_operators::math::fusion::{
+    coherence, cosine_similarity, preference_confidence, DEFAULT_EVIDENCE_WEIGHT, SECONDS_PER_DAY,
+};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
+use timely::dataflow::operators::probe::Handle;
+
+type Pair = (UserKey, (String, String));
+type Pattern = (UserKey, PatternRecord);
+/// The input as a multiset: record → multiplicity (never 0).
+type Corrections = BTreeMap<(UserKey, CorrectionPoint), isize>;
+/// The present corrections of each user, by id.
+type Present = BTreeMap<UserKey, BTreeMap<String, CorrectionPoint>>;
+
+/// Accumulated output of one collection, summed over every worker's updates.
+type Sink<D> = Arc<Mutex<HashMap<D, isize>>>;
+
+const DIMS: usize = 12;
+const MICROS_PER_HOUR: i64 = 3_600_000_000;
+
+fn users() -> [UserKey; 3] {
+    [
+        ("t".into(), "u0".into()),
+        ("t".into(), "u1".into()),
+        ("t2".into(), "u0".into()),
+    ]
+}
+
+fn gaussian(rng: &mut StdRng) -> f32 {
+    let (u1, u2): (f32, f32) = (1.0 - rng.gen::<f32>(), rng.gen());
+    (-2.0 * u1.ln()).sqrt() * (std::f32::consts::TAU * u2).cos()
+}
+
+/// A random unit vector.
+fn random_direction(rng: &mut StdRng) -> Vec<f32> {
+    let v: Vec<f32> = (0..DIMS).map(|_| gaussian(rng)).collect();
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.into_iter().map(|x| x / norm).collect()
+}
+
+/// The topics of a user: three or four unit vectors 50° apart along a great circle. Their
+/// clusters stay apart (cos 50° = 0.64) until a bridge correction halfway between two
+/// neighbours (25° from each, cos 0.91) links them; two topics linked that way still form a
+/// coherent cluster, three (spanning 100°, coherence ≈ 0.76) do not.
+fn user_topics(rng: &mut StdRng) -> Vec<Vec<f32>> {
+    let start = random_direction(rng);
+    let r = random_direction(rng);
+    let along: f32 = r.iter().zip(&start).map(|(x, y)| x * y).sum();
+    let orthogonal: Vec<f32> = r.iter().zip(&start).map(|(x, y)| x - along * y).collect();
+    let norm = orthogonal.iter().map(|x| x * x).sum::<f32>().sqrt();
+    (0..rng.gen_range(3..5))
+        .map(|k| {
+            let angle = (50.0 * k as f32).to_radians();
+            start
+                .iter()
+                .zip(&orthogonal)
+                .map(|(s, o)| angle.cos() * s + angle.sin() * o / norm)
+                .collect()
+        })
+        .collect()
+}
+
+/// A correction of a user with `topics` (from [`user_topics`]): mostly near one topic, with
+/// noise chosen so that pairs fall on both sides of the 0.85 link threshold (cosine
+/// ≈ 1 / (1 + 12σ²): 0.97, 0.85, 0.68); sometimes a bridge between two neighbouring topics;
+/// now and then an outlier in a random direction.
+fn correction(id: String, topics: &[Vec<f32>], rng: &mut StdRng) -> CorrectionPoint {
+    let roll = rng.gen_range(0..100);
+    let embedding: Vec<f32> = if roll < 15 {
+        random_direction(rng)
+    } else if roll < 30 {
+        let k = rng.gen_range(0..topics.len() - 1);
+        topics[k]
+            .iter()
+            .zip(&topics[k + 1])
+            .map(|(x, y)| (x + y) / 2.0 + 0.02 * gaussian(rng))
+            .collect()
+    } else {
+        let topic = &topics[rng.gen_range(0..topics.len())];
+        let noise = [0.05, 0.12, 0.2][rng.gen_range(0..3)];
+        topic.iter().map(|x| x + noise * gaussian(rng)).collect()
+    };
+    CorrectionPoint {
+        correction_id: id,
+        // whole hours over four days, so spans of exactly one day occur
+        ts_micros: 1_700_000_000_000_000 + rng.gen_range(0..96) * MICROS_PER_HOUR,
+        confidence_milli: rng.gen_range(300..=1000),
+        embedding: QuantisedEmbedding::from_f32(&embedding),
+    }
+}
+
+/// For each user and correction id, the least record of positive multiplicity.
+fn present(current: &Corrections) -> Present {
+    let mut present = Present::new();
+    // BTreeMap order: by user, then by point, whose first field is the id.
+    for ((user, point), m) in current {
+        if *m > 0 {
+            present
+                .entry(user.clone())
+                .or_default()
+                .entry(point.correction_id.clone())
+                .or_insert_with(|| point.clone());
+        }
+    }
+    present
+}
+
+/// The LSH buckets of embeddings, memoised across rounds (bucketing is the slow part of the
+/// from-scratch computation in a debug build, and a pure function of the embedding).
+#[derive(Default)]
+struct BucketsOf {
+    hyperplanes: BTreeMap<usize, LshHyperplanes>,
+    buckets: HashMap<QuantisedEmbedding, BTreeSet<LshBucket>>,
+}
+
+impl BucketsOf {
+    fn get(&mut self, embedding: &QuantisedEmbedding) -> BTreeSet<LshBucket> {
+        let hyperplanes = &mut self.hyperplanes;
+        let buckets = self.buckets.entry(embedding.clone()).or_insert_with(|| {
+            let v = embedding.to_f32();
+            hyperplanes
+                .entry(v.len())
+                .or_insert_with(|| LshHyperplanes::new(v.len()))
+                .buckets(&v)
+                .into_iter()
+                .collect()
+        });
+        buckets.clone()
+    }
+}
+
+/// Links from scratch: every pair of a user's present corrections that shares an LSH bucket
+/// (same fixed hyperplanes) and whose dequantised cosine is at least the threshold.
+fn links_from_scratch(present: &Present, buckets: &mut BucketsOf) -> BTreeSet<Pair> {
+    let mut links = BTreeSet::new();
+    for (user, points) in present {
+        let bucketed: Vec<(&String, Vec<f32>, BTreeSet<LshBucket>)> = points
+            .iter()
+            .map(|(id, p)| (id, p.embedding.to_f32(), buckets.get(&p.embedding)))
+            .collect();
+        for (i, (a, va, ba)) in bucketed.iter().enumerate() {
+            for (b, vb, bb) in &bucketed[i + 1..] {
+                if !ba.is_disjoint(bb) && cosine_similarity(va, vb) >= LINK_COSINE_THRESHOLD {
+                    links.insert((user.clone(), ((*a).clone(), (*b).clone())));
+                }
+            }
+        }
+    }
+    links
+}
+
+/// Clusters from scratch: connected components over the present corrections and the links
+/// between them (undirected), each named by its smallest id.
+fn clusters_from_scratch(present: &Present, links: &BTreeSet<Pair>) -> BTreeSet<Pair> {
+    let mut clusters = BTreeSet::new();
+    for (user, points) in present {
+        let mut neighbours: BTreeMap<&String, Vec<&String>> =
+            points.keys().map(|id| (id, Vec::new())).collect();
+        for (_, (a, b)) in links.iter().filter(|(u, _)| u == user) {
+            if points.contains_key(a) && points.contains_key(b) {
+                neighbours.get_mut(a).unwrap().push(b);
+                neighbours.get_mut(b).unwrap().push(a);
+            }
+        }
+        let mut seen = BTreeSet::new();
+        // Ids in ascending order: the first one reached in a component is its smallest.
+        for start in points.keys() {
+            if !seen.insert(start) {
+                continue;
+            }
+            let mut stack = vec![start];
+            while let Some(id) = stack.pop() {
+                clusters.insert((user.clone(), (id.clone(), start.clone())));
+                for n in &neighbours[id] {
+                    if seen.insert(*n) {
+                        stack.push(*n);
+                    }
+                }
+            }
+        }
+    }
+    clusters
+}
+
+/// Patterns from scratch, with the thresholds of SPEC §4.3: n ≥ 3, coherence > 0.8, span
+/// ≥ 1 day.
+fn patterns_from_scratch(present: &Present, clusters: &BTreeSet<Pair>) -> BTreeSet<Pattern> {
+    let mut members: BTreeMap<(UserKey, String), Vec<&CorrectionPoint>> = BTreeMap::new();
+    for (user, (id, cluster)) in clusters {
+        let point = &present[user][id];
+        members
+            .entry((user.clone(), cluster.clone()))
+            .or_default()
+            .push(point);
+    }
+    let mut patterns = BTreeSet::new();
+    for ((user, cluster_id), mut points) in members {
+        points.sort();
+        let embeddings: Vec<Vec<f32>> = points.iter().map(|p| p.embedding.to_f32()).collect();
+        let coherence = coherence(&embeddings).unwrap();
+        let earliest = points.iter().map(|p| p.ts_micros).min().unwrap();
+        let latest = points.iter().map(|p| p.ts_micros).max().unwrap();
+        let span_micros = latest - earliest;
+        if points.len() >= 3 && coherence > 0.8 && span_micros as f64 / 1e6 >= SECONDS_PER_DAY {
+            let confidences: Vec<f64> = points
+                .iter()
+                .map(|p| f64::from(p.confidence_milli) / 1000.0)
+                .collect();
+            let confidence = preference_confidence(&confidences, DEFAULT_EVIDENCE_WEIGHT);
+            patterns.insert((
+                user,
+                PatternRecord {
+                    cluster_id,
+                    size: points.len() as u32,
+                    coherence_milli: (coherence * 1000.0).round() as u16,
+                    span_micros,
+                    confidence_milli: (confidence * 1000.0).round() as u16,
+                },
+            ));
+        }
+    }
+    patterns
+}
+
+/// An inspect callback adding every update to `sink`.
+fn collect_into<D: Clone + Eq + Hash + 'static>(
+    sink: &Sink<D>,
+) -> impl FnMut(&(D, u64, isize)) + 'static {
+    let sink = sink.clone();
+    move |(data, _time, diff)| *sink.lock().unwrap().entry(data.clone()).or_insert(0) += diff
+}
+
+/// Compares what a sink holds with the definition (every record once); `None` when equal.
+fn difference<D: Clone + Eq + Hash + Ord + Debug>(
+    name: &str,
+    sink: &Sink<D>,
+    want: &BTreeSet<D>,
+) -> Option<String> {
+    let got: BTreeMap<D, isize> = sink
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, m)| **m != 0)
+        .map(|(d, m)| (d.clone(), *m))
+        .collect();
+    let wrong: Vec<_> = got
+        .iter()
+        .filter(|(d, m)| **m != 1 || !want.contains(*d))
+        .collect();
+    let missing: Vec<_> = want.iter().filter(|d| !got.contains_key(*d)).collect();
+    (!wrong.is_empty() || !missing.is_empty())
+        .then(|| format!("{name}: unexpected {wrong:?}, missing {missing:?}"))
+}
+
+/// Applies `diff` to `record` in the multiset, dropping it at 0.
+fn apply<K: Ord + Clone>(multiset: &mut BTreeMap<K, isize>, record: &K, diff: isize) {
+    let m = multiset.entry(record.clone()).or_insert(0);
+    *m += diff;
+    if *m == 0 {
+        multiset.remove(record);
+    }
+}
+
+/// One random change to the corrections: a new correction named `new_id` (unless that id is
+/// taken, in which case it is re-sent with another payload), a duplicate of a present record,
+/// an existing id re-sent with another payload, or the retraction of a record.
+fn random_change(
+    current: &Corrections,
+    topics: &BTreeMap<UserKey, Vec<Vec<f32>>>,
+    new_id: String,
+    rng: &mut StdRng,
+) -> ((UserKey, CorrectionPoint), isize) {
+    let pick = |rng: &mut StdRng| current.keys().nth(rng.gen_range(0..current.len())).cloned();
+    let roll = rng.gen_range(0..100);
+    if !current.is_empty() && roll < 25 {
+        (pick(rng).unwrap(), -1)
+    } else if !current.is_empty() && roll < 30 {
+        (pick(rng).unwrap(), 1)
+    } else if !current.is_empty() && roll < 35 {
+        let (user, old) = pick(rng).unwrap();
+        let point = correction(old.correction_id, &topics[&user], rng);
+        ((user, point), 1)
+    } else {
+        let user = users()[rng.gen_range(0..3)].clone();
+        let point = correction(new_id, &topics[&user], rng);
+        ((user, point), 1)
+    }
+}
+
+fn run(workers: usize, seed: u64, rounds: usize) {
+    let mismatches = Arc::new(Mutex::new(Vec::<String>::new()));
+    let mismatches2 = mismatches.clone();
+    // shared by all workers: each worker's inspect adds the updates it saw
+    let links_sink: Sink<Pair> = Default::default();
+    let clusters_sink: Sink<Pair> = Default::default();
+    let patterns_sink: Sink<Pattern> = Default::default();
+    timely::execute(timely::Config::process(workers), move |worker| {
+        let probe = Handle::new();
+        let mut input = worker.dataflow::<u64, _, _>(|scope| {
+            let (input, corrections) = scope.new_collection();
+            let links = similarity_links(corrections.clone());
+            let clusters = correction_clusters(corrections.clone(), links.clone());
+            let patterns = promote_patterns(corrections, clusters.clone());
+            links.inspect(collect_into(&links_sink)).probe_with(&probe);
+            clusters
+                .inspect(collect_into(&clusters_sink))
+                .probe_with(&probe);
+            patterns
+                .inspect(collect_into(&patterns_sink))
+                .probe_with(&probe);
+            input
+        });
+        let mut rng = StdRng::seed_from_u64(seed);
+        let topics: BTreeMap<UserKey, Vec<Vec<f32>>> = users()
+            .into_iter()
+            .map(|u| (u, user_topics(&mut rng)))
+            .collect();
+        let mut current = Corrections::new();
+        let mut buckets = BucketsOf::default();
+        let mut next_id = 0u64;
+        for round in 0..rounds {
+            for _ in 0..rng.gen_range(1..6) {
+                next_id += 1;
+                let new_id = format!("c{next_id:03}");
+                let (record, diff) = random_change(&current, &topics, new_id, &mut rng);
+                apply(&mut current, &record, diff);
+                if worker.index() == 0 {
+                    input.update(record, diff);
+                }
+            }
+            input.advance_to(round as u64 + 1);
+            input.flush();
+            worker.step_while(|| probe.less_than(input.time()));
+            if worker.index() == 0 {
+                // every worker's inspect has run for times before the frontier
+                let present = present(&current);
+                let links = links_from_scratch(&present, &mut buckets);
+                let clusters = clusters_from_scratch(&present, &links);
+                let patterns = patterns_from_scratch(&present, &clusters);
+                let differences = [
+                    difference("links", &links_sink, &links),
+                    difference("clusters", &clusters_sink, &clusters),
+                    difference("patterns", &patterns_sink, &patterns),
+                ];
+                for d in differences.into_iter().flatten() {
+                    mismatches2
+                        .lock()
+                        .unwrap()
+                        .push(format!("seed {seed} round {round}: {d}"));
+                }
+            }
+        }
+    })
+    .unwrap();
+    let m = mismatches.lock().unwrap();
+    assert!(m.is_empty(), "{}", m.join("\n"));
+}
+
+#[test]
+fn incremental_equals_from_scratch_one_worker() {
+    for seed in 0..10 {
+        run(1, seed, 32);
+    }
+}
+
+#[test]
+fn incremental_equals_from_scratch_two_workers() {
+    for seed in 100..103 {
+        run(2, seed, 24);
+    }
+}
+
+/// `correction_clusters` over links that are an input of their own: reversed pairs,
+/// self-links, links to ids that are not present, duplicates and retractions.
+fn run_arbitrary_links(workers: usize, seed: u64, rounds: usize) {
+    let mismatches = Arc::new(Mutex::new(Vec::<String>::new()));
+    let mismatches2 = mismatches.clone();
+    let clusters_sink: Sink<Pair> = Default::default();
+    timely::execute(timely::Config::process(workers), move |worker| {
+        let probe = Handle::new();
+        let (mut corrections_in, mut links_in) = worker.dataflow::<u64, _, _>(|scope| {
+            let (corrections_in, corrections) = scope.new_collection();
+            let (links_in, links) = scope.new_collection();
+            correction_clusters(corrections, links)
+                .inspect(collect_into(&clusters_sink))
+                .probe_with(&probe);
+            (corrections_in, links_in)
+        });
+        let mut rng = StdRng::seed_from_u64(seed);
+        // the embeddings do not matter here: links come from their own input
+        let topics: BTreeMap<UserKey, Vec<Vec<f32>>> = users()
+            .into_iter()
+            .map(|u| (u, user_topics(&mut rng)))
+            .collect();
+        let mut current = Corrections::new();
+        let mut links = BTreeMap::<Pair, isize>::new();
+        for round in 0..rounds {
+            for _ in 0..rng.gen_range(1..6) {
+                // ids from a small pool, so corrections come and go under existing links
+                let new_id = format!("c{:03}", rng.gen_range(1..13));
+                let (record, diff) = random_change(&current, &topics, new_id, &mut rng);
+                apply(&mut current, &record, diff);
+                let user = users()[rng.gen_range(0..2)].clone();
+                let link = (
+                    user,
+                    (
+                        format!("c{:03}", rng.gen_range(1..14)),
+                        format!("c{:03}", rng.gen_range(1..14)),
+                    ),
+                );
+                let link_diff = if rng.gen_bool(0.3) { -1 } else { 1 };
+                apply(&mut links, &link, link_diff);
+                if worker.index() == 0 {
+                    corrections_in.update(record, diff);
+                    links_in.update(link, link_diff);
+                }
+            }
+            corrections_in.advance_to(round as u64 + 1);
+            links_in.advance_to(round as u64 + 1);
+            corrections_in.flush();
+            links_in.flush();
+            worker.step_while(|| probe.less_than(corrections_in.time()));
+            if worker.index() == 0 {
+                // an undirected link is present when its records in both orders sum above 0
+                let mut undirected = BTreeMap::<Pair, isize>::new();
+                for ((user, (a, b)), m) in &links {
+                    let key = (user.clone(), (a.min(b).clone(), a.max(b).clone()));
+                    *undirected.entry(key).or_insert(0) += m;
+                }
+                let present_links: BTreeSet<Pair> = undirected
+                    .into_iter()
+                    .filter(|(_, m)| *m > 0)
+                    .map(|(link, _)| link)
+                    .collect();
+                let want = clusters_from_scratch(&present(&current), &present_links);
+                if let Some(d) = difference("clusters", &clusters_sink, &want) {
+                    mismatches2
+                        .lock()
+                        .unwrap()
+                        .push(format!("seed {seed} round {round}: {d}"));
+                }
+            }
+        }
+    })
+    .unwrap();
+    let m = mismatches.lock().unwrap();
+    assert!(m.is_empty(), "{}", m.join("\n"));
+}
+
+#[test]
+fn clusters_of_arbitrary_links_one_worker() {
+    for seed in 200..212 {
+        run_arbitrary_links(1, seed, 40);
+    }
+}
+
+#[test]
+fn clusters_of_arbitrary_links_two_workers() {
+    for seed in 300..303 {
+        run_arbitrary_links(2, seed, 30);
+    }
+}
+
+/// `((user), (x, y))` for each `(x, y)`.
+fn pairs_of(user: &UserKey, pairs: &[(&str, &str)]) -> BTreeSet<Pair> {
+    pairs
+        .iter()
+        .map(|(x, y)| (user.clone(), (x.to_string(), y.to_string())))
+        .collect()
+}
+
+/// A correction of the chain test: a unit vector at `degrees` in the first two dimensions.
+fn chain_point(id: &str, day: i64, degrees: f32) -> CorrectionPoint {
+    let mut v = vec![0.0; DIMS];
+    v[0] = degrees.to_radians().cos();
+    v[1] = degrees.to_radians().sin();
+    CorrectionPoint {
+        correction_id: id.into(),
+        ts_micros: day * 24 * MICROS_PER_HOUR,
+        confidence_milli: 900,
+        embedding: QuantisedEmbedding::from_f32(&v),
+    }
+}
+
+/// A chain a – b – c (a and c too far apart to link) forms one cluster and a pattern; erasing
+/// b splits it into two singletons and withdraws the pattern; b's return restores both.
+#[test]
+fn erasing_the_middle_of_a_chain_splits_its_cluster() {
+    timely::execute(timely::Config::thread(), |worker| {
+        let user: UserKey = ("t".into(), "u".into());
+        // cos 30° = 0.866 ≥ 0.85 between neighbours, cos 60° = 0.5 between the ends
+        let (a, b, c) = (
+            chain_point("a", 0, 0.0),
+            chain_point("b", 1, 30.0),
+            chain_point("c", 2, 60.0),
+        );
+        let links_sink: Sink<Pair> = Default::default();
+        let clusters_sink: Sink<Pair> = Default::default();
+        let patterns_sink: Sink<Pattern> = Default::default();
+        let probe = Handle::new();
+        let mut input = worker.dataflow::<u64, _, _>(|scope| {
+            let (input, corrections) = scope.new_collection();
+            let links = similarity_links(corrections.clone());
+            let clusters = correction_clusters(corrections.clone(), links.clone());
+            promote_patterns(corrections, clusters.clone())
+                .inspect(collect_into(&patterns_sink))
+                .probe_with(&probe);
+            links.inspect(collect_into(&links_sink)).probe_with(&probe);
+            clusters
+                .inspect(collect_into(&clusters_sink))
+                .probe_with(&probe);
+            input
+        });
+        let mut settle =
+            |round: u64, input: &mut InputSession<u64, (UserKey, CorrectionPoint), isize>| {
+                input.advance_to(round);
+                input.flush();
+                worker.step_while(|| probe.less_than(input.time()));
+            };
+        let pattern = PatternRecord {
+            cluster_id: "a".into(),
+            size: 3,
+            // mean of cos 30°, 1, cos 30° to the centroid's direction at 30°
+            coherence_milli: 911,
+            span_micros: 2 * 24 * MICROS_PER_HOUR,
+            // 1 − (1 − 0.5·0.9)³ = 0.833625
+            confidence_milli: 834,
+        };
+        let promoted = BTreeSet::from([(user.clone(), pattern)]);
+        let joined = pairs_of(&user, &[("a", "a"), ("b", "a"), ("c", "a")]);
+
+        for p in [&a, &b, &c] {
+            input.insert((user.clone(), p.clone()));
+        }
+        settle(1, &mut input);
+        let chain = pairs_of(&user, &[("a", "b"), ("b", "c")]);
+        assert_eq!(difference("links", &links_sink, &chain), None);
+        assert_eq!(difference("clusters", &clusters_sink, &joined), None);
+        assert_eq!(difference("patterns", &patterns_sink, &promoted), None);
+
+        input.remove((user.clone(), b.clone()));
+        settle(2, &mut input);
+        let split = pairs_of(&user, &[("a", "a"), ("c", "c")]);
+        assert_eq!(difference("links", &links_sink, &BTreeSet::new()), None);
+        assert_eq!(difference("clusters", &clusters_sink, &split), None);
+        assert_eq!(
+            difference("patterns", &patterns_sink, &BTreeSet::new()),
+            None
+        );
+
+        input.insert((user.clone(), b));
+        settle(3, &mut input);
+        assert_eq!(difference("clusters", &clusters_sink, &joined), None);
+        assert_eq!(difference("patterns", &patterns_sink, &promoted), None);
+    })
+    .unwrap();
+}
