@@ -5,22 +5,61 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 
 const SUBJECTS: &[&str] = &[
-    "my sister", "my manager", "the landlord", "our team", "my doctor", "the new intern", "my cat",
-    "the neighbours", "my best friend", "the client", "my partner", "the support desk",
+    "my sister",
+    "my manager",
+    "the landlord",
+    "our team",
+    "my doctor",
+    "the new intern",
+    "my cat",
+    "the neighbours",
+    "my best friend",
+    "the client",
+    "my partner",
+    "the support desk",
 ];
 const VERBS: &[&str] = &[
-    "asked about", "complained about", "recommended", "cancelled", "scheduled", "forgot", "loved",
-    "booked", "paid for", "mentioned", "rescheduled", "reviewed",
+    "asked about",
+    "complained about",
+    "recommended",
+    "cancelled",
+    "scheduled",
+    "forgot",
+    "loved",
+    "booked",
+    "paid for",
+    "mentioned",
+    "rescheduled",
+    "reviewed",
 ];
 const OBJECTS: &[&str] = &[
-    "the dentist appointment", "a trip to Lisbon", "the quarterly report", "a vegetarian restaurant",
-    "the gym membership", "a new laptop", "the piano lessons", "our wedding anniversary dinner",
-    "the car insurance renewal", "a hiking weekend in the Alps", "the kitchen renovation",
-    "a Portuguese course", "the conference in Berlin", "the flat viewing", "a birthday present",
+    "the dentist appointment",
+    "a trip to Lisbon",
+    "the quarterly report",
+    "a vegetarian restaurant",
+    "the gym membership",
+    "a new laptop",
+    "the piano lessons",
+    "our wedding anniversary dinner",
+    "the car insurance renewal",
+    "a hiking weekend in the Alps",
+    "the kitchen renovation",
+    "a Portuguese course",
+    "the conference in Berlin",
+    "the flat viewing",
+    "a birthday present",
 ];
 const WHEN: &[&str] = &[
-    "yesterday", "last week", "on Monday", "this morning", "two days ago", "for next Friday",
-    "in March", "after lunch", "before the holidays", "tonight",
+    "yesterday",
+    "last week",
+    "on Monday",
+    "this morning",
+    "two days ago",
+    "for next Friday",
+    "in March",
+    "after lunch",
+    "before the holidays",
+    "tonight",
 ];
 
 /// A plausible chat message built from a few templates.
@@ -36,7 +75,11 @@ pub fn sentence(rng: &mut StdRng) -> String {
 
 /// A question a user might ask about such messages.
 pub fn question(rng: &mut StdRng) -> String {
-    let forms = ["when did {s} mention {o}?", "what happened with {o}?", "who {v} {o}?"];
+    let forms = [
+        "when did {s} mention {o}?",
+        "what happened with {o}?",
+        "who {v} {o}?",
+    ];
     forms
         .choose(rng)
         .unwrap()

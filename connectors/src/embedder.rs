@@ -4,6 +4,7 @@
 
 use ort::session::{builder::GraphOptimizationLevel, Session};
 use ort::value::Tensor;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
@@ -39,13 +40,20 @@ pub struct EmbedderConfig {
     /// Texts per inference call.
     #[serde(default = "default_batch")]
     pub batch_size: usize,
+    /// Distinct texts whose vectors are kept in memory, so a text seen again is not embedded
+    /// again (replays and benchmarks repeat texts); 0 turns the cache off.
+    #[serde(default)]
+    pub cache_entries: usize,
 }
 
 fn default_max_tokens() -> usize {
     256
 }
 fn default_threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(4)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(4)
 }
 fn default_batch() -> usize {
     32
@@ -61,6 +69,7 @@ impl EmbedderConfig {
             max_tokens: default_max_tokens(),
             threads: default_threads(),
             batch_size: default_batch(),
+            cache_entries: 0,
         }
     }
 }
@@ -71,6 +80,8 @@ pub struct Embedder {
     takes_token_types: bool,
     batch_size: usize,
     dim: usize,
+    cache: Option<Mutex<HashMap<String, Vec<f32>>>>,
+    cache_entries: usize,
 }
 
 /// ONNX Runtime can be loaded once per process; remember which library that was.
@@ -79,7 +90,9 @@ static RUNTIME: OnceLock<Result<PathBuf, String>> = OnceLock::new();
 fn init_runtime(path: &Path) -> Result<(), EmbedderError> {
     let loaded = RUNTIME.get_or_init(|| {
         if !path.exists() {
-            return Err("file not found (run the set-up script, or set embedder.ort_library)".into());
+            return Err(
+                "file not found (run the set-up script, or set embedder.ort_library)".into(),
+            );
         }
         ort::init_from(path.display().to_string())
             .with_name("engram")
@@ -104,7 +117,9 @@ impl Embedder {
             reason,
         };
         if !cfg.model.exists() {
-            return Err(model_err("file not found (run the set-up script, or set embedder.model)".into()));
+            return Err(model_err(
+                "file not found (run the set-up script, or set embedder.model)".into(),
+            ));
         }
         let session = Session::builder()
             .and_then(|b| b.with_optimization_level(GraphOptimizationLevel::Level3))
@@ -125,7 +140,8 @@ impl Embedder {
             path: cfg.tokenizer.clone(),
             reason,
         };
-        let mut tokenizer = Tokenizer::from_file(&cfg.tokenizer).map_err(|e| tok_err(e.to_string()))?;
+        let mut tokenizer =
+            Tokenizer::from_file(&cfg.tokenizer).map_err(|e| tok_err(e.to_string()))?;
         // The shipped tokenizer.json pads everything to a fixed length; pad each batch only to
         // its longest text instead, and cap the length.
         let padding = PaddingParams {
@@ -146,6 +162,8 @@ impl Embedder {
             takes_token_types,
             batch_size: cfg.batch_size.max(1),
             dim: 0,
+            cache: (cfg.cache_entries > 0).then(|| Mutex::new(HashMap::new())),
+            cache_entries: cfg.cache_entries,
         };
         embedder.dim = embedder
             .embed_batch(&["dimension probe"])
@@ -159,8 +177,44 @@ impl Embedder {
         self.dim
     }
 
-    /// One L2-normalised vector per text, in order.
+    /// One L2-normalised vector per text, in order. With the cache on, texts embedded before
+    /// (and repeats within `texts`) are not run through the model again.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedderError> {
+        let Some(cache) = &self.cache else {
+            return self.embed_uncached(texts);
+        };
+        let mut out: Vec<Option<Vec<f32>>> = {
+            let c = cache.lock().unwrap_or_else(|p| p.into_inner());
+            texts.iter().map(|t| c.get(*t).cloned()).collect()
+        };
+        let mut missing: Vec<&str> = texts
+            .iter()
+            .zip(&out)
+            .filter(|(_, v)| v.is_none())
+            .map(|(t, _)| *t)
+            .collect();
+        missing.sort_unstable();
+        missing.dedup();
+        let fresh = self.embed_uncached(&missing)?;
+        let mut c = cache.lock().unwrap_or_else(|p| p.into_inner());
+        if c.len() + fresh.len() > self.cache_entries {
+            c.clear(); // simple and bounded; a replay's working set is what gets re-cached
+        }
+        let fresh: HashMap<&str, Vec<f32>> = missing.into_iter().zip(fresh).collect();
+        for (t, v) in texts.iter().zip(out.iter_mut()) {
+            if v.is_none() {
+                let vector = fresh[*t].clone();
+                c.insert(t.to_string(), vector.clone());
+                *v = Some(vector);
+            }
+        }
+        Ok(out
+            .into_iter()
+            .map(|v| v.expect("every text embedded"))
+            .collect())
+    }
+
+    fn embed_uncached(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedderError> {
         let mut out = Vec::with_capacity(texts.len());
         // Sorting by length keeps padding small inside each batch.
         let mut order: Vec<usize> = (0..texts.len()).collect();
@@ -199,7 +253,9 @@ impl Embedder {
             types.extend(e.get_type_ids().iter().map(|&x| x as i64));
         }
         let shape = vec![batch as i64, tokens as i64];
-        let tensor = |data: Vec<i64>| Tensor::from_array((shape.clone(), data)).map_err(|e| fail(e.to_string()));
+        let tensor = |data: Vec<i64>| {
+            Tensor::from_array((shape.clone(), data)).map_err(|e| fail(e.to_string()))
+        };
         let mut inputs = ort::inputs![
             "input_ids" => tensor(ids)?,
             "attention_mask" => tensor(mask.clone())?,
@@ -212,14 +268,21 @@ impl Embedder {
         let (out_shape, hidden) = outputs[0]
             .try_extract_tensor::<f32>()
             .map_err(|e| fail(e.to_string()))?;
-        if out_shape.len() != 3 || out_shape[0] as usize != batch || out_shape[1] as usize != tokens {
+        if out_shape.len() != 3 || out_shape[0] as usize != batch || out_shape[1] as usize != tokens
+        {
             return Err(fail(format!(
                 "expected output [batch={batch}, tokens={tokens}, dim], got {out_shape:?}"
             )));
         }
         let dim = out_shape[2] as usize;
         Ok((0..batch)
-            .map(|b| mean_pool_normalised(&hidden[b * tokens * dim..(b + 1) * tokens * dim], &mask[b * tokens..(b + 1) * tokens], dim))
+            .map(|b| {
+                mean_pool_normalised(
+                    &hidden[b * tokens * dim..(b + 1) * tokens * dim],
+                    &mask[b * tokens..(b + 1) * tokens],
+                    dim,
+                )
+            })
             .collect())
     }
 }

@@ -132,7 +132,13 @@ fn quote(s: &str) -> String {
 }
 
 fn user_filter(tenant: &str, user: &str) -> String {
-    format!("{} = {} AND {} = {}", col::TENANT, quote(tenant), col::USER, quote(user))
+    format!(
+        "{} = {} AND {} = {}",
+        col::TENANT,
+        quote(tenant),
+        col::USER,
+        quote(user)
+    )
 }
 
 impl EpisodeStore {
@@ -149,7 +155,9 @@ impl EpisodeStore {
             state: RwLock::new(StoreState::default()),
         };
         if dir.join("_versions").exists() {
-            let ds = Dataset::open(&uri).await.map_err(|e| store.err("open", e))?;
+            let ds = Dataset::open(&uri)
+                .await
+                .map_err(|e| store.err("open", e))?;
             let found = match ds.schema().field(col::VECTOR).map(|f| f.data_type()) {
                 Some(arrow_schema::DataType::FixedSizeList(_, n)) => n as usize,
                 other => {
@@ -186,7 +194,10 @@ impl EpisodeStore {
         let mut scan = ds.scan();
         scan.project(&[col::TENANT, col::USER, col::LOG_OFFSET])
             .map_err(|e| self.err("scan", e))?;
-        let mut stream = scan.try_into_stream().await.map_err(|e| self.err("scan", e))?;
+        let mut stream = scan
+            .try_into_stream()
+            .await
+            .map_err(|e| self.err("scan", e))?;
         let mut st = StoreState::default();
         while let Some(batch) = stream.try_next().await.map_err(|e| self.err("scan", e))? {
             let tenants = string_col(&batch, col::TENANT);
@@ -203,8 +214,14 @@ impl EpisodeStore {
             }
             st.rows += batch.num_rows();
         }
-        let indexes = ds.load_indices().await.map_err(|e| self.err("load indexes", e))?;
-        if indexes.iter().any(|i| i.fields.contains(&vector_field_id(ds))) {
+        let indexes = ds
+            .load_indices()
+            .await
+            .map_err(|e| self.err("load indexes", e))?;
+        if indexes
+            .iter()
+            .any(|i| i.fields.contains(&vector_field_id(ds)))
+        {
             st.rows_at_last_ann_build = st.rows;
         }
         st.unindexed_rows = self.policy.reindex_after_rows; // fold anything pending on next write
@@ -300,7 +317,10 @@ impl EpisodeStore {
             return Ok(());
         };
         let mut ds = (*ds).clone();
-        let indexes = ds.load_indices().await.map_err(|e| self.err("load indexes", e))?;
+        let indexes = ds
+            .load_indices()
+            .await
+            .map_err(|e| self.err("load indexes", e))?;
         let has = |name: &str| indexes.iter().any(|i| i.name == name);
         let (rows, unindexed, last_ann) = {
             let st = self.state.read().unwrap();
@@ -309,15 +329,27 @@ impl EpisodeStore {
         let mut changed = false;
         if !has(FTS_INDEX) {
             let params = InvertedIndexParams::default();
-            ds.create_index(&[col::CONTENT], IndexType::Inverted, Some(FTS_INDEX.into()), &params, true)
-                .await
-                .map_err(|e| self.err("create full-text index", e))?;
+            ds.create_index(
+                &[col::CONTENT],
+                IndexType::Inverted,
+                Some(FTS_INDEX.into()),
+                &params,
+                true,
+            )
+            .await
+            .map_err(|e| self.err("create full-text index", e))?;
             changed = true;
         }
         if !has(USER_INDEX) {
-            ds.create_index(&[col::USER], IndexType::BTree, Some(USER_INDEX.into()), &ScalarIndexParams::default(), true)
-                .await
-                .map_err(|e| self.err("create user index", e))?;
+            ds.create_index(
+                &[col::USER],
+                IndexType::BTree,
+                Some(USER_INDEX.into()),
+                &ScalarIndexParams::default(),
+                true,
+            )
+            .await
+            .map_err(|e| self.err("create user index", e))?;
             changed = true;
         }
         // (Re)train the vector index when the table reaches the threshold and again each time
@@ -332,10 +364,21 @@ impl EpisodeStore {
                 lance_linalg::distance::MetricType::Cosine,
                 50,
             );
-            tracing::info!(rows, partitions, sub_vectors, "training the episodes vector index");
-            ds.create_index(&[col::VECTOR], IndexType::Vector, Some(ANN_INDEX.into()), &params, true)
-                .await
-                .map_err(|e| self.err("create vector index", e))?;
+            tracing::info!(
+                rows,
+                partitions,
+                sub_vectors,
+                "training the episodes vector index"
+            );
+            ds.create_index(
+                &[col::VECTOR],
+                IndexType::Vector,
+                Some(ANN_INDEX.into()),
+                &params,
+                true,
+            )
+            .await
+            .map_err(|e| self.err("create vector index", e))?;
             let mut st = self.state.write().unwrap();
             st.rows_at_last_ann_build = rows;
             st.unindexed_rows = 0;
@@ -378,19 +421,31 @@ impl EpisodeStore {
         let vectors = vectors.finish();
         let columns: Vec<ArrayRef> = vec![
             Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &r.id))),
-            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &r.event_id))),
-            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &r.tenant))),
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| &r.event_id),
+            )),
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| &r.tenant),
+            )),
             Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &r.user))),
-            Arc::new(StringArray::from_iter(rows.iter().map(|r| r.session.as_deref()))),
+            Arc::new(StringArray::from_iter(
+                rows.iter().map(|r| r.session.as_deref()),
+            )),
             Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &r.role))),
-            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &r.content))),
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| &r.content),
+            )),
             Arc::new(
-                TimestampMicrosecondArray::from_iter_values(rows.iter().map(|r| r.ts.timestamp_micros()))
-                    .with_timezone("UTC"),
+                TimestampMicrosecondArray::from_iter_values(
+                    rows.iter().map(|r| r.ts.timestamp_micros()),
+                )
+                .with_timezone("UTC"),
             ),
             Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.turn))),
             Arc::new(Float32Array::from_iter(rows.iter().map(|r| r.importance))),
-            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.log_offset))),
+            Arc::new(UInt64Array::from_iter_values(
+                rows.iter().map(|r| r.log_offset),
+            )),
             Arc::new(vectors),
         ];
         RecordBatch::try_new(schema, columns).expect("episode batch matches its schema")
@@ -422,14 +477,18 @@ impl EpisodeStore {
             .nearest(col::VECTOR, &q, k)
             .map_err(|e| self.err("vector search", e))?
             .distance_metric(lance_linalg::distance::MetricType::Cosine)
-            .project(&PROJECTION)
+            .disable_scoring_autoprojection()
+            .project(&with_column(&PROJECTION, "_distance"))
             .map_err(|e| self.err("vector search", e))?;
         if self.user_row_count(tenant, user) < self.policy.exact_search_below_user_rows {
             scan.use_index(false);
         } else {
             scan.minimum_nprobes(20).refine(4);
         }
-        let batch = scan.try_into_batch().await.map_err(|e| self.err("vector search", e))?;
+        let batch = scan
+            .try_into_batch()
+            .await
+            .map_err(|e| self.err("vector search", e))?;
         let distances = float_col(&batch, "_distance");
         let mut hits: Vec<EpisodeHit> = rows_of(&batch)
             .into_iter()
@@ -467,11 +526,15 @@ impl EpisodeStore {
             .prefilter(true)
             .full_text_search(fts)
             .map_err(|e| self.err("full-text search", e))?
-            .project(&PROJECTION)
+            .disable_scoring_autoprojection()
+            .project(&with_column(&PROJECTION, "_score"))
             .map_err(|e| self.err("full-text search", e))?
             .limit(Some(k as i64), None)
             .map_err(|e| self.err("full-text search", e))?;
-        let batch = scan.try_into_batch().await.map_err(|e| self.err("full-text search", e))?;
+        let batch = scan
+            .try_into_batch()
+            .await
+            .map_err(|e| self.err("full-text search", e))?;
         let scores = float_col(&batch, "_score");
         let mut hits: Vec<EpisodeHit> = rows_of(&batch)
             .into_iter()
@@ -486,7 +549,11 @@ impl EpisodeStore {
     }
 
     /// Every episode of a user, oldest first (exports, tests).
-    pub async fn user_episodes(&self, tenant: &str, user: &str) -> Result<Vec<EpisodeRow>, StoreError> {
+    pub async fn user_episodes(
+        &self,
+        tenant: &str,
+        user: &str,
+    ) -> Result<Vec<EpisodeRow>, StoreError> {
         let Some(ds) = self.snapshot() else {
             return Ok(Vec::new());
         };
@@ -512,13 +579,20 @@ impl EpisodeStore {
         let Some(ds) = self.snapshot() else {
             return Ok((Vec::new(), 0));
         };
-        let indexes = ds.load_indices().await.map_err(|e| self.err("load indexes", e))?;
+        let indexes = ds
+            .load_indices()
+            .await
+            .map_err(|e| self.err("load indexes", e))?;
         let mut out = Vec::new();
         for i in indexes.iter() {
             let covered: usize = ds
                 .get_fragments()
                 .iter()
-                .filter(|f| i.fragment_bitmap.as_ref().is_some_and(|b| b.contains(f.id() as u32)))
+                .filter(|f| {
+                    i.fragment_bitmap
+                        .as_ref()
+                        .is_some_and(|b| b.contains(f.id() as u32))
+                })
                 .map(|f| f.metadata().physical_rows.unwrap_or(0))
                 .sum();
             out.push((i.name.clone(), covered));
@@ -552,6 +626,12 @@ const PROJECTION: [&str; 11] = [
     col::IMPORTANCE,
     col::LOG_OFFSET,
 ];
+
+fn with_column<'a>(columns: &[&'a str], extra: &'a str) -> Vec<&'a str> {
+    let mut v = columns.to_vec();
+    v.push(extra);
+    v
+}
 
 /// PQ sub-vectors: as many as divide the dimension with ≥ 8 dimensions each.
 fn pq_sub_vectors(dim: usize) -> usize {
@@ -606,7 +686,10 @@ fn rows_of(batch: &RecordBatch) -> Vec<EpisodeRow> {
             session: (!sessions.is_null(i)).then(|| sessions.value(i).to_string()),
             role: roles.value(i).to_string(),
             content: contents.value(i).to_string(),
-            ts: Utc.timestamp_micros(ts.value(i)).single().unwrap_or_default(),
+            ts: Utc
+                .timestamp_micros(ts.value(i))
+                .single()
+                .unwrap_or_default(),
             turn: (!turns.is_null(i)).then(|| turns.value(i)),
             importance: (!importance.is_null(i)).then(|| importance.value(i)),
             log_offset: offsets.value(i),

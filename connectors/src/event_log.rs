@@ -27,7 +27,11 @@ pub enum LogError {
     #[error("event log {path}: record of {len} bytes exceeds the {MAX_RECORD_BYTES}-byte limit")]
     TooLarge { path: PathBuf, len: usize },
     #[error("event log {path}: offset {offset} is past the end ({end})")]
-    OutOfRange { path: PathBuf, offset: u64, end: u64 },
+    OutOfRange {
+        path: PathBuf,
+        offset: u64,
+        end: u64,
+    },
 }
 
 pub struct EventLog {
@@ -90,7 +94,10 @@ impl EventLog {
 
     /// The offset the next appended record will get (= number of records).
     pub fn end_offset(&self) -> u64 {
-        self.positions.read().unwrap_or_else(|p| p.into_inner()).len() as u64
+        self.positions
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .len() as u64
     }
 
     /// Appends the records durably, in order; returns the offset of the first one.
@@ -291,8 +298,10 @@ impl RejectLog {
                 path: self.path.clone(),
                 source,
             })?;
-        self.count
-            .fetch_add(rejections.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        self.count.fetch_add(
+            rejections.len() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
         Ok(())
     }
 

@@ -7,16 +7,19 @@ use std::sync::{Arc, OnceLock};
 pub fn models_dir() -> PathBuf {
     std::env::var_os("ENGRAM_MODELS_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/engram/models"))
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/engram/models")
+        })
 }
 
 pub fn embedder() -> Arc<Embedder> {
     static E: OnceLock<Arc<Embedder>> = OnceLock::new();
     E.get_or_init(|| {
         let cfg = EmbedderConfig::from_models_dir(&models_dir());
-        Arc::new(Embedder::load(&cfg).unwrap_or_else(|e| {
-            panic!("{e}\n(run scripts/setup, or set ENGRAM_MODELS_DIR)")
-        }))
+        Arc::new(
+            Embedder::load(&cfg)
+                .unwrap_or_else(|e| panic!("{e}\n(run scripts/setup, or set ENGRAM_MODELS_DIR)")),
+        )
     })
     .clone()
 }

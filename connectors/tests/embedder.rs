@@ -17,11 +17,16 @@ fn paraphrases_score_clearly_above_unrelated_sentences() {
         .unwrap();
     for x in &v {
         let norm: f32 = x.iter().map(|a| a * a).sum::<f32>().sqrt();
-        assert!((norm - 1.0).abs() < 1e-3, "vectors are unit length, got {norm}");
+        assert!(
+            (norm - 1.0).abs() < 1e-3,
+            "vectors are unit length, got {norm}"
+        );
     }
     let para1 = cosine(&v[0], &v[1]);
     let para2 = cosine(&v[3], &v[4]);
-    let unrelated = cosine(&v[0], &v[2]).max(cosine(&v[1], &v[3])).max(cosine(&v[2], &v[4]));
+    let unrelated = cosine(&v[0], &v[2])
+        .max(cosine(&v[1], &v[3]))
+        .max(cosine(&v[2], &v[4]));
     assert!(para1 > 0.6 && para2 > 0.6, "paraphrases: {para1} {para2}");
     assert!(unrelated < 0.3, "unrelated: {unrelated}");
     assert!(para1.min(para2) > unrelated + 0.3);
@@ -34,7 +39,10 @@ fn batching_and_padding_do_not_change_a_vector() {
     let long = "My sister Jana visits from Prague on April 20th and we plan to take tram 28 through Alfama.";
     let alone = e.embed(&[short]).unwrap().remove(0);
     let together = e.embed(&[long, short, long]).unwrap();
-    assert!(cosine(&alone, &together[1]) > 0.999, "padding must be masked out of the mean");
+    assert!(
+        cosine(&alone, &together[1]) > 0.999,
+        "padding must be masked out of the mean"
+    );
     assert!(cosine(&together[0], &together[2]) > 0.999);
 }
 
@@ -58,5 +66,26 @@ fn a_missing_model_is_a_clear_error() {
         }
         Err(other) => panic!("wrong error: {other}"),
         Ok(_) => panic!("loaded a model that does not exist"),
+    }
+}
+
+#[test]
+fn the_cache_returns_the_same_vectors_and_handles_repeats() {
+    let mut cfg = EmbedderConfig::from_models_dir(&common::models_dir());
+    cfg.cache_entries = 3;
+    let cached = Embedder::load(&cfg).unwrap();
+    let plain = common::embedder();
+    let texts = ["alpha beta", "gamma", "alpha beta", "delta epsilon zeta"];
+    let a = cached.embed(&texts).unwrap();
+    let b = plain.embed(&texts).unwrap();
+    for (x, y) in a.iter().zip(&b) {
+        assert!(cosine(x, y) > 0.9999);
+    }
+    // more distinct texts than the cache holds: it is cleared, answers stay right
+    let more = ["one", "two", "three", "four", "gamma"];
+    let c = cached.embed(&more).unwrap();
+    let d = plain.embed(&more).unwrap();
+    for (x, y) in c.iter().zip(&d) {
+        assert!(cosine(x, y) > 0.9999);
     }
 }

@@ -31,12 +31,24 @@ fn random_unit(rng: &mut StdRng, dim: usize) -> Vec<f32> {
 async fn vector_and_full_text_recall_stay_inside_the_user() {
     let e = common::embedder();
     let dir = tempfile::tempdir().unwrap();
-    let store = EpisodeStore::open(&dir.path().join("episodes.lance"), e.dim(), IndexPolicy::default())
-        .await
-        .unwrap();
+    let store = EpisodeStore::open(
+        &dir.path().join("episodes.lance"),
+        e.dim(),
+        IndexPolicy::default(),
+    )
+    .await
+    .unwrap();
     let texts = [
-        ("acme", "alice", "I adopted a grey cat called Miso last spring."),
-        ("acme", "alice", "My favourite pastry is the pastel de nata."),
+        (
+            "acme",
+            "alice",
+            "I adopted a grey cat called Miso last spring.",
+        ),
+        (
+            "acme",
+            "alice",
+            "My favourite pastry is the pastel de nata.",
+        ),
         ("acme", "alice", "The quarterly report is due on Friday."),
         ("acme", "bob", "My cat Tigre sleeps all day."),
         ("other", "alice", "I have a cat named Luna."),
@@ -53,18 +65,31 @@ async fn vector_and_full_text_recall_stay_inside_the_user() {
     let q = e.embed(&["what is the name of my pet?"]).unwrap().remove(0);
     let hits = store.search_vector("acme", "alice", &q, 10).await.unwrap();
     assert_eq!(hits.len(), 3, "only alice@acme's three episodes");
-    assert!(hits.iter().all(|h| h.episode.tenant == "acme" && h.episode.user == "alice"));
-    assert!(hits[0].episode.content.contains("Miso"), "{:?}", hits[0].episode.content);
+    assert!(hits
+        .iter()
+        .all(|h| h.episode.tenant == "acme" && h.episode.user == "alice"));
+    assert!(
+        hits[0].episode.content.contains("Miso"),
+        "{:?}",
+        hits[0].episode.content
+    );
     assert!(hits[0].score >= hits[1].score);
 
     let text = store.search_text("acme", "alice", "cat", 10).await.unwrap();
     assert_eq!(text.len(), 1, "{text:?}");
     assert!(text[0].episode.content.contains("Miso"));
     assert!(text[0].score > 0.0);
-    let bob = store.search_text("acme", "bob", "cat Miso", 10).await.unwrap();
+    let bob = store
+        .search_text("acme", "bob", "cat Miso", 10)
+        .await
+        .unwrap();
     assert!(bob.iter().all(|h| h.episode.user == "bob"));
     assert_eq!(bob.len(), 1);
-    assert!(store.search_text("acme", "nobody", "cat", 10).await.unwrap().is_empty());
+    assert!(store
+        .search_text("acme", "nobody", "cat", 10)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -74,22 +99,43 @@ async fn appends_are_idempotent_by_log_offset_across_reopen() {
     let mut rng = StdRng::seed_from_u64(7);
     let dim = 16;
     {
-        let store = EpisodeStore::open(&path, dim, IndexPolicy::default()).await.unwrap();
+        let store = EpisodeStore::open(&path, dim, IndexPolicy::default())
+            .await
+            .unwrap();
         assert_eq!(store.watermark(), None);
-        let rows: Vec<_> = (0..10).map(|i| row("t", "u", i, "hello", random_unit(&mut rng, dim))).collect();
+        let rows: Vec<_> = (0..10)
+            .map(|i| row("t", "u", i, "hello", random_unit(&mut rng, dim)))
+            .collect();
         assert_eq!(store.append(rows.clone()).await.unwrap(), 10);
-        assert_eq!(store.append(rows).await.unwrap(), 0, "a redelivery writes nothing");
+        assert_eq!(
+            store.append(rows).await.unwrap(),
+            0,
+            "a redelivery writes nothing"
+        );
         assert_eq!(store.watermark(), Some(9));
     }
-    let store = EpisodeStore::open(&path, dim, IndexPolicy::default()).await.unwrap();
+    let store = EpisodeStore::open(&path, dim, IndexPolicy::default())
+        .await
+        .unwrap();
     assert_eq!(store.watermark(), Some(9));
     assert_eq!(store.row_count(), 10);
-    let rows: Vec<_> = (5..15).map(|i| row("t", "u", i, "hello", random_unit(&mut rng, dim))).collect();
-    assert_eq!(store.append(rows).await.unwrap(), 5, "only offsets 10..15 are new");
+    let rows: Vec<_> = (5..15)
+        .map(|i| row("t", "u", i, "hello", random_unit(&mut rng, dim)))
+        .collect();
+    assert_eq!(
+        store.append(rows).await.unwrap(),
+        5,
+        "only offsets 10..15 are new"
+    );
     let all = store.user_episodes("t", "u").await.unwrap();
     let offsets: Vec<u64> = all.iter().map(|r| r.log_offset).collect();
     assert_eq!(offsets, (0..15).collect::<Vec<_>>());
-    assert!(EpisodeStore::open(&path, dim + 1, IndexPolicy::default()).await.is_err(), "dimension mismatch is refused");
+    assert!(
+        EpisodeStore::open(&path, dim + 1, IndexPolicy::default())
+            .await
+            .is_err(),
+        "dimension mismatch is refused"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -110,7 +156,13 @@ async fn rows_written_after_the_index_build_are_still_found() {
         let rows: Vec<_> = (0..250)
             .map(|_| {
                 offset += 1;
-                row("t", "u", offset, &format!("filler message number {offset}"), random_unit(&mut rng, dim))
+                row(
+                    "t",
+                    "u",
+                    offset,
+                    &format!("filler message number {offset}"),
+                    random_unit(&mut rng, dim),
+                )
             })
             .collect();
         store.append(rows).await.unwrap();
@@ -124,14 +176,26 @@ async fn rows_written_after_the_index_build_are_still_found() {
     let fresh = random_unit(&mut rng, dim);
     offset += 1;
     store
-        .append(vec![row("t", "u", offset, "zebra crossing near the harbour", fresh.clone())])
+        .append(vec![row(
+            "t",
+            "u",
+            offset,
+            "zebra crossing near the harbour",
+            fresh.clone(),
+        )])
         .await
         .unwrap();
     let (_, unindexed) = store.index_status().await.unwrap();
     assert!(unindexed >= 1);
     let hits = store.search_vector("t", "u", &fresh, 5).await.unwrap();
-    assert_eq!(hits[0].episode.log_offset, offset, "ANN search also scans unindexed rows");
+    assert_eq!(
+        hits[0].episode.log_offset, offset,
+        "ANN search also scans unindexed rows"
+    );
     assert!(hits[0].score > 0.99);
-    let text = store.search_text("t", "u", "zebra harbour", 5).await.unwrap();
+    let text = store
+        .search_text("t", "u", "zebra harbour", 5)
+        .await
+        .unwrap();
     assert_eq!(text.first().map(|h| h.episode.log_offset), Some(offset));
 }

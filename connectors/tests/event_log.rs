@@ -16,7 +16,12 @@ fn appended_records_are_read_back_in_order_after_reopening() {
     let log = EventLog::open(dir.path()).unwrap();
     assert_eq!(log.end_offset(), 3);
     assert_eq!(log.truncated_bytes(), 0);
-    let all: Vec<Vec<u8>> = log.read(0, 100).unwrap().into_iter().map(|(_, b)| b).collect();
+    let all: Vec<Vec<u8>> = log
+        .read(0, 100)
+        .unwrap()
+        .into_iter()
+        .map(|(_, b)| b)
+        .collect();
     assert_eq!(all, vec![b"a".to_vec(), b"bb".to_vec(), b"ccc".to_vec()]);
     assert!(log.read(4, 1).is_err(), "reading past the end is an error");
     assert!(log.read(3, 1).unwrap().is_empty());
@@ -32,7 +37,10 @@ fn a_torn_or_corrupt_tail_is_cut_off_and_later_appends_follow_the_good_records()
     let path = dir.path().join("events.log");
     let good_len = std::fs::metadata(&path).unwrap().len();
     // a crash in the middle of writing a third record: header and half the payload
-    let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
     f.write_all(&100u32.to_le_bytes()).unwrap();
     f.write_all(&0u32.to_le_bytes()).unwrap();
     f.write_all(b"half").unwrap();

@@ -31,7 +31,9 @@ impl InputRecord {
                         event_id: h.event_id.clone(),
                         role: i.role.as_str().to_string(),
                         content: i.content.clone(),
-                        importance_milli: i.importance.map(|x| (x.clamp(0.0, 1.0) * 1000.0).round() as u16),
+                        importance_milli: i
+                            .importance
+                            .map(|x| (x.clamp(0.0, 1.0) * 1000.0).round() as u16),
                     },
                 )]
             }

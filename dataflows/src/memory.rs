@@ -79,7 +79,11 @@ where
             let (input, episodes) = scope.new_collection::<(SessionKey, Episode), isize>();
             next_edges(episodes.clone())
                 .inspect(move |((key, edge), t, d)| {
-                    cap.lock().unwrap().push((ViewUpdate::NextEdge(key.clone(), edge.clone()), *t, *d))
+                    cap.lock().unwrap().push((
+                        ViewUpdate::NextEdge(key.clone(), edge.clone()),
+                        *t,
+                        *d,
+                    ))
                 })
                 .probe_with(&mut probe);
             episodes
@@ -103,7 +107,9 @@ where
             }
             worker.step_or_park(Some(Duration::from_millis(2)));
             if index == 0 {
-                let frontier = probe.with_frontier(|f| f.first().copied()).unwrap_or(u64::MAX);
+                let frontier = probe
+                    .with_frontier(|f| f.first().copied())
+                    .unwrap_or(u64::MAX);
                 if frontier > published {
                     publish(frontier, &captured, &captured_episodes, &views, &out);
                     published = frontier;

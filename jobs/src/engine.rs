@@ -57,7 +57,10 @@ impl Engine {
     pub async fn start(config: Config) -> anyhow::Result<Arc<Engine>> {
         let log = Arc::new(EventLog::open(&config.log_dir())?);
         if log.truncated_bytes() > 0 {
-            tracing::warn!(bytes = log.truncated_bytes(), "recovered the event log after a crash");
+            tracing::warn!(
+                bytes = log.truncated_bytes(),
+                "recovered the event log after a crash"
+            );
         }
         let rejects = Arc::new(RejectLog::open(&config.log_dir())?);
         let ingestor = Arc::new(Ingestor::open(log.clone(), rejects)?);
@@ -73,7 +76,8 @@ impl Engine {
         tracing::info!(dim = embedder.dim(), model = %emb_cfg.model.display(), "embedder loaded");
 
         let store = Arc::new(
-            EpisodeStore::open(&config.episodes_dir(), embedder.dim(), config.index.clone()).await?,
+            EpisodeStore::open(&config.episodes_dir(), embedder.dim(), config.index.clone())
+                .await?,
         );
         tracing::info!(rows = store.row_count(), watermark = ?store.watermark(), log_end = log.end_offset(),
             "episode store opened");
@@ -91,7 +95,9 @@ impl Engine {
         let source_log = log.clone();
         let dataflow = run_memory_dataflow(
             config.workers,
-            move |index, peers| Box::new(LogSource::new(source_log.clone(), index, peers)) as Box<dyn InputSource>,
+            move |index, peers| {
+                Box::new(LogSource::new(source_log.clone(), index, peers)) as Box<dyn InputSource>
+            },
             views.clone(),
             tx,
         )
@@ -130,8 +136,16 @@ impl Engine {
             .context("the bundled demo conversation is not valid JSON lines")?;
         let body = serde_json::to_vec(&items)?;
         let report = self.ingestor.ingest_body("demo", &body)?;
-        anyhow::ensure!(report.rejected.is_empty(), "demo events rejected: {:?}", report.rejected);
-        tracing::info!(accepted = report.accepted, duplicates = report.duplicates, "demo conversation loaded");
+        anyhow::ensure!(
+            report.rejected.is_empty(),
+            "demo events rejected: {:?}",
+            report.rejected
+        );
+        tracing::info!(
+            accepted = report.accepted,
+            duplicates = report.duplicates,
+            "demo conversation loaded"
+        );
         Ok(())
     }
 

@@ -93,7 +93,11 @@ fn write_batch(
     Ok(rt.block_on(store.append(rows))?)
 }
 
-pub fn episode_row((tenant, user, session): &SessionKey, e: &Episode, vector: Vec<f32>) -> EpisodeRow {
+pub fn episode_row(
+    (tenant, user, session): &SessionKey,
+    e: &Episode,
+    vector: Vec<f32>,
+) -> EpisodeRow {
     EpisodeRow {
         id: e.id.clone(),
         event_id: e.event_id.clone(),
@@ -102,7 +106,10 @@ pub fn episode_row((tenant, user, session): &SessionKey, e: &Episode, vector: Ve
         session: (!session.is_empty()).then(|| session.clone()),
         role: e.role.clone(),
         content: e.content.clone(),
-        ts: Utc.timestamp_micros(e.ts_micros).single().unwrap_or_default(),
+        ts: Utc
+            .timestamp_micros(e.ts_micros)
+            .single()
+            .unwrap_or_default(),
         turn: e.turn,
         importance: e.importance_milli.map(|m| m as f32 / 1000.0),
         log_offset: e.log_offset,

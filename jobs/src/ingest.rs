@@ -86,11 +86,19 @@ impl Ingestor {
                 } else {
                     parse_event_value(&v, None)
                 }];
-                self.ingest_parsed(source, parsed, &[String::from_utf8_lossy(body).into_owned()])
+                self.ingest_parsed(
+                    source,
+                    parsed,
+                    &[String::from_utf8_lossy(body).into_owned()],
+                )
             }
             Err(e) => {
                 let err = EventError::new("$", format!("not valid JSON: {e}"));
-                self.ingest_parsed(source, vec![Err(err)], &[String::from_utf8_lossy(body).into_owned()])
+                self.ingest_parsed(
+                    source,
+                    vec![Err(err)],
+                    &[String::from_utf8_lossy(body).into_owned()],
+                )
             }
         }
     }

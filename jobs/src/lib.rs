@@ -6,6 +6,7 @@ pub mod engine;
 pub mod episode_writer;
 pub mod ingest;
 pub mod log_source;
+pub mod longmemeval;
 pub mod recall;
 pub mod server;
 

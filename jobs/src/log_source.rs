@@ -47,11 +47,15 @@ impl InputSource for LogSource {
         let mut records = Vec::new();
         for (offset, bytes) in &chunk {
             match Event::from_canonical_json(bytes) {
-                Ok(event) if worker_for(&event.key(), self.peers) == self.worker => {
-                    records.extend(InputRecord::from_event(&event, *offset).into_iter().map(|r| (*offset, r)))
-                }
+                Ok(event) if worker_for(&event.key(), self.peers) == self.worker => records.extend(
+                    InputRecord::from_event(&event, *offset)
+                        .into_iter()
+                        .map(|r| (*offset, r)),
+                ),
                 Ok(_) => {}
-                Err(err) => tracing::error!(offset, %err, "unreadable record in the event log; skipped"),
+                Err(err) => {
+                    tracing::error!(offset, %err, "unreadable record in the event log; skipped")
+                }
             }
         }
         self.cursor += chunk.len() as u64;

@@ -38,13 +38,37 @@ enum Command {
     },
     /// Print the effective configuration (file + environment) as TOML.
     Config,
+    /// Offline benchmarks.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// LongMemEval retrieval: ingest each question's haystack as one user's memory, recall for
+    /// the question, and report the official retrieval metrics (session and turn level).
+    Longmemeval {
+        /// A LongMemEval JSON file (e.g. ../shared/longmemeval/longmemeval_s_dev.json).
+        #[arg(long)]
+        data: PathBuf,
+        /// Also write the metrics as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Only N (non-abstention) questions, evenly spaced through the file.
+        #[arg(long)]
+        limit: Option<usize>,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let filter = EnvFilter::try_from_env("ENGRAM_LOG").unwrap_or_else(|_| EnvFilter::new("info,lance=warn,datafusion=warn"));
+    let filter = EnvFilter::try_from_env("ENGRAM_LOG")
+        .unwrap_or_else(|_| EnvFilter::new("info,lance=warn,datafusion=warn"));
     if cli.log_json {
-        tracing_subscriber::fmt().json().with_env_filter(filter).init();
+        tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .init();
     } else {
         tracing_subscriber::fmt().with_env_filter(filter).init();
     }
@@ -53,6 +77,15 @@ fn main() -> anyhow::Result<()> {
         Command::Config => {
             print!("{}", toml::to_string_pretty(&config)?);
             Ok(())
+        }
+        Command::Bench(BenchCommand::Longmemeval { data, json, limit }) => {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(engram_jobs::longmemeval::run(
+                config,
+                engram_jobs::longmemeval::BenchOptions { data, json, limit },
+            ))
         }
         Command::Serve {
             data_dir,
@@ -72,7 +105,9 @@ fn main() -> anyhow::Result<()> {
             if no_demo {
                 config.demo = false;
             }
-            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
             rt.block_on(serve(config))
         }
     }

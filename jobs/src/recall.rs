@@ -103,8 +103,10 @@ impl Recall {
             .remove(0);
         let candidates = k * self.config.candidates_per_k.max(1);
         let (by_vector, by_text) = tokio::join!(
-            self.store.search_vector(&req.tenant, &req.user, &vector, candidates),
-            self.store.search_text(&req.tenant, &req.user, &req.query, candidates),
+            self.store
+                .search_vector(&req.tenant, &req.user, &vector, candidates),
+            self.store
+                .search_text(&req.tenant, &req.user, &req.query, candidates),
         );
         let mut results = fuse(by_vector?, by_text?, self.config.rrf_k);
         results.truncate(k);

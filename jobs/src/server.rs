@@ -48,7 +48,11 @@ async fn post_events(State(engine): State<Arc<Engine>>, body: Bytes) -> Response
         }
         Ok(Err(err)) => {
             tracing::error!(%err, "appending to the event log failed");
-            error(StatusCode::SERVICE_UNAVAILABLE, "$", format!("the event log could not store the events: {err}"))
+            error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "$",
+                format!("the event log could not store the events: {err}"),
+            )
         }
         Err(err) => error(StatusCode::INTERNAL_SERVER_ERROR, "$", err),
     }
@@ -64,7 +68,11 @@ async fn post_recall(State(engine): State<Arc<Engine>>, body: Bytes) -> Response
                 .nth(1)
                 .map(str::to_string)
                 .unwrap_or_else(|| "$".into());
-            return error(StatusCode::BAD_REQUEST, &field, format!("invalid recall request: {e}"));
+            return error(
+                StatusCode::BAD_REQUEST,
+                &field,
+                format!("invalid recall request: {e}"),
+            );
         }
     };
     match engine.recall.recall(&req).await {

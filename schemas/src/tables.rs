@@ -31,13 +31,20 @@ pub fn episodes_schema(dim: usize) -> Arc<Schema> {
         Field::new(SESSION, DataType::Utf8, true),
         Field::new(ROLE, DataType::Utf8, false),
         Field::new(CONTENT, DataType::Utf8, false),
-        Field::new(TS, DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), false),
+        Field::new(
+            TS,
+            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            false,
+        ),
         Field::new(TURN, DataType::UInt32, true),
         Field::new(IMPORTANCE, DataType::Float32, true),
         Field::new(LOG_OFFSET, DataType::UInt64, false),
         Field::new(
             VECTOR,
-            DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), dim as i32),
+            DataType::FixedSizeList(
+                Arc::new(Field::new("item", DataType::Float32, true)),
+                dim as i32,
+            ),
             false,
         ),
     ]))

@@ -59,8 +59,8 @@ pub fn parse_event_value(value: &Value, kind_hint: Option<EventKind>) -> Res<Eve
         .as_object()
         .ok_or_else(|| EventError::new("$", "an event must be a JSON object"))?;
     let kind = event_kind(obj, kind_hint)?;
-    let user_optional = kind == EventKind::Control
-        && obj.get("scope").and_then(Value::as_str) == Some("tenant");
+    let user_optional =
+        kind == EventKind::Control && obj.get("scope").and_then(Value::as_str) == Some("tenant");
     let header = Header {
         event_id: id_field(obj, "event_id", MAX_ID_LEN)?,
         tenant: name_field(obj, "tenant")?,
@@ -99,7 +99,11 @@ fn event_kind(obj: &Map<String, Value>, hint: Option<EventKind>) -> Res<EventKin
     match (explicit, hint) {
         (Some(k), Some(h)) if k != h => Err(EventError::new(
             "kind",
-            format!("is {:?} but this input only takes {:?} events", k.as_str(), h.as_str()),
+            format!(
+                "is {:?} but this input only takes {:?} events",
+                k.as_str(),
+                h.as_str()
+            ),
         )),
         (Some(k), _) | (None, Some(k)) => Ok(k),
         (None, None) => {
@@ -114,7 +118,10 @@ fn event_kind(obj: &Map<String, Value>, hint: Option<EventKind>) -> Res<EventKin
             .find(|(f, _)| obj.contains_key(*f))
             .map(|(_, k)| k);
             inferred.ok_or_else(|| {
-                EventError::new("kind", "missing, and the event's fields do not say which kind it is")
+                EventError::new(
+                    "kind",
+                    "missing, and the event's fields do not say which kind it is",
+                )
             })
         }
     }
@@ -122,8 +129,12 @@ fn event_kind(obj: &Map<String, Value>, hint: Option<EventKind>) -> Res<EventKin
 
 fn interaction(obj: &Map<String, Value>) -> Res<Interaction> {
     let role = req_str(obj, "role")?;
-    let role = Role::parse(role)
-        .ok_or_else(|| EventError::new("role", format!("{role:?} is not one of user, assistant, tool")))?;
+    let role = Role::parse(role).ok_or_else(|| {
+        EventError::new(
+            "role",
+            format!("{role:?} is not one of user, assistant, tool"),
+        )
+    })?;
     let content = text_field(obj, "content", MAX_CONTENT_BYTES)?;
     if content.trim().is_empty() {
         return Err(EventError::new("content", "must not be empty"));
@@ -156,15 +167,18 @@ fn correction(obj: &Map<String, Value>) -> Res<Correction> {
         )
     })?;
     let signals = opt(obj, "signals", |v| {
-        let m = v
-            .as_object()
-            .ok_or_else(|| EventError::new("signals", "must be an object of modality → {confidence, agreement}"))?;
+        let m = v.as_object().ok_or_else(|| {
+            EventError::new(
+                "signals",
+                "must be an object of modality → {confidence, agreement}",
+            )
+        })?;
         let mut out = BTreeMap::new();
         for (modality, s) in m {
             let path = format!("signals.{modality}");
-            let so = s
-                .as_object()
-                .ok_or_else(|| EventError::new(&path, "must be an object {confidence, agreement}"))?;
+            let so = s.as_object().ok_or_else(|| {
+                EventError::new(&path, "must be an object {confidence, agreement}")
+            })?;
             let get = |f: &str| {
                 let p = format!("{path}.{f}");
                 so.get(f)
@@ -184,7 +198,9 @@ fn correction(obj: &Map<String, Value>) -> Res<Correction> {
     Ok(Correction {
         target_event_id: id_field(obj, "target_event_id", MAX_ID_LEN)?,
         original: text_field(obj, "original", MAX_CONTENT_BYTES)?,
-        corrected: opt(obj, "corrected", |v| text_value("corrected", v, MAX_CONTENT_BYTES))?,
+        corrected: opt(obj, "corrected", |v| {
+            text_value("corrected", v, MAX_CONTENT_BYTES)
+        })?,
         correction_type,
         expected_behavior: opt(obj, "expected_behavior", |v| {
             text_value("expected_behavior", v, MAX_CONTENT_BYTES)
@@ -205,9 +221,12 @@ fn feedback(obj: &Map<String, Value>) -> Res<Feedback> {
         _ => return Err(EventError::new("reward", "must be -1, 0 or 1")),
     };
     let context = opt(obj, "context", |v| {
-        let c = v
-            .as_object()
-            .ok_or_else(|| EventError::new("context", "must be an object {intent, sentiment, time_of_day}"))?;
+        let c = v.as_object().ok_or_else(|| {
+            EventError::new(
+                "context",
+                "must be an object {intent, sentiment, time_of_day}",
+            )
+        })?;
         let field = |f: &str| -> Res<String> {
             match c.get(f) {
                 None | Some(Value::Null) => Ok(String::new()),
@@ -246,7 +265,9 @@ fn fact(obj: &Map<String, Value>) -> Res<Fact> {
         subject: text_field(obj, "subject", 1024)?,
         attribute: text_field(obj, "attribute", 1024)?,
         value: text_field(obj, "value", MAX_CONTENT_BYTES)?,
-        source_event_id: opt(obj, "source_event_id", |v| id_value("source_event_id", v, MAX_ID_LEN))?,
+        source_event_id: opt(obj, "source_event_id", |v| {
+            id_value("source_event_id", v, MAX_ID_LEN)
+        })?,
         confidence: opt(obj, "confidence", |v| unit_value("confidence", v))?,
     })
 }
@@ -334,7 +355,10 @@ fn id_value(field: &str, v: &Value, max: usize) -> Res<String> {
         _ => return Err(EventError::new(field, "must be a string")),
     };
     if s.is_empty() || s.len() > max {
-        return Err(EventError::new(field, format!("must be 1 to {max} bytes long")));
+        return Err(EventError::new(
+            field,
+            format!("must be 1 to {max} bytes long"),
+        ));
     }
     if let Some(c) = s
         .chars()

@@ -83,15 +83,21 @@ fn kind_is_inferred_or_checked_against_the_hint() {
     assert_eq!(e.kind(), EventKind::Feedback);
     assert_eq!(e.header.ts.to_rfc3339(), "2024-05-01T08:00:00+00:00");
     let err = parse_event(fb.to_string().as_bytes(), Some(EventKind::Interaction)).unwrap_err();
-    assert_eq!(err.field, "role", "a feedback on the interactions topic lacks a role: {err}");
+    assert_eq!(
+        err.field, "role",
+        "a feedback on the interactions topic lacks a role: {err}"
+    );
     let mut explicit = fb.clone();
     explicit["kind"] = json!("feedback");
-    let err = parse_event(explicit.to_string().as_bytes(), Some(EventKind::Correction)).unwrap_err();
+    let err =
+        parse_event(explicit.to_string().as_bytes(), Some(EventKind::Correction)).unwrap_err();
     assert_eq!(err.field, "kind");
     let mut bad = fb;
     bad["reward"] = json!(2);
     assert_eq!(parse(bad).unwrap_err().field, "reward");
-    let err = parse(json!({"event_id": "x", "tenant": "t", "user": "u", "ts": "2024-01-01T00:00:00Z"})).unwrap_err();
+    let err =
+        parse(json!({"event_id": "x", "tenant": "t", "user": "u", "ts": "2024-01-01T00:00:00Z"}))
+            .unwrap_err();
     assert_eq!(err.field, "kind");
 }
 
@@ -112,11 +118,17 @@ fn correction_signals_are_checked_per_modality() {
 
 #[test]
 fn tenant_wide_control_needs_no_user() {
-    let e = parse(json!({"event_id": "k1", "tenant": "acme", "ts": "2024-05-01T10:00:00Z",
-                         "action": "erase", "scope": "tenant"})).unwrap();
+    let e = parse(
+        json!({"event_id": "k1", "tenant": "acme", "ts": "2024-05-01T10:00:00Z",
+                         "action": "erase", "scope": "tenant"}),
+    )
+    .unwrap();
     assert_eq!(e.header.user, "");
-    let err = parse(json!({"event_id": "k1", "tenant": "acme", "ts": "2024-05-01T10:00:00Z",
-                           "action": "erase"})).unwrap_err();
+    let err = parse(
+        json!({"event_id": "k1", "tenant": "acme", "ts": "2024-05-01T10:00:00Z",
+                           "action": "erase"}),
+    )
+    .unwrap_err();
     assert_eq!(err.field, "user");
 }
 

@@ -39,7 +39,13 @@ impl Server {
 
     pub fn start_with(data_dir: &Path, extra: &[&str]) -> Server {
         let mut child = Command::new(engram_bin())
-            .args(["serve", "--http-addr", "127.0.0.1:0", "--no-demo", "--data-dir"])
+            .args([
+                "serve",
+                "--http-addr",
+                "127.0.0.1:0",
+                "--no-demo",
+                "--data-dir",
+            ])
             .arg(data_dir)
             .args(extra)
             .env("ENGRAM_LOG", "warn")
@@ -83,7 +89,11 @@ impl Server {
 
     /// Like `post`, but a failed connection is an `Err` instead of a panic.
     pub fn try_post(&self, path: &str, body: &Value) -> Result<(u16, Value), reqwest::Error> {
-        let resp = self.http.post(format!("{}{}", self.base, path)).json(body).send()?;
+        let resp = self
+            .http
+            .post(format!("{}{}", self.base, path))
+            .json(body)
+            .send()?;
         let status = resp.status().as_u16();
         Ok((status, resp.json().unwrap_or(Value::Null)))
     }
@@ -101,7 +111,11 @@ impl Server {
     }
 
     pub fn get(&self, path: &str) -> (u16, String) {
-        let resp = self.http.get(format!("{}{}", self.base, path)).send().expect("request");
+        let resp = self
+            .http
+            .get(format!("{}{}", self.base, path))
+            .send()
+            .expect("request");
         (resp.status().as_u16(), resp.text().unwrap_or_default())
     }
 
@@ -120,7 +134,10 @@ impl Server {
             if views >= end && pending == 0 {
                 return start.elapsed();
             }
-            assert!(start.elapsed() < timeout, "not caught up after {timeout:?}: {s}");
+            assert!(
+                start.elapsed() < timeout,
+                "not caught up after {timeout:?}: {s}"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -167,7 +184,14 @@ impl Drop for Server {
 }
 
 /// An interaction event.
-pub fn interaction(tenant: &str, user: &str, event_id: &str, session: &str, minute: u32, content: &str) -> Value {
+pub fn interaction(
+    tenant: &str,
+    user: &str,
+    event_id: &str,
+    session: &str,
+    minute: u32,
+    content: &str,
+) -> Value {
     json!({
         "kind": "interaction", "event_id": event_id, "tenant": tenant, "user": user,
         "session": session, "ts": format!("2025-01-01T{:02}:{:02}:00Z", minute / 60 % 24, minute % 60),

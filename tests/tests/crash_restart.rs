@@ -17,7 +17,11 @@ fn event(i: u64) -> Value {
         &format!("ev-{i:05}"),
         &format!("s{}", i / 20),
         (i % 1440) as u32,
-        &format!("message {i}: note about topic {} and place {}", i % 17, i % 11),
+        &format!(
+            "message {i}: note about topic {} and place {}",
+            i % 17,
+            i % 11
+        ),
     )
 }
 
@@ -25,9 +29,13 @@ fn event(i: u64) -> Value {
 fn stored_event_ids(data_dir: &std::path::Path) -> BTreeMap<String, usize> {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let store = EpisodeStore::open(&data_dir.join("lance/episodes.lance"), 384, IndexPolicy::default())
-            .await
-            .unwrap();
+        let store = EpisodeStore::open(
+            &data_dir.join("lance/episodes.lance"),
+            384,
+            IndexPolicy::default(),
+        )
+        .await
+        .unwrap();
         let mut counts = BTreeMap::new();
         for u in 0..3 {
             for row in store.user_episodes("acme", &format!("u{u}")).await.unwrap() {
@@ -61,13 +69,26 @@ fn ctrl_c_then_restart_keeps_everything_once() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|h| (h["event_id"].to_string(), h["prev_id"].to_string(), h["next_id"].to_string()))
+            .map(|h| {
+                (
+                    h["event_id"].to_string(),
+                    h["prev_id"].to_string(),
+                    h["next_id"].to_string(),
+                )
+            })
             .collect();
         v.sort();
         v
     };
-    assert_eq!(recalled(&before), recalled(&after), "same answers after the restart");
-    assert_eq!(before["results"][0]["event_id"], after["results"][0]["event_id"]);
+    assert_eq!(
+        recalled(&before),
+        recalled(&after),
+        "same answers after the restart"
+    );
+    assert_eq!(
+        before["results"][0]["event_id"],
+        after["results"][0]["event_id"]
+    );
     drop(server);
     let stored = stored_event_ids(dir.path());
     assert_eq!(stored.len(), 50);
@@ -77,7 +98,10 @@ fn ctrl_c_then_restart_keeps_everything_once() {
 #[test]
 fn kill_9_at_random_points_loses_and_duplicates_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let trials = std::env::var("ENGRAM_CRASH_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(6);
+    let trials = std::env::var("ENGRAM_CRASH_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(6);
     let mut rng = rand::rngs::StdRng::seed_from_u64(42);
     let mut next = 0u64;
     let mut acknowledged: BTreeSet<String> = BTreeSet::new();
@@ -91,7 +115,8 @@ fn kill_9_at_random_points_loses_and_duplicates_nothing() {
         let acked = Arc::new(Mutex::new(Vec::<String>::new()));
         let sent = Arc::new(Mutex::new(next));
         let client = {
-            let (server, stop, acked, sent) = (server.clone(), stop.clone(), acked.clone(), sent.clone());
+            let (server, stop, acked, sent) =
+                (server.clone(), stop.clone(), acked.clone(), sent.clone());
             std::thread::spawn(move || {
                 let mut i = *sent.lock().unwrap();
                 while !stop.load(Ordering::Relaxed) && i < 100_000 {
@@ -116,21 +141,36 @@ fn kill_9_at_random_points_loses_and_duplicates_nothing() {
         drop(server);
         acknowledged.extend(acked.lock().unwrap().iter().cloned());
         next = *sent.lock().unwrap();
-        eprintln!("trial {trial}: {} events sent, {} acknowledged so far", next, acknowledged.len());
+        eprintln!(
+            "trial {trial}: {} events sent, {} acknowledged so far",
+            next,
+            acknowledged.len()
+        );
     }
     // a final clean run delivers the rest and catches up
     let server = Server::start(dir.path());
     let resend: Vec<Value> = (0..next).map(event).collect();
     assert_eq!(server.post("/v1/events", &json!(resend)).0, 200);
     server.wait_caught_up(Duration::from_secs(120));
-    assert_eq!(server.status()["log_end"].as_u64(), Some(next), "the log holds each event once");
+    assert_eq!(
+        server.status()["log_end"].as_u64(),
+        Some(next),
+        "the log holds each event once"
+    );
     drop(server);
     let stored = stored_event_ids(dir.path());
     let duplicated: Vec<_> = stored.iter().filter(|(_, n)| **n > 1).collect();
-    let lost: Vec<_> = (0..next).map(|i| format!("ev-{i:05}")).filter(|id| !stored.contains_key(id)).collect();
-    eprintln!("{trials} kill -9 trials: {next} events, {} stored, {} lost, {} duplicated", stored.len(), lost.len(), duplicated.len());
+    let lost: Vec<_> = (0..next)
+        .map(|i| format!("ev-{i:05}"))
+        .filter(|id| !stored.contains_key(id))
+        .collect();
+    eprintln!(
+        "{trials} kill -9 trials: {next} events, {} stored, {} lost, {} duplicated",
+        stored.len(),
+        lost.len(),
+        duplicated.len()
+    );
     assert!(duplicated.is_empty(), "duplicated: {duplicated:?}");
     assert!(lost.is_empty(), "lost: {lost:?}");
     assert!(acknowledged.iter().all(|id| stored.contains_key(id)));
 }
-

@@ -18,11 +18,46 @@ fn events_in_recall_out_isolated_per_user_and_tenant() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path());
     let events = json!([
-        interaction("acme", "alice", "a1", "s1", 1, "I just moved to Lisbon for a new job."),
-        interaction("acme", "alice", "a2", "s1", 2, "My cat Miso hates the tram noise."),
-        interaction("acme", "alice", "a3", "s1", 3, "Please remind me to renew my passport in June."),
-        interaction("acme", "bob", "b1", "s9", 1, "I moved to Berlin and my cat is called Tigre."),
-        interaction("globex", "alice", "g1", "s1", 1, "I moved to Tokyo; secret project Falcon starts soon."),
+        interaction(
+            "acme",
+            "alice",
+            "a1",
+            "s1",
+            1,
+            "I just moved to Lisbon for a new job."
+        ),
+        interaction(
+            "acme",
+            "alice",
+            "a2",
+            "s1",
+            2,
+            "My cat Miso hates the tram noise."
+        ),
+        interaction(
+            "acme",
+            "alice",
+            "a3",
+            "s1",
+            3,
+            "Please remind me to renew my passport in June."
+        ),
+        interaction(
+            "acme",
+            "bob",
+            "b1",
+            "s9",
+            1,
+            "I moved to Berlin and my cat is called Tigre."
+        ),
+        interaction(
+            "globex",
+            "alice",
+            "g1",
+            "s1",
+            1,
+            "I moved to Tokyo; secret project Falcon starts soon."
+        ),
     ]);
     let (status, body) = server.post("/v1/events", &events);
     assert_eq!(status, 200, "{body}");
@@ -35,13 +70,22 @@ fn events_in_recall_out_isolated_per_user_and_tenant() {
     assert_eq!(got.len(), 3, "{r}");
     assert!(got[0].contains("Lisbon"), "{got:?}");
     for leaked in ["Berlin", "Tigre", "Tokyo", "Falcon"] {
-        assert!(got.iter().all(|c| !c.contains(leaked)), "{leaked} leaked into {got:?}");
+        assert!(
+            got.iter().all(|c| !c.contains(leaked)),
+            "{leaked} leaked into {got:?}"
+        );
     }
     let top = &r["results"][0];
-    assert!(top["id"].as_str().unwrap().len() == 36, "episode ids are UUIDs");
+    assert!(
+        top["id"].as_str().unwrap().len() == 36,
+        "episode ids are UUIDs"
+    );
     assert_eq!(top["event_id"], "a1");
     assert!(top["score"].as_f64().unwrap() > 0.0);
-    assert!(top["ts"].as_str().unwrap().starts_with("2025-01-01T00:01:00"));
+    assert!(top["ts"]
+        .as_str()
+        .unwrap()
+        .starts_with("2025-01-01T00:01:00"));
     assert!(top["why"]["vector_rank"].is_u64());
     // NEXT edges from the views: a1 → a2 → a3 in session s1
     let by_event: std::collections::HashMap<String, &Value> = r["results"]
@@ -60,7 +104,10 @@ fn events_in_recall_out_isolated_per_user_and_tenant() {
     assert!(r["results"][0]["why"]["text_rank"].is_u64());
 
     let r = server.recall("globex", "alice", "which city did I move to?", 10);
-    assert_eq!(contents(&r), vec!["I moved to Tokyo; secret project Falcon starts soon."]);
+    assert_eq!(
+        contents(&r),
+        vec!["I moved to Tokyo; secret project Falcon starts soon."]
+    );
     let r = server.recall("acme", "carol", "which city did I move to?", 10);
     assert!(contents(&r).is_empty());
 }
@@ -75,7 +122,14 @@ fn bad_events_are_rejected_with_the_field_named_and_kept_while_good_ones_are_acc
     no_user.as_object_mut().unwrap().remove("user");
     let mut bad_role = interaction("acme", "alice", "x3", "s1", 1, "hello");
     bad_role["role"] = json!("narrator");
-    let good = interaction("acme", "alice", "ok1", "s1", 1, "a good event survives its bad neighbours");
+    let good = interaction(
+        "acme",
+        "alice",
+        "ok1",
+        "s1",
+        1,
+        "a good event survives its bad neighbours",
+    );
     let (status, body) = server.post("/v1/events", &json!([bad_ts, good, no_user, bad_role]));
     assert_eq!(status, 422, "{body}");
     assert_eq!(body["accepted"], 1);
@@ -93,19 +147,31 @@ fn bad_events_are_rejected_with_the_field_named_and_kept_while_good_ones_are_acc
 
     // every rejected input is in the reject log, with its original text
     let rejects = std::fs::read_to_string(dir.path().join("log/rejects.jsonl")).unwrap();
-    let lines: Vec<Value> = rejects.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = rejects
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.len(), 4);
-    assert!(lines[0]["original"].as_str().unwrap().contains("last tuesday"));
+    assert!(lines[0]["original"]
+        .as_str()
+        .unwrap()
+        .contains("last tuesday"));
     assert_eq!(lines[3]["original"], "{\"event_id\": ");
     let (_, metrics) = server.get("/metrics");
-    assert!(metrics.contains("engram_events_rejected_total 4"), "{metrics}");
+    assert!(
+        metrics.contains("engram_events_rejected_total 4"),
+        "{metrics}"
+    );
 
     server.wait_caught_up(Duration::from_secs(30));
     let r = server.recall("acme", "alice", "good event", 5);
     assert_eq!(r["results"].as_array().unwrap().len(), 1);
 
     // recall requests are validated too
-    let (status, body) = server.post("/v1/recall", &json!({"tenant": "acme", "user": "a'b", "query": "x"}));
+    let (status, body) = server.post(
+        "/v1/recall",
+        &json!({"tenant": "acme", "user": "a'b", "query": "x"}),
+    );
     assert_eq!(status, 400);
     assert_eq!(body["error"]["field"], "user");
     let (status, body) = server.post("/v1/recall", &json!({"tenant": "acme", "user": "alice"}));

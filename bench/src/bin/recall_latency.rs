@@ -17,13 +17,18 @@ use std::time::Instant;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args: Vec<usize> = std::env::args().skip(1).map(|a| a.parse().expect("numbers")).collect();
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .map(|a| a.parse().expect("numbers"))
+        .collect();
     let episodes = args.first().copied().unwrap_or(10_000);
     let users = args.get(1).copied().unwrap_or(20);
     let queries = args.get(2).copied().unwrap_or(300);
     let models = std::env::var("ENGRAM_MODELS_DIR")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/engram/models"));
+        .unwrap_or_else(|_| {
+            std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/engram/models")
+        });
     let embedder = Arc::new(Embedder::load(&EmbedderConfig::from_models_dir(&models))?);
     let mut rng = StdRng::seed_from_u64(11);
 
@@ -32,10 +37,22 @@ async fn main() -> anyhow::Result<()> {
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let vectors = embedder.embed(&refs)?;
     let embed_secs = t.elapsed().as_secs_f64();
-    println!("embedding: {} sentences in {:.1} s = {:.0} sentences/s", episodes, embed_secs, episodes as f64 / embed_secs);
+    println!(
+        "embedding: {} sentences in {:.1} s = {:.0} sentences/s",
+        episodes,
+        embed_secs,
+        episodes as f64 / embed_secs
+    );
 
     let dir = tempfile::tempdir()?;
-    let store = Arc::new(EpisodeStore::open(&dir.path().join("episodes.lance"), embedder.dim(), IndexPolicy::default()).await?);
+    let store = Arc::new(
+        EpisodeStore::open(
+            &dir.path().join("episodes.lance"),
+            embedder.dim(),
+            IndexPolicy::default(),
+        )
+        .await?,
+    );
     let t = Instant::now();
     let mut rows = Vec::with_capacity(episodes);
     for (i, (text, vector)) in texts.iter().zip(vectors).enumerate() {
@@ -57,7 +74,11 @@ async fn main() -> anyhow::Result<()> {
     for chunk in rows.chunks(4096) {
         store.append(chunk.to_vec()).await?;
     }
-    println!("lance: {} episodes appended and indexed in {:.1} s", episodes, t.elapsed().as_secs_f64());
+    println!(
+        "lance: {} episodes appended and indexed in {:.1} s",
+        episodes,
+        t.elapsed().as_secs_f64()
+    );
 
     let recall = Recall {
         store: store.clone(),
@@ -66,16 +87,35 @@ async fn main() -> anyhow::Result<()> {
         config: RecallConfig::default(),
     };
     let qs: Vec<(String, String)> = (0..queries)
-        .map(|_| (format!("user{}", rng.gen_range(0..users)), question(&mut rng)))
+        .map(|_| {
+            (
+                format!("user{}", rng.gen_range(0..users)),
+                question(&mut rng),
+            )
+        })
         .collect();
     // warm-up: caches and index files
     for (user, q) in qs.iter().take(10) {
-        recall.recall(&RecallRequest { tenant: "bench".into(), user: user.clone(), query: q.clone(), k: Some(10) }).await?;
+        recall
+            .recall(&RecallRequest {
+                tenant: "bench".into(),
+                user: user.clone(),
+                query: q.clone(),
+                k: Some(10),
+            })
+            .await?;
     }
     let mut full = Vec::new();
     for (user, q) in &qs {
         let t = Instant::now();
-        let r = recall.recall(&RecallRequest { tenant: "bench".into(), user: user.clone(), query: q.clone(), k: Some(10) }).await?;
+        let r = recall
+            .recall(&RecallRequest {
+                tenant: "bench".into(),
+                user: user.clone(),
+                query: q.clone(),
+                k: Some(10),
+            })
+            .await?;
         full.push(t.elapsed().as_secs_f64() * 1000.0);
         assert!(!r.results.is_empty());
     }

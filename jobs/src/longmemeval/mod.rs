@@ -1,0 +1,355 @@
+//! `engram bench longmemeval`: ingests each question's haystack as one user's memory through
+//! the same path as `engram serve` (log → dataflow → Lance), recalls for the question, and
+//! reports the official retrieval metrics at session and turn granularity.
+
+pub mod metrics;
+
+use crate::config::Config;
+use crate::engine::Engine;
+use anyhow::Context;
+use chrono::{DateTime, NaiveDateTime, TimeZone, Utc};
+use engram_schemas::{Body, Event, Header, Interaction, Role};
+use metrics::{evaluate, KS};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+/// The tenant every benchmark question's memory lives in; each question is one user.
+const TENANT: &str = "longmemeval";
+
+#[derive(Debug, Deserialize)]
+pub struct Question {
+    pub question_id: String,
+    pub question_type: String,
+    pub question: String,
+    pub question_date: String,
+    pub haystack_session_ids: Vec<String>,
+    pub haystack_dates: Vec<String>,
+    pub haystack_sessions: Vec<Vec<Turn>>,
+    pub answer_session_ids: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Turn {
+    pub role: String,
+    pub content: String,
+    #[serde(default)]
+    pub has_answer: bool,
+}
+
+/// "2023/05/30 (Tue) 23:40" → UTC.
+pub fn parse_date(s: &str) -> anyhow::Result<DateTime<Utc>> {
+    let cleaned: String = match (s.find('('), s.find(')')) {
+        (Some(a), Some(b)) if b > a => format!("{}{}", &s[..a], &s[b + 1..]),
+        _ => s.to_string(),
+    };
+    let cleaned = cleaned.split_whitespace().collect::<Vec<_>>().join(" ");
+    let naive = NaiveDateTime::parse_from_str(&cleaned, "%Y/%m/%d %H:%M")
+        .with_context(|| format!("unreadable LongMemEval date {s:?}"))?;
+    Ok(Utc.from_utc_datetime(&naive))
+}
+
+/// Rankings of one question, best first.
+struct Ranked {
+    sessions: Vec<String>,
+    user_turns: Vec<String>,
+}
+
+pub struct BenchOptions {
+    pub data: std::path::PathBuf,
+    pub json: Option<std::path::PathBuf>,
+    pub limit: Option<usize>,
+}
+
+pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
+    let text =
+        std::fs::read(&opts.data).with_context(|| format!("reading {}", opts.data.display()))?;
+    let mut questions: Vec<Question> = serde_json::from_slice(&text)
+        .with_context(|| format!("parsing {}", opts.data.display()))?;
+    questions.retain(|q| !q.question_id.ends_with("_abs"));
+    if let Some(n) = opts.limit.filter(|n| *n > 0 && *n < questions.len()) {
+        // evenly spaced, so a sample keeps the file's mix of question types
+        let step = questions.len() as f64 / n as f64;
+        let keep: HashSet<usize> = (0..n).map(|i| (i as f64 * step) as usize).collect();
+        questions = questions
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| keep.contains(i))
+            .map(|(_, q)| q)
+            .collect();
+    }
+    let work = tempfile::tempdir()?;
+    config.data_dir = work.path().to_path_buf();
+    config.demo = false;
+    let mut emb = config.embedder_config();
+    emb.cache_entries = 1_000_000;
+    config.embedder = Some(emb);
+    let engine = Engine::start(config).await?;
+
+    let started = Instant::now();
+    let mut accepted = 0;
+    for q in &questions {
+        let events = haystack_events(q)?;
+        let n = events.len();
+        let report = engine.ingestor.ingest_parsed(
+            "longmemeval",
+            events.into_iter().map(Ok).collect(),
+            &[],
+        )?;
+        anyhow::ensure!(
+            report.rejected.is_empty(),
+            "{}: rejected {:?}",
+            q.question_id,
+            report.rejected
+        );
+        accepted += n;
+    }
+    wait_caught_up(&engine).await;
+    let ingest_seconds = started.elapsed().as_secs_f64();
+    eprintln!(
+        "ingested {} questions, {accepted} turns in {ingest_seconds:.1} s ({:.0} turns/s)",
+        questions.len(),
+        accepted as f64 / ingest_seconds
+    );
+
+    // sums[granularity][type][metric@k]
+    let mut sums: BTreeMap<&str, BTreeMap<String, BTreeMap<String, f64>>> = BTreeMap::new();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for q in &questions {
+        let ranked = rank(&engine, q).await?;
+        *counts.entry(q.question_type.clone()).or_default() += 1;
+        *counts.entry("overall".into()).or_default() += 1;
+        let session_corpus = q.haystack_session_ids.clone();
+        let session_gold: HashSet<String> = q.answer_session_ids.iter().cloned().collect();
+        let (turn_corpus, turn_gold) = turn_corpus(q);
+        for (granularity, ranking, corpus, gold) in [
+            ("session", &ranked.sessions, &session_corpus, &session_gold),
+            ("turn", &ranked.user_turns, &turn_corpus, &turn_gold),
+        ] {
+            for k in KS {
+                let s = evaluate(ranking, corpus, gold, k);
+                for group in ["overall", q.question_type.as_str()] {
+                    let m = sums
+                        .entry(granularity)
+                        .or_default()
+                        .entry(group.to_string())
+                        .or_default();
+                    *m.entry(format!("recall_any@{k}")).or_default() += s.recall_any;
+                    *m.entry(format!("recall_all@{k}")).or_default() += s.recall_all;
+                    *m.entry(format!("ndcg_any@{k}")).or_default() += s.ndcg_any;
+                }
+            }
+        }
+    }
+    let mut report = Map::new();
+    for (granularity, groups) in &sums {
+        let mut by_type = Map::new();
+        let mut overall = Value::Null;
+        for (group, metrics) in groups {
+            let n = counts[group] as f64;
+            let means: Map<String, Value> = metrics
+                .iter()
+                .map(|(m, s)| (m.clone(), json!(s / n)))
+                .collect();
+            if group == "overall" {
+                overall = Value::Object(means);
+            } else {
+                by_type.insert(group.clone(), Value::Object(means));
+            }
+        }
+        report.insert(
+            granularity.to_string(),
+            json!({"overall": overall, "by_type": by_type}),
+        );
+    }
+    report.insert("n".into(), json!(questions.len()));
+    report.insert("ingest_seconds".into(), json!(ingest_seconds));
+    print_table(&report, &counts);
+    if let Some(path) = &opts.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&Value::Object(report))?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let e = engine.clone();
+    tokio::task::spawn_blocking(move || e.shutdown()).await?;
+    Ok(())
+}
+
+/// The question's haystack as interaction events: sessions in list order, each at its date,
+/// turns a second apart so their order is kept.
+fn haystack_events(q: &Question) -> anyhow::Result<Vec<Event>> {
+    let mut events = Vec::new();
+    for ((sid, date), turns) in q
+        .haystack_session_ids
+        .iter()
+        .zip(&q.haystack_dates)
+        .zip(&q.haystack_sessions)
+    {
+        let start = parse_date(date)?;
+        for (i, t) in turns.iter().enumerate() {
+            if t.content.trim().is_empty() {
+                continue;
+            }
+            let role = Role::parse(&t.role).unwrap_or(Role::User);
+            events.push(Event {
+                header: Header {
+                    event_id: format!("{sid}#{i}"),
+                    tenant: TENANT.into(),
+                    user: user_of(q),
+                    ts: start + chrono::Duration::seconds(i as i64),
+                    session: Some(sid.clone()),
+                },
+                body: Body::Interaction(Interaction {
+                    role,
+                    content: t.content.clone(),
+                    turn: Some(i as u32),
+                    importance: None,
+                    skill_id: None,
+                    meta: None,
+                }),
+            });
+        }
+    }
+    Ok(events)
+}
+
+fn user_of(q: &Question) -> String {
+    // question ids are hex-like; keep them within the user-name alphabet
+    q.question_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "_.:@+-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The official turn-level corpus: user turns, id `session_id + "_" + (i+1)`.
+fn turn_corpus(q: &Question) -> (Vec<String>, HashSet<String>) {
+    let mut corpus = Vec::new();
+    let mut gold = HashSet::new();
+    for (sid, turns) in q.haystack_session_ids.iter().zip(&q.haystack_sessions) {
+        for (i, t) in turns.iter().enumerate() {
+            if t.role == "user" {
+                let id = format!("{sid}_{}", i + 1);
+                if t.has_answer {
+                    gold.insert(id.clone());
+                }
+                corpus.push(id);
+            }
+        }
+    }
+    (corpus, gold)
+}
+
+/// Turn-level hybrid recall (vector + BM25, reciprocal-rank fused), then sessions ranked by
+/// their best turn (ties: the sum of their turns' scores); sessions and turns not retrieved
+/// follow in haystack order so every ranking covers the corpus.
+async fn rank(engine: &Engine, q: &Question) -> anyhow::Result<Ranked> {
+    let user = user_of(q);
+    let candidates = 300;
+    let vector = {
+        let e = engine.recall.embedder.clone();
+        let text = q.question.clone();
+        tokio::task::spawn_blocking(move || e.embed(&[text.as_str()]))
+            .await??
+            .remove(0)
+    };
+    let store = &engine.store;
+    let (by_vector, by_text) = tokio::join!(
+        store.search_vector(TENANT, &user, &vector, candidates),
+        store.search_text(TENANT, &user, &q.question, candidates),
+    );
+    let fused = crate::recall::fuse(by_vector?, by_text?, engine.config.recall.rrf_k);
+    let mut session_scores: HashMap<String, (f32, f32)> = HashMap::new();
+    let mut user_turns = Vec::new();
+    for hit in &fused {
+        let Some(sid) = &hit.session else { continue };
+        let e = session_scores.entry(sid.clone()).or_insert((0.0, 0.0));
+        e.0 = e.0.max(hit.score);
+        e.1 += hit.score;
+        if hit.role == "user" {
+            if let Some((_, i)) = hit.event_id.rsplit_once('#') {
+                let i: usize = i.parse().unwrap_or(0);
+                user_turns.push(format!("{sid}_{}", i + 1));
+            }
+        }
+    }
+    let mut sessions: Vec<(String, (f32, f32))> = session_scores.into_iter().collect();
+    sessions.sort_by(|a, b| {
+        b.1 .0
+            .total_cmp(&a.1 .0)
+            .then(b.1 .1.total_cmp(&a.1 .1))
+            .then(a.0.cmp(&b.0))
+    });
+    let mut sessions: Vec<String> = sessions.into_iter().map(|(s, _)| s).collect();
+    let seen: HashSet<String> = sessions.iter().cloned().collect();
+    sessions.extend(
+        q.haystack_session_ids
+            .iter()
+            .filter(|s| !seen.contains(*s))
+            .cloned(),
+    );
+    let (corpus, _) = turn_corpus(q);
+    let seen: HashSet<String> = user_turns.iter().cloned().collect();
+    user_turns.extend(corpus.into_iter().filter(|t| !seen.contains(t)));
+    Ok(Ranked {
+        sessions,
+        user_turns,
+    })
+}
+
+async fn wait_caught_up(engine: &Engine) {
+    loop {
+        let s = engine.status().await;
+        if s.views_as_of >= s.log_end && s.pending_episodes == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn print_table(report: &Map<String, Value>, counts: &BTreeMap<String, usize>) {
+    for granularity in ["session", "turn"] {
+        let Some(g) = report.get(granularity) else {
+            continue;
+        };
+        println!("\n{granularity} level");
+        print!("{:<28} {:>4}", "", "n");
+        for k in [1, 5, 10, 50] {
+            print!(" {:>9} {:>9}", format!("r_all@{k}"), format!("ndcg@{k}"));
+        }
+        println!();
+        let mut rows: Vec<(&str, &Value)> = vec![("overall", &g["overall"])];
+        if let Some(by) = g["by_type"].as_object() {
+            rows.extend(by.iter().map(|(t, v)| (t.as_str(), v)));
+        }
+        for (name, m) in rows {
+            print!("{:<28} {:>4}", name, counts.get(name).copied().unwrap_or(0));
+            for k in [1, 5, 10, 50] {
+                print!(
+                    " {:>9.3} {:>9.3}",
+                    m[format!("recall_all@{k}")].as_f64().unwrap_or(f64::NAN),
+                    m[format!("ndcg_any@{k}")].as_f64().unwrap_or(f64::NAN)
+                );
+            }
+            println!();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_parse_with_or_without_the_weekday() {
+        let t = parse_date("2023/05/30 (Tue) 23:40").unwrap();
+        assert_eq!(t.to_rfc3339(), "2023-05-30T23:40:00+00:00");
+        assert_eq!(parse_date("2023/05/30 23:40").unwrap(), t);
+        assert!(parse_date("yesterday").is_err());
+    }
+}
