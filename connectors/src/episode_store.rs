@@ -80,6 +80,7 @@ pub struct EpisodeHit {
 
 /// When the store (re)builds its indexes.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct IndexPolicy {
     /// Build the IVF-PQ vector index once the table has this many rows (below it, exact
     /// search is as fast).
