@@ -3,6 +3,9 @@
 use crate::input::{InputRecord, InputSource};
 use crate::views::{SharedViews, ViewUpdate};
 use differential_dataflow::input::Input;
+use differential_dataflow::VecCollection;
+use engram_operators::entities::{co_mentions, entity_stats, mentions};
+use engram_operators::facts::{facts_over_time, FactAssertion, FactKey};
 use engram_operators::{next_edges, Episode, SessionKey};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
@@ -75,21 +78,37 @@ where
         let mut source = make_source(index, worker.peers());
         let mut probe = Handle::new();
         let (cap, cap_eps) = (captured.clone(), captured_episodes.clone());
-        let mut episodes_in = worker.dataflow::<u64, _, _>(|scope| {
-            let (input, episodes) = scope.new_collection::<(SessionKey, Episode), isize>();
-            next_edges(episodes.clone())
-                .inspect(move |((key, edge), t, d)| {
-                    cap.lock().unwrap().push((
-                        ViewUpdate::NextEdge(key.clone(), edge.clone()),
-                        *t,
-                        *d,
-                    ))
-                })
-                .probe_with(&mut probe);
+        let (mut episodes_in, mut facts_in) = worker.dataflow::<u64, _, _>(|scope| {
+            let (episodes_input, episodes) = scope.new_collection::<(SessionKey, Episode), isize>();
+            let (facts_input, facts) = scope.new_collection::<(FactKey, FactAssertion), isize>();
+            capture(
+                next_edges(episodes.clone()),
+                &cap,
+                &mut probe,
+                |(key, edge)| ViewUpdate::NextEdge(key.clone(), edge.clone()),
+            );
+            capture(
+                facts_over_time(facts),
+                &cap,
+                &mut probe,
+                |(key, version)| ViewUpdate::Fact(key.clone(), version.clone()),
+            );
+            capture(
+                entity_stats(episodes.clone()),
+                &cap,
+                &mut probe,
+                |(key, stats)| ViewUpdate::Entity(key.clone(), stats.clone()),
+            );
+            capture(
+                co_mentions(mentions(episodes.clone())),
+                &cap,
+                &mut probe,
+                |(key, weight)| ViewUpdate::CoMention(key.clone(), *weight),
+            );
             episodes
                 .inspect(move |(rec, t, d)| cap_eps.lock().unwrap().push((rec.clone(), *t, *d)))
                 .probe_with(&mut probe);
-            input
+            (episodes_input, facts_input)
         });
         let out = episodes_out.lock().unwrap().clone();
         let mut published = 0u64;
@@ -98,12 +117,15 @@ where
                 for (_offset, record) in records {
                     match record {
                         InputRecord::Episode(key, episode) => episodes_in.insert((key, episode)),
+                        InputRecord::Fact(key, assertion) => facts_in.insert((key, assertion)),
                     }
                 }
                 if upto > *episodes_in.time() {
                     episodes_in.advance_to(upto);
+                    facts_in.advance_to(upto);
                 }
                 episodes_in.flush();
+                facts_in.flush();
             }
             worker.step_or_park(Some(Duration::from_millis(2)));
             if index == 0 {
@@ -123,6 +145,22 @@ where
         as_of,
         guards: Some(guards),
     })
+}
+
+/// Records every update of `collection` as a view update (at its time, with its diff) for
+/// [`publish`], and makes the probe wait for it.
+fn capture<'scope, D>(
+    collection: VecCollection<'scope, u64, D>,
+    captured: &Captured,
+    probe: &mut Handle<u64>,
+    to_update: impl Fn(&D) -> ViewUpdate + 'static,
+) where
+    D: Clone + 'static,
+{
+    let captured = captured.clone();
+    collection
+        .inspect(move |(d, t, r)| captured.lock().unwrap().push((to_update(d), *t, *r)))
+        .probe_with(probe);
 }
 
 /// Applies the captured updates at times before `frontier`, in time order, under one lock.

@@ -1,8 +1,10 @@
 //! The maintained views as the serving side reads them: one consistent snapshot at one
 //! timestamp (an input-log offset), never a mix of two.
 
+use engram_operators::entities::{CoMentionKey, EntityKey, EntityStats};
+use engram_operators::facts::{FactKey, FactVersion};
 use engram_operators::SessionKey;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Every view, as of `as_of`: all input below that log offset is reflected, none above.
@@ -15,6 +17,19 @@ pub struct MemoryViews {
     pub prev: HashMap<String, String>,
     /// Episodes per session.
     pub session_sizes: HashMap<SessionKey, usize>,
+    /// Facts, entities and co-mentions, per `(tenant, user)`.
+    pub users: HashMap<(String, String), UserMemory>,
+}
+
+/// One user's part of the memory graph.
+#[derive(Debug, Clone, Default)]
+pub struct UserMemory {
+    /// Every version of every `(subject, attribute)`, oldest first: the current one has no
+    /// `valid_to`; older ones name the version that superseded them.
+    pub facts: BTreeMap<(String, String), BTreeSet<FactVersion>>,
+    pub entities: BTreeMap<String, EntityStats>,
+    /// `(entity_a, entity_b)` with a < b → number of episodes mentioning both.
+    pub co_mentions: BTreeMap<(String, String), u64>,
 }
 
 /// A change to the views, produced by the dataflow.
@@ -22,6 +37,9 @@ pub struct MemoryViews {
 pub enum ViewUpdate {
     NextEdge(SessionKey, (String, String)),
     SessionEpisode(SessionKey),
+    Fact(FactKey, FactVersion),
+    Entity(EntityKey, EntityStats),
+    CoMention(CoMentionKey, u64),
 }
 
 impl MemoryViews {
@@ -40,6 +58,38 @@ impl MemoryViews {
                     if self.prev.get(&to) == Some(&from) {
                         self.prev.remove(&to);
                     }
+                }
+            }
+            ViewUpdate::Fact((tenant, user, subject, attribute), version) => {
+                let user_memory = self.users.entry((tenant, user)).or_default();
+                let versions = user_memory
+                    .facts
+                    .entry((subject.clone(), attribute.clone()))
+                    .or_default();
+                if diff > 0 {
+                    versions.insert(version);
+                } else {
+                    versions.remove(&version);
+                    if versions.is_empty() {
+                        user_memory.facts.remove(&(subject, attribute));
+                    }
+                }
+            }
+            ViewUpdate::Entity((tenant, user, name), stats) => {
+                let entities = &mut self.users.entry((tenant, user)).or_default().entities;
+                if diff > 0 {
+                    entities.insert(name, stats);
+                } else if entities.get(&name) == Some(&stats) {
+                    // a replacement at the same time may already have been inserted
+                    entities.remove(&name);
+                }
+            }
+            ViewUpdate::CoMention((tenant, user, a, b), weight) => {
+                let co = &mut self.users.entry((tenant, user)).or_default().co_mentions;
+                if diff > 0 {
+                    co.insert((a, b), weight);
+                } else if co.get(&(a.clone(), b.clone())) == Some(&weight) {
+                    co.remove(&(a, b));
                 }
             }
             ViewUpdate::SessionEpisode(key) => {

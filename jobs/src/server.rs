@@ -18,6 +18,7 @@ pub fn router(engine: Arc<Engine>) -> Router {
     Router::new()
         .route("/v1/events", post(post_events))
         .route("/v1/recall", post(post_recall))
+        .route("/v1/memory", post(post_memory))
         .route("/v1/status", get(get_status))
         .route("/healthz", get(|| async { "ok" }))
         .route("/metrics", get(get_metrics))
@@ -83,6 +84,79 @@ async fn post_recall(State(engine): State<Arc<Engine>>, body: Bytes) -> Response
             error(StatusCode::INTERNAL_SERVER_ERROR, "$", err)
         }
     }
+}
+
+#[derive(serde::Deserialize)]
+struct MemoryRequest {
+    tenant: String,
+    user: String,
+}
+
+fn micros_to_rfc3339(micros: i64) -> String {
+    chrono::DateTime::from_timestamp_micros(micros)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_default()
+}
+
+/// One user's facts (every version, with validity and supersession), entities and co-mentions,
+/// read from the views at one timestamp.
+async fn post_memory(State(engine): State<Arc<Engine>>, body: Bytes) -> Response {
+    let req: MemoryRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "$",
+                format!("invalid memory request: {e}"),
+            )
+        }
+    };
+    for (field, value) in [("tenant", &req.tenant), ("user", &req.user)] {
+        if let Err(reason) = engram_schemas::validate_name(value) {
+            return error(StatusCode::BAD_REQUEST, field, reason);
+        }
+    }
+    let views = engine.views.read();
+    let empty = Default::default();
+    let memory = views
+        .users
+        .get(&(req.tenant.clone(), req.user.clone()))
+        .unwrap_or(&empty);
+    let facts: Vec<_> = memory
+        .facts
+        .iter()
+        .flat_map(|((subject, attribute), versions)| {
+            versions.iter().map(move |v| {
+                json!({
+                    "id": v.fact_id, "subject": subject, "attribute": attribute, "value": v.value,
+                    "valid_from": micros_to_rfc3339(v.valid_from),
+                    "valid_to": v.valid_to.map(micros_to_rfc3339),
+                    "superseded_by": v.superseded_by, "current": v.valid_to.is_none(),
+                })
+            })
+        })
+        .collect();
+    let entities: Vec<_> = memory
+        .entities
+        .iter()
+        .map(|(name, s)| {
+            json!({
+                "name": name, "kind": format!("{:?}", s.kind).to_lowercase(), "mentions": s.mention_count,
+                "first_seen": micros_to_rfc3339(s.first_seen_micros),
+                "last_seen": micros_to_rfc3339(s.last_seen_micros),
+            })
+        })
+        .collect();
+    let co_mentions: Vec<_> = memory
+        .co_mentions
+        .iter()
+        .map(|((a, b), w)| json!({"a": a, "b": b, "weight": w}))
+        .collect();
+    Json(json!({
+        "tenant": req.tenant, "user": req.user, "views_as_of": views.as_of,
+        "facts": facts, "entities": entities, "co_mentions": co_mentions,
+    }))
+    .into_response()
 }
 
 async fn get_status(State(engine): State<Arc<Engine>>) -> Response {

@@ -195,3 +195,62 @@ fn a_redelivered_event_id_is_stored_once() {
     let r = server.recall("acme", "alice", "only once", 10);
     assert_eq!(r["results"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn facts_supersede_and_entities_accumulate_per_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let events = json!([
+        interaction("acme", "alice", "f1", "s1", 1, "I moved to Lisbon with my sister Jana."),
+        interaction("acme", "alice", "f2", "s2", 300, "Big news: I moved to Porto last week."),
+        interaction("acme", "bob", "f3", "s1", 5, "I moved to Berlin."),
+        {"kind": "fact", "event_id": "f4", "tenant": "acme", "user": "alice", "ts": "2025-01-01T06:00:00Z",
+         "subject": "user", "attribute": "Favorite Color", "value": "green"},
+    ]);
+    assert_eq!(server.post("/v1/events", &events).0, 200);
+    server.wait_caught_up(Duration::from_secs(30));
+    let (status, m) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "alice"}));
+    assert_eq!(status, 200, "{m}");
+    let facts = m["facts"].as_array().unwrap();
+    let lives: Vec<&Value> = facts
+        .iter()
+        .filter(|f| f["attribute"] == "lives_in")
+        .collect();
+    assert_eq!(lives.len(), 2, "{m}");
+    let lisbon = lives
+        .iter()
+        .find(|f| f["value"] == "Lisbon")
+        .expect("Lisbon version");
+    let porto = lives
+        .iter()
+        .find(|f| f["value"] == "Porto")
+        .expect("Porto version");
+    assert_eq!(lisbon["current"], false);
+    assert_eq!(
+        lisbon["valid_to"], porto["valid_from"],
+        "the old value ends where the new begins"
+    );
+    assert_eq!(lisbon["superseded_by"], porto["id"]);
+    assert_eq!(porto["current"], true);
+    assert!(porto["valid_to"].is_null());
+    let color = facts
+        .iter()
+        .find(|f| f["attribute"] == "favorite_color")
+        .expect("explicit fact event");
+    assert_eq!(color["value"], "green");
+    assert!(
+        facts.iter().all(|f| f["value"] != "Berlin"),
+        "bob's fact leaked: {m}"
+    );
+    let names: Vec<&str> = m["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"lisbon") && names.contains(&"porto"),
+        "{names:?}"
+    );
+    assert!(!names.contains(&"berlin"));
+}
