@@ -95,20 +95,10 @@ impl Recall {
     pub async fn recall(&self, req: &RecallRequest) -> Result<RecallResponse, RecallError> {
         let started = std::time::Instant::now();
         let k = self.validate(req)?;
-        let embedder = self.embedder.clone();
-        let query = req.query.clone();
-        let vector = tokio::task::spawn_blocking(move || embedder.embed(&[query.as_str()]))
-            .await
-            .expect("embedding task")?
-            .remove(0);
         let candidates = k * self.config.candidates_per_k.max(1);
-        let (by_vector, by_text) = tokio::join!(
-            self.store
-                .search_vector(&req.tenant, &req.user, &vector, candidates),
-            self.store
-                .search_text(&req.tenant, &req.user, &req.query, candidates),
-        );
-        let mut results = fuse(by_vector?, by_text?, self.config.rrf_k);
+        let mut results = self
+            .fused_candidates(&req.tenant, &req.user, &req.query, candidates)
+            .await?;
         results.truncate(k);
         let views = self.views.read();
         for r in &mut results {
@@ -120,6 +110,30 @@ impl Recall {
             views_as_of: views.as_of,
             took_ms: started.elapsed().as_secs_f64() * 1000.0,
         })
+    }
+}
+
+impl Recall {
+    /// The user's episodes found by embedding `query` and taking the top `candidates` of vector
+    /// search and of full-text search, fused by reciprocal rank (best first, not truncated).
+    pub async fn fused_candidates(
+        &self,
+        tenant: &str,
+        user: &str,
+        query: &str,
+        candidates: usize,
+    ) -> Result<Vec<RecallHit>, RecallError> {
+        let embedder = self.embedder.clone();
+        let text = query.to_string();
+        let vector = tokio::task::spawn_blocking(move || embedder.embed(&[text.as_str()]))
+            .await
+            .expect("embedding task")?
+            .remove(0);
+        let (by_vector, by_text) = tokio::join!(
+            self.store.search_vector(tenant, user, &vector, candidates),
+            self.store.search_text(tenant, user, query, candidates),
+        );
+        Ok(fuse(by_vector?, by_text?, self.config.rrf_k))
     }
 }
 

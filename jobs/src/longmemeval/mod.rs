@@ -250,20 +250,10 @@ fn turn_corpus(q: &Question) -> (Vec<String>, HashSet<String>) {
 /// follow in haystack order so every ranking covers the corpus.
 async fn rank(engine: &Engine, q: &Question) -> anyhow::Result<Ranked> {
     let user = user_of(q);
-    let candidates = 300;
-    let vector = {
-        let e = engine.recall.embedder.clone();
-        let text = q.question.clone();
-        tokio::task::spawn_blocking(move || e.embed(&[text.as_str()]))
-            .await??
-            .remove(0)
-    };
-    let store = &engine.store;
-    let (by_vector, by_text) = tokio::join!(
-        store.search_vector(TENANT, &user, &vector, candidates),
-        store.search_text(TENANT, &user, &q.question, candidates),
-    );
-    let fused = crate::recall::fuse(by_vector?, by_text?, engine.config.recall.rrf_k);
+    let fused = engine
+        .recall
+        .fused_candidates(TENANT, &user, &q.question, 300)
+        .await?;
     let mut session_scores: HashMap<String, (f32, f32)> = HashMap::new();
     let mut user_turns = Vec::new();
     for hit in &fused {
