@@ -4,7 +4,10 @@
 //! re-sent ids with other payloads and retractions, with one and two workers; and
 //! `correction_clusters` does the same over arbitrary link streams.
 
-use differential_dataflow::input::{Input, InputSession};
+mod common;
+
+use common::{apply, collect_into, execute, nonzero, settle, update, Sink};
+use differential_dataflow::input::Input;
 use engram_operators::correction_clusters::{
     correction_clusters, promote_patterns, similarity_links, CorrectionPoint, LshBucket,
     LshHyperplanes, PatternRecord, QuantisedEmbedding, UserKey, LINK_COSINE_THRESHOLD,
@@ -17,7 +20,6 @@ use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Debug;
 use std::hash::Hash;
-use std::sync::{Arc, Mutex};
 use timely::dataflow::operators::probe::Handle;
 
 type Pair = (UserKey, (String, String));
@@ -26,9 +28,6 @@ type Pattern = (UserKey, PatternRecord);
 type Corrections = BTreeMap<(UserKey, CorrectionPoint), isize>;
 /// The present corrections of each user, by id.
 type Present = BTreeMap<UserKey, BTreeMap<String, CorrectionPoint>>;
-
-/// Accumulated output of one collection, summed over every worker's updates.
-type Sink<D> = Arc<Mutex<HashMap<D, isize>>>;
 
 const DIMS: usize = 12;
 const MICROS_PER_HOUR: i64 = 3_600_000_000;
@@ -237,27 +236,13 @@ fn patterns_from_scratch(present: &Present, clusters: &BTreeSet<Pair>) -> BTreeS
     patterns
 }
 
-/// An inspect callback adding every update to `sink`.
-fn collect_into<D: Clone + Eq + Hash + 'static>(
-    sink: &Sink<D>,
-) -> impl FnMut(&(D, u64, isize)) + 'static {
-    let sink = sink.clone();
-    move |(data, _time, diff)| *sink.lock().unwrap().entry(data.clone()).or_insert(0) += diff
-}
-
 /// Compares what a sink holds with the definition (every record once); `None` when equal.
 fn difference<D: Clone + Eq + Hash + Ord + Debug>(
     name: &str,
     sink: &Sink<D>,
     want: &BTreeSet<D>,
 ) -> Option<String> {
-    let got: BTreeMap<D, isize> = sink
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(_, m)| **m != 0)
-        .map(|(d, m)| (d.clone(), *m))
-        .collect();
+    let got: BTreeMap<D, isize> = nonzero(sink).into_iter().collect();
     let wrong: Vec<_> = got
         .iter()
         .filter(|(d, m)| **m != 1 || !want.contains(*d))
@@ -265,15 +250,6 @@ fn difference<D: Clone + Eq + Hash + Ord + Debug>(
     let missing: Vec<_> = want.iter().filter(|d| !got.contains_key(*d)).collect();
     (!wrong.is_empty() || !missing.is_empty())
         .then(|| format!("{name}: unexpected {wrong:?}, missing {missing:?}"))
-}
-
-/// Applies `diff` to `record` in the multiset, dropping it at 0.
-fn apply<K: Ord + Clone>(multiset: &mut BTreeMap<K, isize>, record: &K, diff: isize) {
-    let m = multiset.entry(record.clone()).or_insert(0);
-    *m += diff;
-    if *m == 0 {
-        multiset.remove(record);
-    }
 }
 
 /// One random change to the corrections: a new correction named `new_id` (unless that id is
@@ -303,13 +279,11 @@ fn random_change(
 }
 
 fn run(workers: usize, seed: u64, rounds: usize) {
-    let mismatches = Arc::new(Mutex::new(Vec::<String>::new()));
-    let mismatches2 = mismatches.clone();
     // shared by all workers: each worker's inspect adds the updates it saw
     let links_sink: Sink<Pair> = Default::default();
     let clusters_sink: Sink<Pair> = Default::default();
     let patterns_sink: Sink<Pattern> = Default::default();
-    timely::execute(timely::Config::process(workers), move |worker| {
+    execute(workers, move |worker, found| {
         let probe = Handle::new();
         let mut input = worker.dataflow::<u64, _, _>(|scope| {
             let (input, corrections) = scope.new_collection();
@@ -338,14 +312,9 @@ fn run(workers: usize, seed: u64, rounds: usize) {
                 next_id += 1;
                 let new_id = format!("c{next_id:03}");
                 let (record, diff) = random_change(&current, &topics, new_id, &mut rng);
-                apply(&mut current, &record, diff);
-                if worker.index() == 0 {
-                    input.update(record, diff);
-                }
+                update(worker, &mut input, &mut current, record, diff);
             }
-            input.advance_to(round as u64 + 1);
-            input.flush();
-            worker.step_while(|| probe.less_than(input.time()));
+            settle(worker, &probe, &mut input, round as u64 + 1);
             if worker.index() == 0 {
                 // every worker's inspect has run for times before the frontier
                 let present = present(&current);
@@ -358,17 +327,11 @@ fn run(workers: usize, seed: u64, rounds: usize) {
                     difference("patterns", &patterns_sink, &patterns),
                 ];
                 for d in differences.into_iter().flatten() {
-                    mismatches2
-                        .lock()
-                        .unwrap()
-                        .push(format!("seed {seed} round {round}: {d}"));
+                    found.push(format!("seed {seed} round {round}: {d}"));
                 }
             }
         }
-    })
-    .unwrap();
-    let m = mismatches.lock().unwrap();
-    assert!(m.is_empty(), "{}", m.join("\n"));
+    });
 }
 
 #[test]
@@ -388,10 +351,8 @@ fn incremental_equals_from_scratch_two_workers() {
 /// `correction_clusters` over links that are an input of their own: reversed pairs,
 /// self-links, links to ids that are not present, duplicates and retractions.
 fn run_arbitrary_links(workers: usize, seed: u64, rounds: usize) {
-    let mismatches = Arc::new(Mutex::new(Vec::<String>::new()));
-    let mismatches2 = mismatches.clone();
     let clusters_sink: Sink<Pair> = Default::default();
-    timely::execute(timely::Config::process(workers), move |worker| {
+    execute(workers, move |worker, found| {
         let probe = Handle::new();
         let (mut corrections_in, mut links_in) = worker.dataflow::<u64, _, _>(|scope| {
             let (corrections_in, corrections) = scope.new_collection();
@@ -449,17 +410,11 @@ fn run_arbitrary_links(workers: usize, seed: u64, rounds: usize) {
                     .collect();
                 let want = clusters_from_scratch(&present(&current), &present_links);
                 if let Some(d) = difference("clusters", &clusters_sink, &want) {
-                    mismatches2
-                        .lock()
-                        .unwrap()
-                        .push(format!("seed {seed} round {round}: {d}"));
+                    found.push(format!("seed {seed} round {round}: {d}"));
                 }
             }
         }
-    })
-    .unwrap();
-    let m = mismatches.lock().unwrap();
-    assert!(m.is_empty(), "{}", m.join("\n"));
+    });
 }
 
 #[test]
@@ -526,12 +481,6 @@ fn erasing_the_middle_of_a_chain_splits_its_cluster() {
                 .probe_with(&probe);
             input
         });
-        let mut settle =
-            |round: u64, input: &mut InputSession<u64, (UserKey, CorrectionPoint), isize>| {
-                input.advance_to(round);
-                input.flush();
-                worker.step_while(|| probe.less_than(input.time()));
-            };
         let pattern = PatternRecord {
             cluster_id: "a".into(),
             size: 3,
@@ -547,14 +496,14 @@ fn erasing_the_middle_of_a_chain_splits_its_cluster() {
         for p in [&a, &b, &c] {
             input.insert((user.clone(), p.clone()));
         }
-        settle(1, &mut input);
+        settle(worker, &probe, &mut input, 1);
         let chain = pairs_of(&user, &[("a", "b"), ("b", "c")]);
         assert_eq!(difference("links", &links_sink, &chain), None);
         assert_eq!(difference("clusters", &clusters_sink, &joined), None);
         assert_eq!(difference("patterns", &patterns_sink, &promoted), None);
 
         input.remove((user.clone(), b.clone()));
-        settle(2, &mut input);
+        settle(worker, &probe, &mut input, 2);
         let split = pairs_of(&user, &[("a", "a"), ("c", "c")]);
         assert_eq!(difference("links", &links_sink, &BTreeSet::new()), None);
         assert_eq!(difference("clusters", &clusters_sink, &split), None);
@@ -564,7 +513,7 @@ fn erasing_the_middle_of_a_chain_splits_its_cluster() {
         );
 
         input.insert((user.clone(), b));
-        settle(3, &mut input);
+        settle(worker, &probe, &mut input, 3);
         assert_eq!(difference("clusters", &clusters_sink, &joined), None);
         assert_eq!(difference("patterns", &patterns_sink, &promoted), None);
     })

@@ -5,6 +5,9 @@
 //! Episode contents are generated from known names, so the entities each episode mentions are
 //! known without calling the extractor: "we talked about Alice, New York and my dog."
 
+mod common;
+
+use common::{collect_into, execute, nonzero, random_update, settle, update, Sink};
 use differential_dataflow::input::Input;
 use engram_operators::entities::{
     co_mentions, entity_stats, mentions, CoMentionKey, EntityKey, EntityKind, EntityStats,
@@ -13,7 +16,6 @@ use engram_operators::{Episode, SessionKey};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
 use timely::dataflow::operators::probe::Handle;
 
 type Record = (SessionKey, Episode);
@@ -139,55 +141,24 @@ fn from_scratch(
     expected
 }
 
-type Sink<D> = Arc<Mutex<HashMap<D, isize>>>;
-
-fn nonzero<D: Clone + Eq + std::hash::Hash>(updates: &Sink<D>) -> HashMap<D, isize> {
-    updates
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(_, m)| **m != 0)
-        .map(|(k, m)| (k.clone(), *m))
-        .collect()
-}
-
 fn run(workers: usize, seed: u64, rounds: usize) {
-    let mismatches = Arc::new(Mutex::new(Vec::<String>::new()));
-    let mismatches2 = mismatches.clone();
     // shared by all workers: each worker's inspect adds the updates it saw
     let mention_updates: Sink<Mention> = Default::default();
     let co_mention_updates: Sink<CoMention> = Default::default();
     let stats_updates: Sink<Stats> = Default::default();
-    timely::execute(timely::Config::process(workers), move |worker| {
-        let mention_sink = mention_updates.clone();
-        let co_mention_sink = co_mention_updates.clone();
-        let stats_sink = stats_updates.clone();
+    execute(workers, move |worker, found| {
         let probe = Handle::new();
         let mut input = worker.dataflow::<u64, _, _>(|scope| {
             let (input, episodes) = scope.new_collection();
             let mentioned = mentions(episodes.clone());
             co_mentions(mentioned.clone())
-                .inspect(move |(pair, _t, diff)| {
-                    *co_mention_sink
-                        .lock()
-                        .unwrap()
-                        .entry(pair.clone())
-                        .or_insert(0) += diff;
-                })
+                .inspect(collect_into(&co_mention_updates))
                 .probe_with(&probe);
             mentioned
-                .inspect(move |(mention, _t, diff)| {
-                    *mention_sink
-                        .lock()
-                        .unwrap()
-                        .entry(mention.clone())
-                        .or_insert(0) += diff;
-                })
+                .inspect(collect_into(&mention_updates))
                 .probe_with(&probe);
             entity_stats(episodes)
-                .inspect(move |(stats, _t, diff)| {
-                    *stats_sink.lock().unwrap().entry(stats.clone()).or_insert(0) += diff;
-                })
+                .inspect(collect_into(&stats_updates))
                 .probe_with(&probe);
             input
         });
@@ -197,61 +168,43 @@ fn run(workers: usize, seed: u64, rounds: usize) {
         let mut next_id = 0u64;
         for round in 0..rounds {
             for _ in 0..rng.gen_range(1..6) {
-                let (record, diff) = if !current.is_empty() && rng.gen_bool(0.3) {
-                    let k = rng.gen_range(0..current.len());
-                    (current.keys().nth(k).unwrap().clone(), -1)
-                } else if !current.is_empty() && rng.gen_bool(0.1) {
-                    // the same episode again: present twice, still counts once
-                    let k = rng.gen_range(0..current.len());
-                    (current.keys().nth(k).unwrap().clone(), 1)
-                } else {
+                // a retraction, the same episode again, or a new episode
+                let (record, diff) = random_update(&current, &mut rng, |rng| {
                     next_id += 1;
-                    let (record, entities) = random_episode(next_id, &mut rng);
+                    let (record, entities) = random_episode(next_id, rng);
                     entities_of.insert(record.1.id.clone(), entities);
-                    (record, 1)
-                };
-                *current.entry(record.clone()).or_insert(0) += diff;
-                if current[&record] == 0 {
-                    current.remove(&record);
-                }
-                if worker.index() == 0 {
-                    input.update(record, diff);
-                }
+                    record
+                });
+                update(worker, &mut input, &mut current, record, diff);
             }
-            input.advance_to(round as u64 + 1);
-            input.flush();
-            worker.step_while(|| probe.less_than(input.time()));
+            settle(worker, &probe, &mut input, round as u64 + 1);
             if worker.index() == 0 {
                 // every worker's inspect has run for times before the frontier
                 let want = from_scratch(&current, &entities_of);
-                let mut errors = mismatches2.lock().unwrap();
                 let got = nonzero(&mention_updates);
                 if got != want.mentions {
-                    errors.push(format!(
+                    found.push(format!(
                         "seed {seed} round {round}: mentions {got:?}, want {:?}",
                         want.mentions
                     ));
                 }
                 let got = nonzero(&co_mention_updates);
                 if got != want.co_mentions {
-                    errors.push(format!(
+                    found.push(format!(
                         "seed {seed} round {round}: co-mentions {got:?}, want {:?}",
                         want.co_mentions
                     ));
                 }
                 let got = nonzero(&stats_updates);
                 if got != want.stats {
-                    errors.push(format!(
+                    found.push(format!(
                         "seed {seed} round {round}: stats {got:?}, want {:?}",
                         want.stats
                     ));
                 }
             }
         }
-    })
-    .unwrap();
-    let m = mismatches.lock().unwrap();
-    assert!(m.is_empty(), "{}", m.join("\n"));
+    });
 }
 
 #[test]

@@ -3,6 +3,9 @@
 //! repeated and retracted assertions, with one and two workers. `fact_as_of` over the maintained
 //! versions answers the value last asserted at or before the time asked.
 
+mod common;
+
+use common::{collect_into, execute, nonzero, random_update, settle, update, Sink};
 use differential_dataflow::input::Input;
 use engram_operators::facts::{
     current_facts, fact_as_of, facts_over_time, FactAssertion, FactKey, FactVersion,
@@ -10,7 +13,6 @@ use engram_operators::facts::{
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
 use timely::dataflow::operators::probe::Handle;
 
 type Assertion = (FactKey, FactAssertion);
@@ -142,41 +144,20 @@ fn check_as_of(
     Ok(())
 }
 
-fn nonzero(updates: &Mutex<HashMap<Version, isize>>) -> HashMap<Version, isize> {
-    updates
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(_, m)| **m != 0)
-        .map(|(k, m)| (k.clone(), *m))
-        .collect()
-}
-
 fn run(workers: usize, seed: u64, rounds: usize) {
-    let mismatches = Arc::new(Mutex::new(Vec::<String>::new()));
-    let mismatches2 = mismatches.clone();
     // shared by all workers: each worker's inspect adds the updates it saw
-    let all_versions: Arc<Mutex<HashMap<Version, isize>>> = Default::default();
-    let current_versions: Arc<Mutex<HashMap<Version, isize>>> = Default::default();
-    timely::execute(timely::Config::process(workers), move |worker| {
-        let (all_sink, current_sink) = (all_versions.clone(), current_versions.clone());
+    let all_versions: Sink<Version> = Default::default();
+    let current_versions: Sink<Version> = Default::default();
+    execute(workers, move |worker, found| {
         let probe = Handle::new();
         let mut input = worker.dataflow::<u64, _, _>(|scope| {
             let (input, assertions) = scope.new_collection();
             let versions = facts_over_time(assertions);
             current_facts(versions.clone())
-                .inspect(move |(version, _t, diff)| {
-                    *current_sink
-                        .lock()
-                        .unwrap()
-                        .entry(version.clone())
-                        .or_insert(0) += diff;
-                })
+                .inspect(collect_into(&current_versions))
                 .probe_with(&probe);
             versions
-                .inspect(move |(version, _t, diff)| {
-                    *all_sink.lock().unwrap().entry(version.clone()).or_insert(0) += diff;
-                })
+                .inspect(collect_into(&all_versions))
                 .probe_with(&probe);
             input
         });
@@ -185,35 +166,20 @@ fn run(workers: usize, seed: u64, rounds: usize) {
         let mut next_id = 0u64;
         for round in 0..rounds {
             for _ in 0..rng.gen_range(1..6) {
-                let (record, diff) = if !current.is_empty() && rng.gen_bool(0.3) {
-                    let k = rng.gen_range(0..current.len());
-                    (current.keys().nth(k).unwrap().clone(), -1)
-                } else if !current.is_empty() && rng.gen_bool(0.1) {
-                    // the same assertion again: present twice, still counts once
-                    let k = rng.gen_range(0..current.len());
-                    (current.keys().nth(k).unwrap().clone(), 1)
-                } else {
+                // a retraction, the same assertion again, or a new assertion
+                let (record, diff) = random_update(&current, &mut rng, |rng| {
                     next_id += 1;
-                    (random_assertion(next_id, &mut rng), 1)
-                };
-                *current.entry(record.clone()).or_insert(0) += diff;
-                if current[&record] == 0 {
-                    current.remove(&record);
-                }
-                if worker.index() == 0 {
-                    input.update(record, diff);
-                }
+                    random_assertion(next_id, rng)
+                });
+                update(worker, &mut input, &mut current, record, diff);
             }
-            input.advance_to(round as u64 + 1);
-            input.flush();
-            worker.step_while(|| probe.less_than(input.time()));
+            settle(worker, &probe, &mut input, round as u64 + 1);
             if worker.index() == 0 {
                 // every worker's inspect has run for times before the frontier
                 let got = nonzero(&all_versions);
                 let want = from_scratch(&current);
-                let mut errors = mismatches2.lock().unwrap();
                 if got != want {
-                    errors.push(format!(
+                    found.push(format!(
                         "seed {seed} round {round}: got {got:?}, want {want:?}"
                     ));
                 }
@@ -223,19 +189,16 @@ fn run(workers: usize, seed: u64, rounds: usize) {
                     .filter(|((_, v), _)| v.valid_to.is_none())
                     .collect();
                 if got_current != want_current {
-                    errors.push(format!(
+                    found.push(format!(
                         "seed {seed} round {round}: current {got_current:?}, want {want_current:?}"
                     ));
                 }
                 if let Err(e) = check_as_of(&current, &got) {
-                    errors.push(format!("seed {seed} round {round}: {e}"));
+                    found.push(format!("seed {seed} round {round}: {e}"));
                 }
             }
         }
-    })
-    .unwrap();
-    let m = mismatches.lock().unwrap();
-    assert!(m.is_empty(), "{}", m.join("\n"));
+    });
 }
 
 #[test]

@@ -1,12 +1,14 @@
 //! `next_edges` maintained incrementally equals `next_edges` computed from scratch, over random
 //! streams of inserted, late (out-of-order) and retracted episodes, with one and two workers.
 
+mod common;
+
+use common::{collect_into, execute, nonzero, settle, update, Sink};
 use differential_dataflow::input::Input;
 use engram_operators::{next_edges, Episode, SessionKey};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
 use timely::dataflow::operators::probe::Handle;
 
 type Edge = (SessionKey, (String, String));
@@ -54,21 +56,15 @@ fn from_scratch(current: &BTreeMap<(SessionKey, Episode), isize>) -> HashMap<Edg
 }
 
 fn run(workers: usize, seed: u64, rounds: usize) {
-    let mismatches = Arc::new(Mutex::new(Vec::<String>::new()));
-    let mismatches2 = mismatches.clone();
     // shared by all workers: each worker's inspect adds the updates it saw
-    let shared: Arc<Mutex<HashMap<Edge, isize>>> = Default::default();
-    timely::execute(timely::Config::process(workers), move |worker| {
-        let output = shared.clone();
-        let sink = output.clone();
-        let mut probe = Handle::new();
+    let output: Sink<Edge> = Default::default();
+    execute(workers, move |worker, found| {
+        let probe = Handle::new();
         let mut input = worker.dataflow::<u64, _, _>(|scope| {
             let (input, episodes) = scope.new_collection();
             next_edges(episodes)
-                .inspect(move |(edge, _t, diff)| {
-                    *sink.lock().unwrap().entry(edge.clone()).or_insert(0) += diff;
-                })
-                .probe_with(&mut probe);
+                .inspect(collect_into(&output))
+                .probe_with(&probe);
             input
         });
         let mut rng = StdRng::seed_from_u64(seed);
@@ -85,38 +81,21 @@ fn run(workers: usize, seed: u64, rounds: usize) {
                     episode(next_id, &mut rng)
                 };
                 let diff = if retract { -1 } else { 1 };
-                *current.entry(record.clone()).or_insert(0) += diff;
-                if current[&record] == 0 {
-                    current.remove(&record);
-                }
-                if worker.index() == 0 {
-                    input.update(record, diff);
-                }
+                update(worker, &mut input, &mut current, record, diff);
             }
-            input.advance_to(round as u64 + 1);
-            input.flush();
-            worker.step_while(|| probe.less_than(input.time()));
+            settle(worker, &probe, &mut input, round as u64 + 1);
             if worker.index() == 0 {
                 // every worker's inspect has run for times before the frontier
-                let got: HashMap<Edge, isize> = output
-                    .lock()
-                    .unwrap()
-                    .iter()
-                    .filter(|(_, m)| **m != 0)
-                    .map(|(k, m)| (k.clone(), *m))
-                    .collect();
+                let got = nonzero(&output);
                 let want = from_scratch(&current);
                 if got != want {
-                    mismatches2.lock().unwrap().push(format!(
+                    found.push(format!(
                         "seed {seed} round {round}: got {got:?}, want {want:?}"
                     ));
                 }
             }
         }
-    })
-    .unwrap();
-    let m = mismatches.lock().unwrap();
-    assert!(m.is_empty(), "{}", m.join("\n"));
+    });
 }
 
 #[test]
