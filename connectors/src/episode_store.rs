@@ -25,7 +25,7 @@ use lance_index::optimize::OptimizeOptions;
 use lance_index::scalar::{FullTextSearchQuery, InvertedIndexParams, ScalarIndexParams};
 use lance_index::IndexType;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, RwLock};
 use tokio::sync::Mutex;
 
@@ -599,14 +599,6 @@ impl EpisodeStore {
             out.push((i.name.clone(), covered));
         }
         Ok((out, self.state.read().unwrap().unindexed_rows))
-    }
-
-    pub fn uri(&self) -> &str {
-        &self.uri
-    }
-
-    pub fn path(&self) -> PathBuf {
-        PathBuf::from(&self.uri)
     }
 }
 

@@ -101,15 +101,6 @@ impl MemoryViews {
             }
         }
     }
-
-    /// Episodes held for a user, over all sessions.
-    pub fn user_episode_count(&self, tenant: &str, user: &str) -> usize {
-        self.session_sizes
-            .iter()
-            .filter(|((t, u, _), _)| t == tenant && u == user)
-            .map(|(_, n)| n)
-            .sum()
-    }
 }
 
 /// The views shared between the dataflow and readers. The dataflow applies all updates of a

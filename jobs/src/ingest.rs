@@ -2,7 +2,7 @@
 //! the durable log, and keep every rejected input with its reason.
 
 use engram_connectors::{EventLog, LogError, RejectLog, Rejection};
-use engram_schemas::{parse_event_value, Event, EventError};
+use engram_schemas::{check_event_size, parse_event_value, Event, EventError};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -74,33 +74,27 @@ impl Ingestor {
 
     /// Ingests a JSON body: one event or an array of events.
     pub fn ingest_body(&self, source: &str, body: &[u8]) -> Result<IngestReport, LogError> {
-        match serde_json::from_slice::<Value>(body) {
-            Ok(Value::Array(items)) => {
-                let originals: Vec<String> = items.iter().map(|v| v.to_string()).collect();
-                let parsed = items.iter().map(|v| parse_event_value(v, None)).collect();
-                self.ingest_parsed(source, parsed, &originals)
-            }
-            Ok(v) => {
-                let parsed = vec![if body.len() > engram_schemas::MAX_EVENT_BYTES {
-                    engram_schemas::parse_event(body, None)
-                } else {
-                    parse_event_value(&v, None)
-                }];
-                self.ingest_parsed(
-                    source,
-                    parsed,
-                    &[String::from_utf8_lossy(body).into_owned()],
-                )
-            }
-            Err(e) => {
-                let err = EventError::new("$", format!("not valid JSON: {e}"));
-                self.ingest_parsed(
-                    source,
-                    vec![Err(err)],
-                    &[String::from_utf8_lossy(body).into_owned()],
-                )
-            }
-        }
+        let (parsed, originals): (Vec<_>, Vec<_>) = match serde_json::from_slice::<Value>(body) {
+            Ok(Value::Array(items)) => items
+                .iter()
+                .map(|v| {
+                    let text = v.to_string();
+                    (
+                        check_event_size(text.len()).and_then(|_| parse_event_value(v, None)),
+                        text,
+                    )
+                })
+                .unzip(),
+            Ok(v) => (
+                vec![check_event_size(body.len()).and_then(|_| parse_event_value(&v, None))],
+                vec![String::from_utf8_lossy(body).into_owned()],
+            ),
+            Err(e) => (
+                vec![Err(EventError::new("$", format!("not valid JSON: {e}")))],
+                vec![String::from_utf8_lossy(body).into_owned()],
+            ),
+        };
+        self.ingest_parsed(source, parsed, &originals)
     }
 
     /// Ingests already-parsed events; `originals[i]` is the input text of `parsed[i]`.
@@ -147,5 +141,35 @@ impl Ingestor {
         }
         report.log_end = self.log.end_offset();
         Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_oversized_event_inside_an_array_is_rejected_and_its_neighbour_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Arc::new(EventLog::open(dir.path()).unwrap());
+        let rejects = Arc::new(RejectLog::open(dir.path()).unwrap());
+        let ingestor = Ingestor::open(log.clone(), rejects).unwrap();
+        let event = |id: &str, content: String| {
+            json!({"event_id": id, "tenant": "t", "user": "u", "ts": "2025-01-01T00:00:00Z",
+                   "role": "user", "content": content})
+        };
+        // under the content limit, over the event limit once four such fields are combined
+        let big = "x".repeat(60 * 1024);
+        let mut huge = event("big", big.clone());
+        huge["meta"] = json!({"a": big, "b": big, "c": big, "d": big});
+        let body = serde_json::to_vec(&json!([event("ok", "hello".into()), huge])).unwrap();
+        let report = ingestor.ingest_body("test", &body).unwrap();
+        assert_eq!(report.accepted, 1);
+        assert_eq!(report.rejected.len(), 1);
+        assert_eq!(report.rejected[0].index, 1);
+        assert_eq!(report.rejected[0].error.field, "$");
+        assert!(report.rejected[0].error.reason.contains("limit"));
+        assert_eq!(log.end_offset(), 1);
     }
 }

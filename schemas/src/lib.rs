@@ -7,7 +7,9 @@ pub mod tables;
 pub mod validate;
 
 pub use event::*;
-pub use validate::{parse_event, parse_event_value, validate_name, EventError, MAX_EVENT_BYTES};
+pub use validate::{
+    check_event_size, parse_event, parse_event_value, validate_name, EventError, MAX_EVENT_BYTES,
+};
 
 /// The stable UUID of the node an event creates (an episode for an interaction): the same
 /// `(tenant, event_id)` always yields the same id, so replays and redeliveries converge.

@@ -39,21 +39,25 @@ type Res<T> = Result<T, EventError>;
 /// (`role` → interaction, `target_event_id` → correction, `reward` → feedback,
 /// `attribute` → fact, `action` → control). Unknown fields are ignored.
 pub fn parse_event(bytes: &[u8], kind_hint: Option<EventKind>) -> Res<Event> {
-    if bytes.len() > MAX_EVENT_BYTES {
-        return Err(EventError::new(
-            "$",
-            format!(
-                "event is {} bytes, more than the limit of {MAX_EVENT_BYTES}",
-                bytes.len()
-            ),
-        ));
-    }
+    check_event_size(bytes.len())?;
     let value: Value = serde_json::from_slice(bytes)
         .map_err(|e| EventError::new("$", format!("not valid JSON: {e}")))?;
     parse_event_value(&value, kind_hint)
 }
 
-/// Like [`parse_event`], for an already-parsed JSON value.
+/// Refuses an event whose JSON text is longer than [`MAX_EVENT_BYTES`]. [`parse_event`] applies
+/// it; callers that parse a batch themselves apply it to each item's text.
+pub fn check_event_size(len: usize) -> Res<()> {
+    if len > MAX_EVENT_BYTES {
+        return Err(EventError::new(
+            "$",
+            format!("event is {len} bytes, more than the limit of {MAX_EVENT_BYTES}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Like [`parse_event`], for an already-parsed JSON value (no size check).
 pub fn parse_event_value(value: &Value, kind_hint: Option<EventKind>) -> Res<Event> {
     let obj = value
         .as_object()

@@ -94,28 +94,20 @@ async fn main() -> anyhow::Result<()> {
             )
         })
         .collect();
+    let ask = |user: &str, q: &str| RecallRequest {
+        tenant: "bench".into(),
+        user: user.to_string(),
+        query: q.to_string(),
+        k: Some(10),
+    };
     // warm-up: caches and index files
     for (user, q) in qs.iter().take(10) {
-        recall
-            .recall(&RecallRequest {
-                tenant: "bench".into(),
-                user: user.clone(),
-                query: q.clone(),
-                k: Some(10),
-            })
-            .await?;
+        recall.recall(&ask(user, q)).await?;
     }
     let mut full = Vec::new();
     for (user, q) in &qs {
         let t = Instant::now();
-        let r = recall
-            .recall(&RecallRequest {
-                tenant: "bench".into(),
-                user: user.clone(),
-                query: q.clone(),
-                k: Some(10),
-            })
-            .await?;
+        let r = recall.recall(&ask(user, q)).await?;
         full.push(t.elapsed().as_secs_f64() * 1000.0);
         assert!(!r.results.is_empty());
     }
