@@ -82,6 +82,7 @@ pub struct Embedder {
     dim: usize,
     cache: Option<Mutex<HashMap<String, Vec<f32>>>>,
     cache_entries: usize,
+    model_texts: std::sync::atomic::AtomicU64,
 }
 
 /// ONNX Runtime can be loaded once per process; remember which library that was.
@@ -164,6 +165,7 @@ impl Embedder {
             dim: 0,
             cache: (cfg.cache_entries > 0).then(|| Mutex::new(HashMap::new())),
             cache_entries: cfg.cache_entries,
+            model_texts: Default::default(),
         };
         embedder.dim = embedder
             .embed_batch(&["dimension probe"])
@@ -175,6 +177,11 @@ impl Embedder {
     /// Length of every vector this embedder returns.
     pub fn dim(&self) -> usize {
         self.dim
+    }
+
+    /// Texts run through the model since load (cache hits not counted).
+    pub fn model_texts(&self) -> u64 {
+        self.model_texts.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// One L2-normalised vector per text, in order. With the cache on, texts embedded before
@@ -214,7 +221,11 @@ impl Embedder {
             .collect())
     }
 
-    fn embed_uncached(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedderError> {
+    /// Like [`Embedder::embed`], but every text goes through the model, cache or not (for
+    /// measuring the model's own throughput).
+    pub fn embed_uncached(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedderError> {
+        self.model_texts
+            .fetch_add(texts.len() as u64, std::sync::atomic::Ordering::Relaxed);
         let mut out = Vec::with_capacity(texts.len());
         // Sorting by length keeps padding small inside each batch.
         let mut order: Vec<usize> = (0..texts.len()).collect();

@@ -1,10 +1,12 @@
 //! engram's connections to the outside: the embedded event log (and its reject log), the Lance
-//! episode store, and the embedder (ONNX Runtime + tokenizers).
+//! episode store, the embedder (ONNX Runtime + tokenizers), and historical event files.
 
 pub mod embedder;
 pub mod episode_store;
+pub mod event_files;
 pub mod event_log;
 
 pub use embedder::{Embedder, EmbedderConfig, EmbedderError};
 pub use episode_store::{EpisodeHit, EpisodeRow, EpisodeStore, IndexPolicy, StoreError};
+pub use event_files::{EventFile, EventFileError, EventFileFormat, FileRecord};
 pub use event_log::{EventLog, LogError, RejectLog, Rejection};

@@ -1,21 +1,31 @@
 //! Stores the episodes the dataflow emits: embeds them in batches and appends them to Lance.
 //!
-//! Rows at or below the store's watermark (already committed before a restart) are skipped
-//! before embedding, so a restart re-embeds nothing. A failed write is retried with the same
-//! rows until it succeeds or the writer is stopped: accepted input is never dropped here.
+//! Two stages on two threads, so the embedder never waits for a Lance commit or an index
+//! refresh: the embedding stage turns episodes into rows, the appending stage commits them (in
+//! the order they were embedded, which is log order). Rows at or below the store's watermark
+//! (committed before a restart) are skipped before embedding, so a restart re-embeds nothing.
+//! A failed step is retried with the same rows until it succeeds or the writer is stopped:
+//! accepted input is never dropped here.
 
 use chrono::{TimeZone, Utc};
 use engram_connectors::{Embedder, EpisodeRow, EpisodeStore};
 use engram_dataflows::EpisodeBatch;
 use engram_operators::{Episode, SessionKey};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// The most rows embedded and committed together.
+/// The most rows taken from the dataflow at once.
+const MAX_PENDING: usize = 4096;
+/// Rows embedded together and handed on to the appender (small enough that progress is seen
+/// every few seconds, large enough that the model runs on full batches sorted by length).
+const EMBED_CHUNK: usize = 512;
+/// The most rows committed to Lance together.
 const MAX_ROWS_PER_COMMIT: usize = 4096;
+/// Embedded chunks waiting for the appender before the embedding stage waits.
+const APPEND_QUEUE: usize = 4;
 
 pub fn spawn_episode_writer(
     rx: Receiver<EpisodeBatch>,
@@ -25,72 +35,122 @@ pub fn spawn_episode_writer(
     stop: Arc<AtomicBool>,
 ) -> JoinHandle<()> {
     std::thread::Builder::new()
-        .name("episode-writer".into())
+        .name("episode-embedder".into())
         .spawn(move || {
-            let mut pending: Vec<(SessionKey, Episode)> = Vec::new();
-            loop {
-                if pending.is_empty() {
-                    match rx.recv_timeout(Duration::from_millis(100)) {
-                        Ok(b) => pending.extend(b.episodes),
-                        Err(RecvTimeoutError::Timeout) => {
-                            if stop.load(Ordering::Acquire) {
-                                return;
-                            }
-                            continue;
-                        }
-                        Err(RecvTimeoutError::Disconnected) => return,
-                    }
-                }
-                // Take whatever else is already waiting: batches grow with load.
-                while pending.len() < MAX_ROWS_PER_COMMIT {
-                    match rx.try_recv() {
-                        Ok(b) => pending.extend(b.episodes),
-                        Err(_) => break,
-                    }
-                }
-                let watermark = store.watermark();
-                pending.retain(|(_, e)| watermark.is_none_or(|w| e.log_offset > w));
-                let take = pending.len().min(MAX_ROWS_PER_COMMIT);
-                let batch: Vec<(SessionKey, Episode)> = pending.drain(..take).collect();
-                if batch.is_empty() {
-                    continue;
-                }
-                let mut backoff = Duration::from_millis(100);
-                loop {
-                    match write_batch(&batch, &store, &embedder, &rt) {
-                        Ok(n) => {
-                            tracing::debug!(rows = n, "episodes stored");
-                            break;
-                        }
-                        Err(err) => {
-                            tracing::error!(%err, rows = batch.len(), "storing episodes failed; retrying");
-                            if stop.load(Ordering::Acquire) {
-                                return;
-                            }
-                            std::thread::sleep(backoff);
-                            backoff = (backoff * 2).min(Duration::from_secs(5));
-                        }
-                    }
-                }
-            }
+            let (to_appender, embedded) = std::sync::mpsc::sync_channel(APPEND_QUEUE);
+            let appender = {
+                let (store, stop) = (store.clone(), stop.clone());
+                std::thread::Builder::new()
+                    .name("episode-appender".into())
+                    .spawn(move || append_stage(embedded, &store, &rt, &stop))
+                    .expect("spawn the episode appender")
+            };
+            embed_stage(rx, &store, &embedder, &stop, to_appender);
+            let _ = appender.join();
         })
         .expect("spawn the episode writer")
 }
 
-fn write_batch(
-    batch: &[(SessionKey, Episode)],
+fn embed_stage(
+    rx: Receiver<EpisodeBatch>,
     store: &EpisodeStore,
     embedder: &Embedder,
+    stop: &AtomicBool,
+    to_appender: SyncSender<Vec<EpisodeRow>>,
+) {
+    let mut pending: Vec<(SessionKey, Episode)> = Vec::new();
+    loop {
+        // On stop, what is not yet embedded stays in the log and is stored after the restart.
+        if stop.load(Ordering::Acquire) {
+            return;
+        }
+        if pending.is_empty() {
+            match rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(b) => pending.extend(b.episodes),
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        }
+        // Take whatever else is already waiting: batches grow with load.
+        while pending.len() < MAX_PENDING {
+            match rx.try_recv() {
+                Ok(b) => pending.extend(b.episodes),
+                Err(_) => break,
+            }
+        }
+        let watermark = store.watermark();
+        pending.retain(|(_, e)| watermark.is_none_or(|w| e.log_offset > w));
+        let take = pending.len().min(EMBED_CHUNK);
+        let chunk: Vec<(SessionKey, Episode)> = pending.drain(..take).collect();
+        if chunk.is_empty() {
+            continue;
+        }
+        let texts: Vec<&str> = chunk.iter().map(|(_, e)| e.content.as_str()).collect();
+        let vectors = match retry(stop, "embedding episodes", chunk.len(), || {
+            embedder.embed(&texts)
+        }) {
+            Some(v) => v,
+            None => return,
+        };
+        let rows = chunk
+            .iter()
+            .zip(vectors)
+            .map(|((key, e), vector)| episode_row(key, e, vector))
+            .collect();
+        if to_appender.send(rows).is_err() {
+            return;
+        }
+    }
+}
+
+fn append_stage(
+    embedded: Receiver<Vec<EpisodeRow>>,
+    store: &EpisodeStore,
     rt: &tokio::runtime::Handle,
-) -> anyhow::Result<usize> {
-    let texts: Vec<&str> = batch.iter().map(|(_, e)| e.content.as_str()).collect();
-    let vectors = embedder.embed(&texts)?;
-    let rows = batch
-        .iter()
-        .zip(vectors)
-        .map(|((key, e), vector)| episode_row(key, e, vector))
-        .collect();
-    Ok(rt.block_on(store.append(rows))?)
+    stop: &AtomicBool,
+) {
+    // Ends when the embedding stage ends (its sender is dropped) and everything it sent is
+    // committed.
+    while let Ok(mut rows) = embedded.recv() {
+        while rows.len() < MAX_ROWS_PER_COMMIT {
+            match embedded.try_recv() {
+                Ok(more) => rows.extend(more),
+                Err(_) => break,
+            }
+        }
+        let n = rows.len();
+        let stored = retry(stop, "storing episodes", n, || {
+            rt.block_on(store.append(rows.clone()))
+        });
+        match stored {
+            Some(written) => tracing::debug!(rows = written, "episodes stored"),
+            None => return,
+        }
+    }
+}
+
+/// Runs `step` until it succeeds (backing off up to 5 s between tries), or returns `None` once
+/// the writer is stopped.
+fn retry<T, E: std::fmt::Display>(
+    stop: &AtomicBool,
+    what: &str,
+    rows: usize,
+    mut step: impl FnMut() -> Result<T, E>,
+) -> Option<T> {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        match step() {
+            Ok(v) => return Some(v),
+            Err(err) => {
+                tracing::error!(%err, rows, "{what} failed; retrying");
+                if stop.load(Ordering::Acquire) {
+                    return None;
+                }
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
 }
 
 pub fn episode_row(

@@ -1,5 +1,5 @@
-//! The `engram` jobs: `serve` (ingest, maintain the views, store in Lance, answer over HTTP) and
-//! the pieces it is made of.
+//! The `engram` jobs: `serve` (ingest, maintain the views, store in Lance, answer over HTTP),
+//! `replay` (historical files through the same path) and the pieces they are made of.
 
 pub mod config;
 pub mod engine;
@@ -8,6 +8,7 @@ pub mod ingest;
 pub mod log_source;
 pub mod longmemeval;
 pub mod recall;
+pub mod replay;
 pub mod server;
 
 pub use config::Config;

@@ -36,6 +36,29 @@ enum Command {
         #[arg(long)]
         no_demo: bool,
     },
+    /// Replay historical event files (JSON lines, or Parquet with the same columns) through the
+    /// same path as live input into the data folder. Resumable: run it again after an
+    /// interruption and it stores what is missing, nothing twice.
+    Replay {
+        /// Event files, replayed in the order given.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Data folder (embedded log, reject log, Lance datasets).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// Timely worker threads.
+        #[arg(long)]
+        workers: Option<usize>,
+        /// No progress bars (a log line every 10 s instead when not on a terminal).
+        #[arg(long)]
+        no_progress: bool,
+        /// Texts of the replay the bare embedder is timed on at the end (0: skip).
+        #[arg(long, default_value_t = 512)]
+        measure_sample: usize,
+        /// Also write the summary as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Print the effective configuration (file + environment) as TOML.
     Config,
     /// Offline benchmarks.
@@ -57,6 +80,9 @@ enum BenchCommand {
         /// Only N (non-abstention) questions, evenly spaced through the file.
         #[arg(long)]
         limit: Option<usize>,
+        /// Keep the ingested memory here (reruns reuse it instead of ingesting again).
+        #[arg(long)]
+        work_dir: Option<PathBuf>,
     },
 }
 
@@ -78,13 +104,52 @@ fn main() -> anyhow::Result<()> {
             print!("{}", toml::to_string_pretty(&config)?);
             Ok(())
         }
-        Command::Bench(BenchCommand::Longmemeval { data, json, limit }) => {
+        Command::Bench(BenchCommand::Longmemeval {
+            data,
+            json,
+            limit,
+            work_dir,
+        }) => {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
             rt.block_on(engram_jobs::longmemeval::run(
                 config,
-                engram_jobs::longmemeval::BenchOptions { data, json, limit },
+                engram_jobs::longmemeval::BenchOptions {
+                    data,
+                    json,
+                    limit,
+                    work_dir,
+                },
+            ))
+        }
+        Command::Replay {
+            files,
+            data_dir,
+            workers,
+            no_progress,
+            measure_sample,
+            json,
+        } => {
+            if let Some(d) = data_dir {
+                config.data_dir = d;
+            }
+            if let Some(w) = workers {
+                config.workers = w;
+            }
+            config.demo = false;
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(replay(
+                config,
+                engram_jobs::replay::ReplayOptions {
+                    files,
+                    measure_sample,
+                    progress: !no_progress,
+                    ..Default::default()
+                },
+                json,
             ))
         }
         Command::Serve {
@@ -129,5 +194,49 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         .await?;
     let e = engine.clone();
     tokio::task::spawn_blocking(move || e.shutdown()).await?;
+    Ok(())
+}
+
+async fn replay(
+    mut config: Config,
+    opts: engram_jobs::replay::ReplayOptions,
+    json: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    // Each distinct text is embedded once per run (histories repeat texts).
+    let mut emb = config.embedder_config();
+    emb.cache_entries = emb.cache_entries.max(200_000);
+    config.embedder = Some(emb);
+    let engine = Engine::start(config).await?;
+    let result = engram_jobs::replay::run(engine.clone(), opts).await;
+    let e = engine.clone();
+    tokio::task::spawn_blocking(move || e.shutdown()).await?;
+    let s = result?;
+    println!(
+        "replayed {} records from {} file(s) in {:.1} s: {} accepted, {} accepted before, {} rejected",
+        s.records, s.files, s.seconds, s.accepted, s.duplicates, s.rejected
+    );
+    for r in &s.rejections {
+        println!(
+            "  rejected {} {}: {}: {}",
+            r.file, r.position, r.field, r.reason
+        );
+    }
+    println!(
+        "episodes stored: {} ({:.1}/s); texts through the model: {}",
+        s.episodes_stored, s.episodes_per_second, s.texts_embedded
+    );
+    if let (Some(bare), Some(ratio), Some(n)) = (
+        s.bare_embedder_texts_per_second,
+        s.ratio_to_bare_embedder,
+        s.sample_texts,
+    ) {
+        println!(
+            "bare embedder on {n} of the same texts: {bare:.1} texts/s; replay at {:.0}% of it",
+            ratio * 100.0
+        );
+    }
+    if let Some(path) = json {
+        std::fs::write(&path, serde_json::to_vec_pretty(&s)?)?;
+    }
     Ok(())
 }

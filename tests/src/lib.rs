@@ -2,6 +2,7 @@
 //! own data folder, talks to it over HTTP, and can kill it with SIGKILL.
 
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -196,5 +197,27 @@ pub fn interaction(
         "kind": "interaction", "event_id": event_id, "tenant": tenant, "user": user,
         "session": session, "ts": format!("2025-01-01T{:02}:{:02}:00Z", minute / 60 % 24, minute % 60),
         "role": "user", "content": content,
+    })
+}
+
+/// How many times each event id is stored among the given users' episodes, read straight from
+/// the Lance dataset in `data_dir`.
+pub fn stored_event_ids(data_dir: &Path, tenant: &str, users: &[&str]) -> BTreeMap<String, usize> {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let store = engram_connectors::EpisodeStore::open(
+            &data_dir.join("lance/episodes.lance"),
+            384,
+            engram_connectors::IndexPolicy::default(),
+        )
+        .await
+        .unwrap();
+        let mut counts = BTreeMap::new();
+        for user in users {
+            for row in store.user_episodes(tenant, user).await.unwrap() {
+                *counts.entry(row.event_id).or_insert(0) += 1;
+            }
+        }
+        counts
     })
 }

@@ -1,7 +1,6 @@
 //! Stopping engram (Ctrl-C or kill -9) and starting it again loses nothing and duplicates
 //! nothing: the embedded log is the durable record, Lance writes are idempotent by log offset.
 
-use engram_connectors::{EpisodeStore, IndexPolicy};
 use engram_tests::{interaction, Server};
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
@@ -25,25 +24,8 @@ fn event(i: u64) -> Value {
     )
 }
 
-/// Every stored episode of the test users, read straight from the Lance dataset.
 fn stored_event_ids(data_dir: &std::path::Path) -> BTreeMap<String, usize> {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(async {
-        let store = EpisodeStore::open(
-            &data_dir.join("lance/episodes.lance"),
-            384,
-            IndexPolicy::default(),
-        )
-        .await
-        .unwrap();
-        let mut counts = BTreeMap::new();
-        for u in 0..3 {
-            for row in store.user_episodes("acme", &format!("u{u}")).await.unwrap() {
-                *counts.entry(row.event_id).or_insert(0) += 1;
-            }
-        }
-        counts
-    })
+    engram_tests::stored_event_ids(data_dir, "acme", &["u0", "u1", "u2"])
 }
 
 #[test]

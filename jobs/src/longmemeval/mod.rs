@@ -60,6 +60,9 @@ pub struct BenchOptions {
     pub data: std::path::PathBuf,
     pub json: Option<std::path::PathBuf>,
     pub limit: Option<usize>,
+    /// Keep the ingested memory in this folder; a rerun with the same folder stores nothing
+    /// twice and embeds nothing again (event ids dedupe, Lance skips committed offsets).
+    pub work_dir: Option<std::path::PathBuf>,
 }
 
 pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
@@ -79,8 +82,16 @@ pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
             .map(|(_, q)| q)
             .collect();
     }
-    let work = tempfile::tempdir()?;
-    config.data_dir = work.path().to_path_buf();
+    let _temp_dir;
+    config.data_dir = match &opts.work_dir {
+        Some(dir) => dir.clone(),
+        None => {
+            let t = tempfile::tempdir()?;
+            let path = t.path().to_path_buf();
+            _temp_dir = t;
+            path
+        }
+    };
     config.demo = false;
     let mut emb = config.embedder_config();
     emb.cache_entries = 1_000_000;
