@@ -83,6 +83,22 @@ enum BenchCommand {
         /// Keep the ingested memory here (reruns reuse it instead of ingesting again).
         #[arg(long)]
         work_dir: Option<PathBuf>,
+        /// Write each question's candidates and gold ids as JSON lines (error analysis).
+        #[arg(long)]
+        dump: Option<PathBuf>,
+        /// Also answer each question with an OpenAI-compatible chat server at this URL (vLLM,
+        /// llama.cpp, Ollama) and write `{question_id, hypothesis}` JSON lines to --answers.
+        #[arg(long, requires = "answers")]
+        llm: Option<String>,
+        /// Model name to ask the --llm server for.
+        #[arg(long, default_value = "Qwen/Qwen3-8B")]
+        llm_model: String,
+        /// Where the --llm answers go (the official judge's input format).
+        #[arg(long)]
+        answers: Option<PathBuf>,
+        /// Characters of recalled memory in each --llm prompt.
+        #[arg(long, default_value_t = 16_000)]
+        context_chars: usize,
     },
 }
 
@@ -109,6 +125,11 @@ fn main() -> anyhow::Result<()> {
             json,
             limit,
             work_dir,
+            dump,
+            llm,
+            llm_model,
+            answers,
+            context_chars,
         }) => {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
@@ -120,6 +141,13 @@ fn main() -> anyhow::Result<()> {
                     json,
                     limit,
                     work_dir,
+                    dump,
+                    llm: llm.map(|url| engram_jobs::longmemeval::LlmOptions {
+                        url,
+                        model: llm_model,
+                        answers: answers.expect("clap requires --answers with --llm"),
+                        context_chars,
+                    }),
                 },
             ))
         }

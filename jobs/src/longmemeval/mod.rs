@@ -6,6 +6,8 @@ pub mod metrics;
 
 use crate::config::Config;
 use crate::engine::Engine;
+use crate::llm::{ChatClient, ChatMessage};
+use crate::recall::RecallHit;
 use anyhow::Context;
 use chrono::{DateTime, NaiveDateTime, TimeZone, Utc};
 use engram_schemas::{Body, Event, Header, Interaction, Role};
@@ -54,6 +56,8 @@ pub fn parse_date(s: &str) -> anyhow::Result<DateTime<Utc>> {
 struct Ranked {
     sessions: Vec<String>,
     user_turns: Vec<String>,
+    /// What the retrievers returned, for `--dump`.
+    candidates: Vec<crate::recall::RecallHit>,
 }
 
 pub struct BenchOptions {
@@ -63,6 +67,20 @@ pub struct BenchOptions {
     /// Keep the ingested memory in this folder; a rerun with the same folder stores nothing
     /// twice and embeds nothing again (event ids dedupe, Lance skips committed offsets).
     pub work_dir: Option<std::path::PathBuf>,
+    /// Write each question's retrieved candidates (ranks and raw scores per retriever) and gold
+    /// ids as JSON lines, for error analysis.
+    pub dump: Option<std::path::PathBuf>,
+    /// Answer each question through this OpenAI-compatible server and write the official
+    /// `{question_id, hypothesis}` lines to `answers`.
+    pub llm: Option<LlmOptions>,
+}
+
+pub struct LlmOptions {
+    pub url: String,
+    pub model: String,
+    pub answers: std::path::PathBuf,
+    /// Characters of recalled memory put into each prompt.
+    pub context_chars: usize,
 }
 
 pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
@@ -127,8 +145,52 @@ pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
     // sums[granularity][type][metric@k]
     let mut sums: BTreeMap<&str, BTreeMap<String, BTreeMap<String, f64>>> = BTreeMap::new();
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut dump = match &opts.dump {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+        )),
+        None => None,
+    };
+    let llm = match &opts.llm {
+        Some(o) => {
+            let client = ChatClient::new(&o.url, &o.model, Duration::from_secs(300))?;
+            let out = std::fs::File::create(&o.answers)
+                .with_context(|| format!("creating {}", o.answers.display()))?;
+            Some((client, std::io::BufWriter::new(out), o.context_chars))
+        }
+        None => None,
+    };
+    let mut llm = llm;
     for q in &questions {
         let ranked = rank(&engine, q).await?;
+        if let Some((client, out, chars)) = llm.as_mut() {
+            use std::io::Write;
+            let messages = answer_messages(q, &ranked.candidates, *chars)?;
+            let hypothesis = client
+                .complete(&messages, 256)
+                .await
+                .with_context(|| format!("answering {}", q.question_id))?;
+            let line = json!({"question_id": q.question_id, "hypothesis": hypothesis});
+            writeln!(out, "{line}")?;
+            out.flush()?;
+        }
+        if let Some(out) = dump.as_mut() {
+            use std::io::Write;
+            let (_, turn_gold) = turn_corpus(q);
+            let line = json!({
+                "question_id": q.question_id,
+                "question_type": q.question_type,
+                "question": q.question,
+                "question_date": q.question_date,
+                "haystack_session_ids": q.haystack_session_ids,
+                "haystack_dates": q.haystack_dates,
+                "answer_session_ids": q.answer_session_ids,
+                "turn_gold": turn_gold,
+                "candidates": ranked.candidates,
+                "sessions": ranked.sessions.iter().take(10).collect::<Vec<_>>(),
+            });
+            writeln!(out, "{line}")?;
+        }
         *counts.entry(q.question_type.clone()).or_default() += 1;
         *counts.entry("overall".into()).or_default() += 1;
         let session_corpus = q.haystack_session_ids.clone();
@@ -263,7 +325,7 @@ async fn rank(engine: &Engine, q: &Question) -> anyhow::Result<Ranked> {
     let user = user_of(q);
     let fused = engine
         .recall
-        .fused_candidates(TENANT, &user, &q.question, 300)
+        .fused_candidates(TENANT, &user, &q.question, 1000)
         .await?;
     let mut session_scores: HashMap<String, (f32, f32)> = HashMap::new();
     let mut user_turns = Vec::new();
@@ -300,7 +362,82 @@ async fn rank(engine: &Engine, q: &Question) -> anyhow::Result<Ranked> {
     Ok(Ranked {
         sessions,
         user_turns,
+        candidates: fused,
     })
+}
+
+/// The chat messages that answer `q` from memory: the best recalled turns, each with the turn
+/// before or after it in its session (a user turn with the answer to it), grouped by session,
+/// sessions oldest first with their dates, within `max_chars` of memory; then the question
+/// asked on its date.
+fn answer_messages(
+    q: &Question,
+    candidates: &[RecallHit],
+    max_chars: usize,
+) -> anyhow::Result<Vec<ChatMessage>> {
+    let index: HashMap<&str, usize> = q
+        .haystack_session_ids
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.as_str(), i))
+        .collect();
+    // (session index, turn index) chosen, best evidence first until the budget is spent
+    let mut chosen: BTreeMap<usize, std::collections::BTreeSet<usize>> = BTreeMap::new();
+    let mut used = 0;
+    'hits: for hit in candidates {
+        let (Some(sid), Some((_, turn))) = (&hit.session, hit.event_id.rsplit_once('#')) else {
+            continue;
+        };
+        let (Some(&si), Ok(ti)) = (index.get(sid.as_str()), turn.parse::<usize>()) else {
+            continue;
+        };
+        let turns = &q.haystack_sessions[si];
+        let partner = if hit.role == "user" {
+            ti + 1
+        } else {
+            ti.saturating_sub(1)
+        };
+        for t in [ti.min(partner), ti.max(partner)] {
+            if t >= turns.len() || chosen.get(&si).is_some_and(|c| c.contains(&t)) {
+                continue;
+            }
+            let len = turns[t].content.len();
+            if used + len > max_chars {
+                if used > 0 {
+                    break 'hits;
+                }
+                continue;
+            }
+            used += len;
+            chosen.entry(si).or_default().insert(t);
+        }
+    }
+    let mut sessions: Vec<(DateTime<Utc>, usize)> = chosen
+        .keys()
+        .map(|&si| Ok((parse_date(&q.haystack_dates[si])?, si)))
+        .collect::<anyhow::Result<_>>()?;
+    sessions.sort();
+    let mut memory = String::new();
+    for (_, si) in sessions {
+        memory.push_str(&format!("\n### Conversation on {}\n", q.haystack_dates[si]));
+        for &t in &chosen[&si] {
+            let turn = &q.haystack_sessions[si][t];
+            memory.push_str(&format!("{}: {}\n", turn.role, turn.content.trim()));
+        }
+    }
+    Ok(vec![
+        ChatMessage::new(
+            "system",
+            format!(
+                "You are a helpful assistant with a long-term memory of earlier conversations \
+                 with this user. Today is {}. Answer from the memories below; dates tell when \
+                 each conversation happened. If they do not contain the answer, say that you \
+                 do not know. Answer briefly.\n\n## Memories{memory}",
+                q.question_date
+            ),
+        ),
+        ChatMessage::new("user", q.question.clone()),
+    ])
 }
 
 async fn wait_caught_up(engine: &Engine) {
