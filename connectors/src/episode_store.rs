@@ -92,6 +92,10 @@ pub struct IndexPolicy {
     /// Users with fewer episodes than this are searched exactly (a user's rows are a small,
     /// selective slice of the table, where an IVF probe can miss); larger ones use the ANN index.
     pub exact_search_below_user_rows: usize,
+    /// Memory Lance may keep for opened indexes (Lance's own default is 6 GiB).
+    pub index_cache_mib: usize,
+    /// Memory Lance may keep for file and manifest metadata (Lance's default is 1 GiB).
+    pub metadata_cache_mib: usize,
 }
 
 impl Default for IndexPolicy {
@@ -101,6 +105,8 @@ impl Default for IndexPolicy {
             reindex_after_rows: 5_000,
             compact_after_fragments: 48,
             exact_search_below_user_rows: 50_000,
+            index_cache_mib: 512,
+            metadata_cache_mib: 128,
         }
     }
 }
@@ -114,6 +120,8 @@ pub struct EpisodeStore {
     /// Serialises writers (appends, index builds, deletes).
     write: Mutex<()>,
     state: RwLock<StoreState>,
+    /// Lance's caches, bounded by the policy; every version of the dataset shares them.
+    session: Arc<lance::session::Session>,
 }
 
 #[derive(Default)]
@@ -147,6 +155,11 @@ impl EpisodeStore {
     /// to create it on the first append.
     pub async fn open(dir: &Path, dim: usize, policy: IndexPolicy) -> Result<Self, StoreError> {
         let uri = dir.display().to_string();
+        let session = Arc::new(lance::session::Session::new(
+            policy.index_cache_mib << 20,
+            policy.metadata_cache_mib << 20,
+            Default::default(),
+        ));
         let store = EpisodeStore {
             uri: uri.clone(),
             dim,
@@ -154,9 +167,12 @@ impl EpisodeStore {
             dataset: RwLock::new(None),
             write: Mutex::new(()),
             state: RwLock::new(StoreState::default()),
+            session,
         };
         if dir.join("_versions").exists() {
-            let ds = Dataset::open(&uri)
+            let ds = lance::dataset::builder::DatasetBuilder::from_uri(&uri)
+                .with_session(store.session.clone())
+                .load()
                 .await
                 .map_err(|e| store.err("open", e))?;
             let found = match ds.schema().field(col::VECTOR).map(|f| f.data_type()) {
@@ -288,6 +304,7 @@ impl EpisodeStore {
             } else {
                 WriteMode::Create
             },
+            session: Some(self.session.clone()),
             ..Default::default()
         };
         let ds = match existing {

@@ -148,6 +148,7 @@ async fn rows_written_after_the_index_build_are_still_found() {
         reindex_after_rows: 100_000,
         compact_after_fragments: 1000,
         exact_search_below_user_rows: 0, // always go through the vector index
+        ..IndexPolicy::default()
     };
     let store = EpisodeStore::open(&path, dim, policy).await.unwrap();
     let mut rng = StdRng::seed_from_u64(1);
