@@ -11,6 +11,7 @@ pub mod longmemeval;
 pub mod recall;
 pub mod replay;
 pub mod server;
+pub mod time_window;
 
 pub use config::Config;
 pub use engine::Engine;
