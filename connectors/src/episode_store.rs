@@ -566,6 +566,41 @@ impl EpisodeStore {
         Ok(hits)
     }
 
+    /// The user's episodes with these ids (in no particular order; unknown ids are skipped).
+    pub async fn episodes_by_id(
+        &self,
+        tenant: &str,
+        user: &str,
+        ids: &[String],
+    ) -> Result<Vec<EpisodeRow>, StoreError> {
+        let Some(ds) = self.snapshot() else {
+            return Ok(Vec::new());
+        };
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list: Vec<String> = ids.iter().map(|i| quote(i)).collect();
+        let filter = format!(
+            "{} AND {} IN ({})",
+            user_filter(tenant, user),
+            col::ID,
+            list.join(", ")
+        );
+        let mut scan = ds.scan();
+        scan.filter(&filter)
+            .map_err(|e| self.err("lookup by id", e))?
+            .project(&PROJECTION)
+            .map_err(|e| self.err("lookup by id", e))?;
+        let batches: Vec<RecordBatch> = scan
+            .try_into_stream()
+            .await
+            .map_err(|e| self.err("lookup by id", e))?
+            .try_collect()
+            .await
+            .map_err(|e| self.err("lookup by id", e))?;
+        Ok(batches.iter().flat_map(rows_of).collect())
+    }
+
     /// Every episode of a user, oldest first (exports, tests).
     pub async fn user_episodes(
         &self,

@@ -23,6 +23,28 @@ pub struct Config {
     pub demo: bool,
     pub index: IndexPolicy,
     pub recall: RecallConfig,
+    pub passages: PassageConfig,
+}
+
+/// Sentences of long episodes embedded on their own (see `passages.rs`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PassageConfig {
+    pub enabled: bool,
+    /// Roles whose episodes get passages (what the user said is what memory is asked about).
+    pub roles: Vec<String>,
+    /// The most passages one episode gets.
+    pub max_per_episode: usize,
+}
+
+impl Default for PassageConfig {
+    fn default() -> Self {
+        PassageConfig {
+            enabled: true,
+            roles: vec!["user".into()],
+            max_per_episode: 16,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -68,6 +90,7 @@ impl Default for Config {
             demo: true,
             index: IndexPolicy::default(),
             recall: RecallConfig::default(),
+            passages: PassageConfig::default(),
         }
     }
 }
@@ -147,5 +170,9 @@ impl Config {
 
     pub fn episodes_dir(&self) -> PathBuf {
         self.data_dir.join("lance").join("episodes.lance")
+    }
+
+    pub fn passages_dir(&self) -> PathBuf {
+        self.data_dir.join("lance").join("passages.lance")
     }
 }

@@ -2,7 +2,7 @@
 //! memory dataflow and the episode writer, and loads the demo conversation.
 
 use crate::config::Config;
-use crate::episode_writer::spawn_episode_writer;
+use crate::episode_writer::{spawn_episode_writer, PassageSink};
 use crate::ingest::Ingestor;
 use crate::log_source::LogSource;
 use crate::recall::Recall;
@@ -81,6 +81,16 @@ impl Engine {
         );
         tracing::info!(rows = store.row_count(), watermark = ?store.watermark(), log_end = log.end_offset(),
             "episode store opened");
+        let passages = if config.passages.enabled {
+            let p = Arc::new(
+                EpisodeStore::open(&config.passages_dir(), embedder.dim(), config.index.clone())
+                    .await?,
+            );
+            tracing::info!(rows = p.row_count(), watermark = ?p.watermark(), "passage store opened");
+            Some(p)
+        } else {
+            None
+        };
 
         let views = Arc::new(SharedViews::default());
         let (tx, rx) = std::sync::mpsc::channel();
@@ -88,6 +98,13 @@ impl Engine {
         let writer = spawn_episode_writer(
             rx,
             store.clone(),
+            passages.clone().map(|store| {
+                Arc::new(PassageSink {
+                    store,
+                    roles: config.passages.roles.clone(),
+                    max_per_episode: config.passages.max_per_episode,
+                })
+            }),
             embedder.clone(),
             tokio::runtime::Handle::current(),
             stop.clone(),
@@ -105,6 +122,7 @@ impl Engine {
 
         let recall = Recall {
             store: store.clone(),
+            passages,
             embedder,
             views: views.clone(),
             config: config.recall.clone(),

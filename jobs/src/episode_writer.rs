@@ -27,9 +27,30 @@ const MAX_ROWS_PER_COMMIT: usize = 4096;
 /// Embedded chunks waiting for the appender before the embedding stage waits.
 const APPEND_QUEUE: usize = 4;
 
+/// Where passages (sentences of long episodes, see `passages.rs`) are stored, and for which
+/// episodes.
+pub struct PassageSink {
+    pub store: Arc<EpisodeStore>,
+    pub roles: Vec<String>,
+    pub max_per_episode: usize,
+}
+
+impl PassageSink {
+    fn wants(&self, e: &Episode) -> bool {
+        self.store.watermark().is_none_or(|w| e.log_offset > w) && self.roles.contains(&e.role)
+    }
+}
+
+/// Rows of one embedded chunk: passages and episodes (each may be empty).
+struct Embedded {
+    passages: Vec<EpisodeRow>,
+    episodes: Vec<EpisodeRow>,
+}
+
 pub fn spawn_episode_writer(
     rx: Receiver<EpisodeBatch>,
     store: Arc<EpisodeStore>,
+    passages: Option<Arc<PassageSink>>,
     embedder: Arc<Embedder>,
     rt: tokio::runtime::Handle,
     stop: Arc<AtomicBool>,
@@ -39,13 +60,20 @@ pub fn spawn_episode_writer(
         .spawn(move || {
             let (to_appender, embedded) = std::sync::mpsc::sync_channel(APPEND_QUEUE);
             let appender = {
-                let (store, stop) = (store.clone(), stop.clone());
+                let (store, stop, passages) = (store.clone(), stop.clone(), passages.clone());
                 std::thread::Builder::new()
                     .name("episode-appender".into())
-                    .spawn(move || append_stage(embedded, &store, &rt, &stop))
+                    .spawn(move || append_stage(embedded, &store, passages.as_deref(), &rt, &stop))
                     .expect("spawn the episode appender")
             };
-            embed_stage(rx, &store, &embedder, &stop, to_appender);
+            embed_stage(
+                rx,
+                &store,
+                passages.as_deref(),
+                &embedder,
+                &stop,
+                to_appender,
+            );
             let _ = appender.join();
         })
         .expect("spawn the episode writer")
@@ -54,9 +82,10 @@ pub fn spawn_episode_writer(
 fn embed_stage(
     rx: Receiver<EpisodeBatch>,
     store: &EpisodeStore,
+    passages: Option<&PassageSink>,
     embedder: &Embedder,
     stop: &AtomicBool,
-    to_appender: SyncSender<Vec<EpisodeRow>>,
+    to_appender: SyncSender<Embedded>,
 ) {
     let mut pending: Vec<(SessionKey, Episode)> = Vec::new();
     loop {
@@ -79,52 +108,96 @@ fn embed_stage(
             }
         }
         let watermark = store.watermark();
-        pending.retain(|(_, e)| watermark.is_none_or(|w| e.log_offset > w));
+        let stored = |e: &Episode| watermark.is_some_and(|w| e.log_offset <= w);
+        pending.retain(|(_, e)| !stored(e) || passages.is_some_and(|p| p.wants(e)));
         let take = pending.len().min(EMBED_CHUNK);
         let chunk: Vec<(SessionKey, Episode)> = pending.drain(..take).collect();
         if chunk.is_empty() {
             continue;
         }
-        let texts: Vec<&str> = chunk.iter().map(|(_, e)| e.content.as_str()).collect();
-        let vectors = match retry(stop, "embedding episodes", chunk.len(), || {
+        let fresh: Vec<&(SessionKey, Episode)> = chunk.iter().filter(|(_, e)| !stored(e)).collect();
+        let mut texts: Vec<&str> = fresh.iter().map(|(_, e)| e.content.as_str()).collect();
+        // (episode in chunk, passage number, text)
+        let mut split: Vec<(usize, usize, String)> = Vec::new();
+        if let Some(p) = passages {
+            for (i, (_, e)) in chunk.iter().enumerate() {
+                if p.wants(e) {
+                    let parts = crate::passages::passages(&e.content, p.max_per_episode);
+                    split.extend(parts.into_iter().enumerate().map(|(n, t)| (i, n, t)));
+                }
+            }
+        }
+        texts.extend(split.iter().map(|(_, _, t)| t.as_str()));
+        let mut vectors = match retry(stop, "embedding episodes", texts.len(), || {
             embedder.embed(&texts)
         }) {
             Some(v) => v,
             None => return,
         };
-        let rows = chunk
+        let passage_vectors = vectors.split_off(fresh.len());
+        let episodes = fresh
             .iter()
             .zip(vectors)
             .map(|((key, e), vector)| episode_row(key, e, vector))
             .collect();
-        if to_appender.send(rows).is_err() {
+        let passages = split
+            .into_iter()
+            .zip(passage_vectors)
+            .map(|((i, n, text), vector)| {
+                let (key, e) = &chunk[i];
+                let mut row = episode_row(key, e, vector);
+                row.id = format!("{}{PASSAGE_ID_SEPARATOR}{n}", e.id);
+                row.content = text;
+                row
+            })
+            .collect();
+        if to_appender.send(Embedded { passages, episodes }).is_err() {
             return;
         }
     }
 }
 
+/// A passage's id is its episode's id, this separator, and its number in the episode.
+pub const PASSAGE_ID_SEPARATOR: &str = "#p";
+
 fn append_stage(
-    embedded: Receiver<Vec<EpisodeRow>>,
+    embedded: Receiver<Embedded>,
     store: &EpisodeStore,
+    passages: Option<&PassageSink>,
     rt: &tokio::runtime::Handle,
     stop: &AtomicBool,
 ) {
     // Ends when the embedding stage ends (its sender is dropped) and everything it sent is
-    // committed.
-    while let Ok(mut rows) = embedded.recv() {
-        while rows.len() < MAX_ROWS_PER_COMMIT {
+    // committed. Passages are committed before their episodes; each store skips offsets it
+    // already holds, so a crash between the two commits repeats nothing.
+    while let Ok(mut batch) = embedded.recv() {
+        while batch.episodes.len() + batch.passages.len() < MAX_ROWS_PER_COMMIT {
             match embedded.try_recv() {
-                Ok(more) => rows.extend(more),
+                Ok(more) => {
+                    batch.episodes.extend(more.episodes);
+                    batch.passages.extend(more.passages);
+                }
                 Err(_) => break,
             }
         }
-        let n = rows.len();
-        let stored = retry(stop, "storing episodes", n, || {
-            rt.block_on(store.append(rows.clone()))
-        });
-        match stored {
-            Some(written) => tracing::debug!(rows = written, "episodes stored"),
-            None => return,
+        if let (Some(p), false) = (passages, batch.passages.is_empty()) {
+            let rows = &batch.passages;
+            if retry(stop, "storing passages", rows.len(), || {
+                rt.block_on(p.store.append(rows.clone()))
+            })
+            .is_none()
+            {
+                return;
+            }
+        }
+        if !batch.episodes.is_empty() {
+            let rows = &batch.episodes;
+            match retry(stop, "storing episodes", rows.len(), || {
+                rt.block_on(store.append(rows.clone()))
+            }) {
+                Some(written) => tracing::debug!(rows = written, "episodes stored"),
+                None => return,
+            }
         }
     }
 }

@@ -8,6 +8,8 @@ pub mod ingest;
 pub mod llm;
 pub mod log_source;
 pub mod longmemeval;
+pub mod passages;
+pub mod query_parts;
 pub mod recall;
 pub mod replay;
 pub mod server;

@@ -29,6 +29,13 @@ pub struct Why {
     pub text_rank: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text_bm25: Option<f32>,
+    /// Rank and similarity of the episode's best-matching passage (a sentence of it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passage_rank: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passage_similarity: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passage: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -69,6 +76,8 @@ pub enum RecallError {
 
 pub struct Recall {
     pub store: Arc<EpisodeStore>,
+    /// Sentences of long episodes, searched by vector; a hit credits its episode.
+    pub passages: Option<Arc<EpisodeStore>>,
     pub embedder: Arc<Embedder>,
     pub views: Arc<SharedViews>,
     pub config: RecallConfig,
@@ -115,7 +124,8 @@ impl Recall {
 
 impl Recall {
     /// The user's episodes found by embedding `query` and taking the top `candidates` of vector
-    /// search and of full-text search, fused by reciprocal rank (best first, not truncated).
+    /// search, of full-text search and (when passages are kept) of passage vector search, fused
+    /// by reciprocal rank (best first, not truncated).
     pub async fn fused_candidates(
         &self,
         tenant: &str,
@@ -129,34 +139,86 @@ impl Recall {
             .await
             .expect("embedding task")?
             .remove(0);
-        let (by_vector, by_text) = tokio::join!(
+        let by_passage = async {
+            match &self.passages {
+                Some(p) => p.search_vector(tenant, user, &vector, candidates).await,
+                None => Ok(Vec::new()),
+            }
+        };
+        let (by_vector, by_text, by_passage) = tokio::join!(
             self.store.search_vector(tenant, user, &vector, candidates),
             self.store.search_text(tenant, user, query, candidates),
+            by_passage,
         );
-        Ok(fuse(by_vector?, by_text?, self.config.rrf_k))
+        let (by_vector, by_text) = (by_vector?, by_text?);
+        let by_passage = passage_ranking(by_passage?);
+        // Episodes found only through a passage are read from the episode store.
+        let known: std::collections::HashSet<&str> = by_vector
+            .iter()
+            .chain(&by_text)
+            .map(|h| h.episode.id.as_str())
+            .collect();
+        let missing: Vec<String> = by_passage
+            .iter()
+            .filter(|(id, _)| !known.contains(id.as_str()))
+            .map(|(id, _)| id.clone())
+            .collect();
+        let found = self.store.episodes_by_id(tenant, user, &missing).await?;
+        Ok(fuse(
+            by_vector,
+            by_text,
+            by_passage,
+            found,
+            self.config.rrf_k,
+        ))
     }
 }
 
-/// Reciprocal rank fusion of two ranked lists: score(d) = Σ 1 / (rrf_k + rank(d)), ranks from 1.
-/// Ties are broken by the more recent episode, then by id, so the order is deterministic.
-pub fn fuse(by_vector: Vec<EpisodeHit>, by_text: Vec<EpisodeHit>, rrf_k: f32) -> Vec<RecallHit> {
+/// Passage hits (best first) as their episodes' ranking: each episode once, at its best
+/// passage, with that passage.
+pub fn passage_ranking(hits: Vec<EpisodeHit>) -> Vec<(String, EpisodeHit)> {
+    let mut seen = std::collections::HashSet::new();
+    hits.into_iter()
+        .filter_map(|h| {
+            let (episode, _) = h
+                .episode
+                .id
+                .rsplit_once(crate::episode_writer::PASSAGE_ID_SEPARATOR)?;
+            let episode = episode.to_string();
+            seen.insert(episode.clone()).then_some((episode, h))
+        })
+        .collect()
+}
+
+/// Reciprocal rank fusion: score(d) = Σ 1 / (rrf_k + rank(d)) over the vector, full-text and
+/// passage rankings (ranks from 1). `episodes` holds the rows of episodes that only a passage
+/// found. Ties are broken by the more recent episode, then by id, so the order is deterministic.
+pub fn fuse(
+    by_vector: Vec<EpisodeHit>,
+    by_text: Vec<EpisodeHit>,
+    by_passage: Vec<(String, EpisodeHit)>,
+    episodes: Vec<engram_connectors::EpisodeRow>,
+    rrf_k: f32,
+) -> Vec<RecallHit> {
     let mut fused: HashMap<String, RecallHit> = HashMap::new();
-    let mut add = |hits: Vec<EpisodeHit>, vector: bool| {
-        for (i, hit) in hits.into_iter().enumerate() {
+    let hit_of = |e: &engram_connectors::EpisodeRow| RecallHit {
+        id: e.id.clone(),
+        event_id: e.event_id.clone(),
+        session: e.session.clone(),
+        role: e.role.clone(),
+        content: e.content.clone(),
+        ts: e.ts,
+        score: 0.0,
+        why: Why::default(),
+        prev_id: None,
+        next_id: None,
+    };
+    for (list, vector) in [(by_vector, true), (by_text, false)] {
+        for (i, hit) in list.into_iter().enumerate() {
             let rank = i + 1;
-            let e = hit.episode;
-            let entry = fused.entry(e.id.clone()).or_insert_with(|| RecallHit {
-                id: e.id.clone(),
-                event_id: e.event_id.clone(),
-                session: e.session.clone(),
-                role: e.role.clone(),
-                content: e.content.clone(),
-                ts: e.ts,
-                score: 0.0,
-                why: Why::default(),
-                prev_id: None,
-                next_id: None,
-            });
+            let entry = fused
+                .entry(hit.episode.id.clone())
+                .or_insert_with(|| hit_of(&hit.episode));
             entry.score += 1.0 / (rrf_k + rank as f32);
             if vector {
                 entry.why.vector_rank = Some(rank);
@@ -166,9 +228,20 @@ pub fn fuse(by_vector: Vec<EpisodeHit>, by_text: Vec<EpisodeHit>, rrf_k: f32) ->
                 entry.why.text_bm25 = Some(hit.score);
             }
         }
-    };
-    add(by_vector, true);
-    add(by_text, false);
+    }
+    for e in &episodes {
+        fused.entry(e.id.clone()).or_insert_with(|| hit_of(e));
+    }
+    for (i, (episode, hit)) in by_passage.into_iter().enumerate() {
+        let rank = i + 1;
+        // an episode deleted since its passage was found is left out
+        if let Some(entry) = fused.get_mut(&episode) {
+            entry.score += 1.0 / (rrf_k + rank as f32);
+            entry.why.passage_rank = Some(rank);
+            entry.why.passage_similarity = Some(hit.score);
+            entry.why.passage = Some(hit.episode.content);
+        }
+    }
     let mut out: Vec<RecallHit> = fused.into_values().collect();
     out.sort_by(|a, b| {
         b.score

@@ -148,7 +148,12 @@ pub fn time_window(question: &str, asked: DateTime<Utc>) -> Option<TimeWindow> {
         }
         match (w(i), w(i + 1)) {
             ("yesterday", _) | ("last", "night") => {
-                return window(asked - days(2.0), asked, i, i + 1 + (w(i) == "last") as usize)
+                return window(
+                    asked - days(2.0),
+                    asked,
+                    i,
+                    i + 1 + (w(i) == "last") as usize,
+                )
             }
             ("today", _) | ("this", "morning") | ("tonight", _) => {
                 return window(asked - days(1.0), asked, i, i + 1)
@@ -195,7 +200,11 @@ pub fn time_window(question: &str, asked: DateTime<Utc>) -> Option<TimeWindow> {
         }
         // "in March", "early April", "on June 3rd": that month, in the last twelve months
         if let Some(m) = month(w(i)) {
-            let may_is_verb = m == 5 && !matches!(w(i.wrapping_sub(1)), "in" | "of" | "early" | "late" | "mid" | "since" | "during" | "on");
+            let may_is_verb = m == 5
+                && !matches!(
+                    w(i.wrapping_sub(1)),
+                    "in" | "of" | "early" | "late" | "mid" | "since" | "during" | "on"
+                );
             if may_is_verb {
                 continue;
             }
@@ -266,12 +275,23 @@ mod tests {
         assert_eq!(w.start, at("2023-01-01T00:00:00Z"));
         assert_eq!(w.end, at("2023-02-08T00:00:00Z"), "January plus a week");
         let w = window_of("How many doctor's appointments did I go to in August?");
-        assert_eq!(w.start, at("2022-08-01T00:00:00Z"), "a month after now is last year's");
+        assert_eq!(
+            w.start,
+            at("2022-08-01T00:00:00Z"),
+            "a month after now is last year's"
+        );
         let w = window_of("Which trips did I take in the past three months?");
         assert_eq!(w.start, at("2023-05-24T10:00:00Z") - days(3.0 * 30.44));
         let w = window_of("What did I do last Saturday?");
-        assert_eq!(w.start, at("2023-05-19T00:00:00Z"), "Saturday the 20th, a day early");
-        assert_eq!(w.end, at("2023-05-29T00:00:00Z").min(at("2023-05-24T10:00:00Z")));
+        assert_eq!(
+            w.start,
+            at("2023-05-19T00:00:00Z"),
+            "Saturday the 20th, a day early"
+        );
+        assert_eq!(
+            w.end,
+            at("2023-05-29T00:00:00Z").min(at("2023-05-24T10:00:00Z"))
+        );
     }
 
     #[test]
@@ -279,10 +299,16 @@ mod tests {
         let asked = at("2023-05-24T10:00:00Z");
         assert_eq!(time_window("What breed is my dog?", asked), None);
         assert_eq!(
-            time_window("Which show did I start watching first, The Crown or Friends?", asked),
+            time_window(
+                "Which show did I start watching first, The Crown or Friends?",
+                asked
+            ),
             None
         );
-        assert_eq!(time_window("May I ask what my sister's name is?", asked), None);
+        assert_eq!(
+            time_window("May I ask what my sister's name is?", asked),
+            None
+        );
     }
 
     #[test]

@@ -254,3 +254,61 @@ fn facts_supersede_and_entities_accumulate_per_user() {
     );
     assert!(!names.contains(&"berlin"));
 }
+
+#[test]
+fn a_remark_made_in_passing_inside_a_long_turn_is_recalled_through_its_passage() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let long_turn = "I'm looking for some new barbecue sauce recipes to try out this summer. \
+        I've been experimenting with making my own sauce from scratch, mostly tomato based \
+        with a lot of brown sugar and vinegar, and I want something smokier and less sweet. \
+        Could you suggest a few variations with different spices and maybe some tips on \
+        balancing heat and acidity? By the way, my daughter Lina starts violin lessons on \
+        Tuesday.";
+    let mut events = vec![interaction("acme", "carol", "c0", "s1", 1, long_turn)];
+    let filler = [
+        "What is a good stretching routine after running?",
+        "Can you explain how index funds work?",
+        "Suggest a name for a small bakery.",
+        "How do I descale a kettle?",
+    ];
+    for (i, f) in filler.iter().enumerate() {
+        events.push(interaction(
+            "acme",
+            "carol",
+            &format!("c{}", i + 1),
+            "s2",
+            2 + i as u32,
+            f,
+        ));
+    }
+    let (code, _) = server.post("/v1/events", &Value::Array(events));
+    assert_eq!(code, 200);
+    server.wait_caught_up(Duration::from_secs(60));
+
+    let r = server.recall(
+        "acme",
+        "carol",
+        "When does my daughter start her music lessons?",
+        3,
+    );
+    let top = &r["results"][0];
+    assert_eq!(top["event_id"], "c0", "{r}");
+    assert_eq!(
+        top["content"], long_turn,
+        "the whole episode comes back, not only the passage"
+    );
+    assert_eq!(
+        top["why"]["passage"], "By the way, my daughter Lina starts violin lessons on Tuesday.",
+        "{r}"
+    );
+    assert_eq!(top["why"]["passage_rank"], 1);
+    // passages of one user never answer another user's recall
+    let other = server.recall(
+        "acme",
+        "dave",
+        "When does my daughter start her music lessons?",
+        3,
+    );
+    assert!(other["results"].as_array().unwrap().is_empty(), "{other}");
+}

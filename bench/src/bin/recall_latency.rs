@@ -82,6 +82,7 @@ async fn main() -> anyhow::Result<()> {
 
     let recall = Recall {
         store: store.clone(),
+        passages: None,
         embedder: embedder.clone(),
         views: Arc::new(SharedViews::default()),
         config: RecallConfig::default(),
@@ -119,7 +120,7 @@ async fn main() -> anyhow::Result<()> {
             store.search_vector("bench", user, v, 40),
             store.search_text("bench", user, q, 40)
         );
-        let _ = engram_jobs::recall::fuse(a?, b?, 60.0);
+        let _ = engram_jobs::recall::fuse(a?, b?, Vec::new(), Vec::new(), 60.0);
         search.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     println!(

@@ -58,6 +58,9 @@ struct Ranked {
     user_turns: Vec<String>,
     /// What the retrievers returned, for `--dump`.
     candidates: Vec<crate::recall::RecallHit>,
+    parts: Vec<String>,
+    part_candidates: Vec<Vec<RecallHit>>,
+    window: Option<crate::time_window::TimeWindow>,
 }
 
 pub struct BenchOptions {
@@ -187,6 +190,9 @@ pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
                 "answer_session_ids": q.answer_session_ids,
                 "turn_gold": turn_gold,
                 "candidates": ranked.candidates,
+                "parts": ranked.parts,
+                "part_candidates": ranked.part_candidates,
+                "window": ranked.window,
                 "sessions": ranked.sessions.iter().take(10).collect::<Vec<_>>(),
             });
             writeln!(out, "{line}")?;
@@ -359,10 +365,25 @@ async fn rank(engine: &Engine, q: &Question) -> anyhow::Result<Ranked> {
     let (corpus, _) = turn_corpus(q);
     let seen: HashSet<String> = user_turns.iter().cloned().collect();
     user_turns.extend(corpus.into_iter().filter(|t| !seen.contains(t)));
+    let asked = parse_date(&q.question_date)?;
+    let window = crate::time_window::time_window(&q.question, asked);
+    let parts = crate::query_parts::query_parts(&q.question);
+    let mut part_candidates = Vec::new();
+    for p in &parts {
+        part_candidates.push(
+            engine
+                .recall
+                .fused_candidates(TENANT, &user, p, 1000)
+                .await?,
+        );
+    }
     Ok(Ranked {
         sessions,
         user_turns,
         candidates: fused,
+        parts,
+        part_candidates,
+        window,
     })
 }
 
