@@ -121,8 +121,12 @@ pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
 
     let started = Instant::now();
     let mut accepted = 0;
+    // Event ids are unique per tenant, and the same session appears in several questions'
+    // haystacks: its first appearance keeps the plain id, later ones are qualified by the
+    // question, so every question's user gets every session of its haystack.
+    let mut ids_taken: HashSet<String> = HashSet::new();
     for q in &questions {
-        let events = haystack_events(q)?;
+        let events = haystack_events(q, &mut ids_taken)?;
         let n = events.len();
         let report = engine.ingestor.ingest_parsed(
             "longmemeval",
@@ -256,7 +260,7 @@ pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
 
 /// The question's haystack as interaction events: sessions in list order, each at its date,
 /// turns a second apart so their order is kept.
-fn haystack_events(q: &Question) -> anyhow::Result<Vec<Event>> {
+fn haystack_events(q: &Question, ids_taken: &mut HashSet<String>) -> anyhow::Result<Vec<Event>> {
     let mut events = Vec::new();
     for ((sid, date), turns) in q
         .haystack_session_ids
@@ -270,9 +274,15 @@ fn haystack_events(q: &Question) -> anyhow::Result<Vec<Event>> {
                 continue;
             }
             let role = Role::parse(&t.role).unwrap_or(Role::User);
+            let plain = format!("{sid}#{i}");
+            let event_id = if ids_taken.insert(plain.clone()) {
+                plain
+            } else {
+                format!("{}:{sid}#{i}", user_of(q))
+            };
             events.push(Event {
                 header: Header {
-                    event_id: format!("{sid}#{i}"),
+                    event_id,
                     tenant: TENANT.into(),
                     user: user_of(q),
                     ts: start + chrono::Duration::seconds(i as i64),
