@@ -254,12 +254,12 @@ async fn replay(
         s.episodes_stored, s.episodes_per_second, s.texts_embedded
     );
     if let (Some(bare), Some(ratio), Some(n)) = (
-        s.bare_embedder_texts_per_second,
+        s.bare_embedder_episodes_per_second,
         s.ratio_to_bare_embedder,
-        s.sample_texts,
+        s.sample_episodes,
     ) {
         println!(
-            "bare embedder on {n} of the same texts: {bare:.1} texts/s; replay at {:.0}% of it",
+            "bare embedder on {n} of the same episodes: {bare:.1} episodes/s; replay at {:.0}% of it",
             ratio * 100.0
         );
     }

@@ -69,12 +69,13 @@ pub struct ReplaySummary {
     pub texts_embedded: u64,
     pub seconds: f64,
     pub episodes_per_second: f64,
-    /// The bare embedder on a sample of the replayed texts, same process, same settings.
+    /// The bare embedder on a sample of the replayed episodes (each episode's text and, where
+    /// the writer makes them, its passages), same process, same settings: episodes per second.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub bare_embedder_texts_per_second: Option<f64>,
+    pub bare_embedder_episodes_per_second: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sample_texts: Option<usize>,
-    /// `episodes_per_second / bare_embedder_texts_per_second`.
+    pub sample_episodes: Option<usize>,
+    /// `episodes_per_second / bare_embedder_episodes_per_second`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratio_to_bare_embedder: Option<f64>,
 }
@@ -221,10 +222,20 @@ pub async fn run(engine: Arc<Engine>, opts: ReplayOptions) -> anyhow::Result<Rep
     summary.texts_embedded = engine.recall.embedder.model_texts() - texts_before;
     summary.episodes_per_second = summary.episodes_stored as f64 / summary.seconds.max(1e-9);
 
-    let texts = sample.into_items();
-    if !texts.is_empty() && summary.episodes_stored > 0 {
+    let sampled = sample.into_items();
+    if !sampled.is_empty() && summary.episodes_stored > 0 {
         let embedder = engine.recall.embedder.clone();
-        let n = texts.len();
+        let n = sampled.len();
+        // The same work per episode as the writer does: the text, and its passages if it gets
+        // them.
+        let p = &engine.config.passages;
+        let mut texts = Vec::new();
+        for (role, content) in sampled {
+            if p.enabled && p.roles.contains(&role) {
+                texts.extend(crate::passages::passages(&content, p.max_per_episode));
+            }
+            texts.push(content);
+        }
         let seconds = tokio::task::spawn_blocking(move || {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             let t = Instant::now();
@@ -234,8 +245,8 @@ pub async fn run(engine: Arc<Engine>, opts: ReplayOptions) -> anyhow::Result<Rep
         })
         .await??;
         let bare = n as f64 / seconds.max(1e-9);
-        summary.sample_texts = Some(n);
-        summary.bare_embedder_texts_per_second = Some(bare);
+        summary.sample_episodes = Some(n);
+        summary.bare_embedder_episodes_per_second = Some(bare);
         summary.ratio_to_bare_embedder = Some(summary.episodes_per_second / bare);
     }
     Ok(summary)
@@ -261,19 +272,19 @@ fn validate_chunk(
                 ..
             }) = &parsed
             {
-                sample.offer(&i.content);
+                sample.offer(i.role.as_str(), &i.content);
             }
             (parsed, r.original.clone())
         })
         .unzip()
 }
 
-/// A uniform sample of the texts seen (reservoir sampling with a fixed seed, so a replay's
+/// A uniform sample of the (role, text) pairs seen (reservoir sampling with a fixed seed, so a replay's
 /// sample is the same every time).
 struct Reservoir {
     capacity: usize,
     seen: u64,
-    items: Vec<String>,
+    items: Vec<(String, String)>,
     state: u64,
 }
 
@@ -287,13 +298,13 @@ impl Reservoir {
         }
     }
 
-    fn offer(&mut self, text: &str) {
+    fn offer(&mut self, role: &str, text: &str) {
         if self.capacity == 0 {
             return;
         }
         self.seen += 1;
         if self.items.len() < self.capacity {
-            self.items.push(text.to_string());
+            self.items.push((role.to_string(), text.to_string()));
             return;
         }
         // xorshift64*: a fixed, dependency-free stream of draws
@@ -302,11 +313,11 @@ impl Reservoir {
         self.state ^= self.state >> 27;
         let draw = self.state.wrapping_mul(0x2545_F491_4F6C_DD1D) % self.seen;
         if (draw as usize) < self.capacity {
-            self.items[draw as usize] = text.to_string();
+            self.items[draw as usize] = (role.to_string(), text.to_string());
         }
     }
 
-    fn into_items(self) -> Vec<String> {
+    fn into_items(self) -> Vec<(String, String)> {
         self.items
     }
 }
@@ -318,16 +329,17 @@ mod tests {
     #[test]
     fn reservoir_keeps_at_most_capacity_and_all_when_fewer() {
         let mut r = Reservoir::new(3);
-        r.offer("a");
-        r.offer("b");
-        assert_eq!(r.into_items(), vec!["a", "b"]);
+        r.offer("user", "a");
+        r.offer("user", "b");
+        let texts: Vec<String> = r.into_items().into_iter().map(|(_, t)| t).collect();
+        assert_eq!(texts, vec!["a", "b"]);
         let mut r = Reservoir::new(10);
         for i in 0..1000 {
-            r.offer(&i.to_string());
+            r.offer("user", &i.to_string());
         }
         let items = r.into_items();
         assert_eq!(items.len(), 10);
         // a uniform sample of 0..1000 is very unlikely to sit entirely in the first 10 offers
-        assert!(items.iter().any(|s| s.parse::<u32>().unwrap() >= 10));
+        assert!(items.iter().any(|(_, s)| s.parse::<u32>().unwrap() >= 10));
     }
 }

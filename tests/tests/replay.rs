@@ -130,7 +130,7 @@ fn killed_replay_resumes_and_stores_every_event_once() {
         ]
     );
     assert!(
-        s["bare_embedder_texts_per_second"].as_f64().unwrap() > 0.0,
+        s["bare_embedder_episodes_per_second"].as_f64().unwrap() > 0.0,
         "{s}"
     );
     assert!(s["ratio_to_bare_embedder"].as_f64().unwrap() > 0.0, "{s}");
