@@ -9,10 +9,10 @@ pub mod llm;
 pub mod log_source;
 pub mod longmemeval;
 pub mod passages;
-pub mod query_parts;
 pub mod recall;
 pub mod replay;
 pub mod server;
+pub mod session_ranking;
 pub mod time_window;
 
 pub use config::Config;

@@ -8,6 +8,7 @@ use crate::config::Config;
 use crate::engine::Engine;
 use crate::llm::{ChatClient, ChatMessage};
 use crate::recall::RecallHit;
+use crate::session_ranking::rank_sessions;
 use anyhow::Context;
 use chrono::{DateTime, NaiveDateTime, TimeZone, Utc};
 use engram_schemas::{Body, Event, Header, Interaction, Role};
@@ -58,8 +59,6 @@ struct Ranked {
     user_turns: Vec<String>,
     /// What the retrievers returned, for `--dump`.
     candidates: Vec<crate::recall::RecallHit>,
-    parts: Vec<String>,
-    part_candidates: Vec<Vec<RecallHit>>,
     window: Option<crate::time_window::TimeWindow>,
 }
 
@@ -194,8 +193,6 @@ pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
                 "answer_session_ids": q.answer_session_ids,
                 "turn_gold": turn_gold,
                 "candidates": ranked.candidates,
-                "parts": ranked.parts,
-                "part_candidates": ranked.part_candidates,
                 "window": ranked.window,
                 "sessions": ranked.sessions.iter().take(10).collect::<Vec<_>>(),
             });
@@ -334,22 +331,29 @@ fn turn_corpus(q: &Question) -> (Vec<String>, HashSet<String>) {
     (corpus, gold)
 }
 
-/// Turn-level hybrid recall (vector + BM25, reciprocal-rank fused), then sessions ranked by
-/// their best turn (ties: the sum of their turns' scores); sessions and turns not retrieved
-/// follow in haystack order so every ranking covers the corpus.
+/// Turn-level hybrid recall (vector, BM25 and passage vectors, reciprocal-rank fused) as of
+/// the end of the question's day, then sessions ranked by their turns' evidence and the
+/// question's time window ([`rank_sessions`]); sessions and turns not retrieved follow in
+/// haystack order so every ranking covers the corpus.
 async fn rank(engine: &Engine, q: &Question) -> anyhow::Result<Ranked> {
     let user = user_of(q);
-    let fused = engine
+    let asked = parse_date(&q.question_date)?;
+    // Haystack sessions can be dated later on the question's own day: the question's date is a
+    // day, its time of day is not meaningful.
+    let as_of = midnight_after(asked);
+    let mut fused = engine
         .recall
         .fused_candidates(TENANT, &user, &q.question, 1000)
         .await?;
-    let mut session_scores: HashMap<String, (f32, f32)> = HashMap::new();
+    fused.retain(|h| h.ts < as_of);
+    let window = crate::time_window::time_window(&q.question, asked);
+    let mut sessions: Vec<String> = rank_sessions(&fused, window.as_ref())
+        .into_iter()
+        .map(|r| r.session)
+        .collect();
     let mut user_turns = Vec::new();
     for hit in &fused {
         let Some(sid) = &hit.session else { continue };
-        let e = session_scores.entry(sid.clone()).or_insert((0.0, 0.0));
-        e.0 = e.0.max(hit.score);
-        e.1 += hit.score;
         if hit.role == "user" {
             if let Some((_, i)) = hit.event_id.rsplit_once('#') {
                 let i: usize = i.parse().unwrap_or(0);
@@ -357,14 +361,6 @@ async fn rank(engine: &Engine, q: &Question) -> anyhow::Result<Ranked> {
             }
         }
     }
-    let mut sessions: Vec<(String, (f32, f32))> = session_scores.into_iter().collect();
-    sessions.sort_by(|a, b| {
-        b.1 .0
-            .total_cmp(&a.1 .0)
-            .then(b.1 .1.total_cmp(&a.1 .1))
-            .then(a.0.cmp(&b.0))
-    });
-    let mut sessions: Vec<String> = sessions.into_iter().map(|(s, _)| s).collect();
     let seen: HashSet<String> = sessions.iter().cloned().collect();
     sessions.extend(
         q.haystack_session_ids
@@ -375,26 +371,18 @@ async fn rank(engine: &Engine, q: &Question) -> anyhow::Result<Ranked> {
     let (corpus, _) = turn_corpus(q);
     let seen: HashSet<String> = user_turns.iter().cloned().collect();
     user_turns.extend(corpus.into_iter().filter(|t| !seen.contains(t)));
-    let asked = parse_date(&q.question_date)?;
-    let window = crate::time_window::time_window(&q.question, asked);
-    let parts = crate::query_parts::query_parts(&q.question);
-    let mut part_candidates = Vec::new();
-    for p in &parts {
-        part_candidates.push(
-            engine
-                .recall
-                .fused_candidates(TENANT, &user, p, 1000)
-                .await?,
-        );
-    }
     Ok(Ranked {
         sessions,
         user_turns,
         candidates: fused,
-        parts,
-        part_candidates,
         window,
     })
+}
+
+/// The first moment of the day after `t`'s day.
+fn midnight_after(t: DateTime<Utc>) -> DateTime<Utc> {
+    let next = t.date_naive() + chrono::Duration::days(1);
+    Utc.from_utc_datetime(&next.and_hms_opt(0, 0, 0).expect("midnight exists"))
 }
 
 /// The chat messages that answer `q` from memory: the best recalled turns, each with the turn
