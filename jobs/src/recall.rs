@@ -29,11 +29,13 @@ pub struct Why {
     pub text_rank: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text_bm25: Option<f32>,
-    /// Rank and similarity of the episode's best-matching passage (a sentence of it).
+    /// Rank and similarity of the episode's best-matching span: the episode itself or one of
+    /// its passages (sentences), whichever is closer to the query.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub passage_rank: Option<usize>,
+    pub span_rank: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub passage_similarity: Option<f32>,
+    pub span_similarity: Option<f32>,
+    /// The passage, when the best span is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub passage: Option<String>,
 }
@@ -190,9 +192,12 @@ pub fn passage_ranking(hits: Vec<EpisodeHit>) -> Vec<(String, EpisodeHit)> {
         .collect()
 }
 
-/// Reciprocal rank fusion: score(d) = Σ 1 / (rrf_k + rank(d)) over the vector, full-text and
-/// passage rankings (ranks from 1). `episodes` holds the rows of episodes that only a passage
-/// found. Ties are broken by the more recent episode, then by id, so the order is deterministic.
+/// Reciprocal rank fusion: score(d) = Σ 1 / (rrf_k + rank(d)) over three rankings (ranks from
+/// 1): episode vectors, full text, and best span, where an episode's best span is whichever of
+/// the episode itself and its passages is most similar to the query (so an episode without
+/// passages, short or not split, competes with its own vector). `episodes` holds the rows of
+/// episodes that only a passage found. Ties are broken by the more recent episode, then by id,
+/// so the order is deterministic.
 pub fn fuse(
     by_vector: Vec<EpisodeHit>,
     by_text: Vec<EpisodeHit>,
@@ -200,6 +205,22 @@ pub fn fuse(
     episodes: Vec<engram_connectors::EpisodeRow>,
     rrf_k: f32,
 ) -> Vec<RecallHit> {
+    // episode id → (similarity, passage text when the span is a passage)
+    let mut spans: HashMap<String, (f32, Option<String>)> = HashMap::new();
+    for h in &by_vector {
+        spans.insert(h.episode.id.clone(), (h.score, None));
+    }
+    for (episode, h) in &by_passage {
+        let e = spans
+            .entry(episode.clone())
+            .or_insert((f32::NEG_INFINITY, None));
+        if h.score > e.0 {
+            *e = (h.score, Some(h.episode.content.clone()));
+        }
+    }
+    let mut spans: Vec<(String, (f32, Option<String>))> = spans.into_iter().collect();
+    spans.sort_by(|a, b| b.1 .0.total_cmp(&a.1 .0).then(a.0.cmp(&b.0)));
+
     let mut fused: HashMap<String, RecallHit> = HashMap::new();
     let hit_of = |e: &engram_connectors::EpisodeRow| RecallHit {
         id: e.id.clone(),
@@ -232,15 +253,17 @@ pub fn fuse(
     for e in &episodes {
         fused.entry(e.id.clone()).or_insert_with(|| hit_of(e));
     }
-    for (i, (episode, hit)) in by_passage.into_iter().enumerate() {
-        let rank = i + 1;
+    let mut rank = 0;
+    for (episode, (similarity, passage)) in spans {
         // an episode deleted since its passage was found is left out
-        if let Some(entry) = fused.get_mut(&episode) {
-            entry.score += 1.0 / (rrf_k + rank as f32);
-            entry.why.passage_rank = Some(rank);
-            entry.why.passage_similarity = Some(hit.score);
-            entry.why.passage = Some(hit.episode.content);
-        }
+        let Some(entry) = fused.get_mut(&episode) else {
+            continue;
+        };
+        rank += 1;
+        entry.score += 1.0 / (rrf_k + rank as f32);
+        entry.why.span_rank = Some(rank);
+        entry.why.span_similarity = Some(similarity);
+        entry.why.passage = passage;
     }
     let mut out: Vec<RecallHit> = fused.into_values().collect();
     out.sort_by(|a, b| {
@@ -250,4 +273,81 @@ pub fn fuse(
             .then(a.id.cmp(&b.id))
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engram_connectors::EpisodeRow;
+
+    fn row(id: &str, content: &str) -> EpisodeRow {
+        EpisodeRow {
+            id: id.into(),
+            event_id: format!("ev-{id}"),
+            tenant: "t".into(),
+            user: "u".into(),
+            session: Some("s".into()),
+            role: "user".into(),
+            content: content.into(),
+            ts: "2024-01-01T00:00:00Z".parse().unwrap(),
+            turn: None,
+            importance: None,
+            log_offset: 0,
+            vector: Vec::new(),
+        }
+    }
+
+    fn hit(id: &str, content: &str, score: f32) -> EpisodeHit {
+        EpisodeHit {
+            episode: row(id, content),
+            score,
+        }
+    }
+
+    #[test]
+    fn best_span_is_the_closer_of_the_episode_and_its_passages() {
+        // "long" matches weakly as a whole but one of its sentences matches well; "short" has
+        // no passages and competes with its own vector.
+        let by_vector = vec![
+            hit("short", "short turn", 0.6),
+            hit("long", "long turn", 0.3),
+        ];
+        let by_passage = passage_ranking(vec![
+            hit("long#p2", "the telling sentence", 0.8),
+            hit("long#p0", "another sentence", 0.5),
+        ]);
+        assert_eq!(by_passage.len(), 1, "an episode once, at its best passage");
+        let fused = fuse(by_vector, Vec::new(), by_passage, Vec::new(), 60.0);
+        let long = fused.iter().find(|h| h.id == "long").unwrap();
+        let short = fused.iter().find(|h| h.id == "short").unwrap();
+        assert_eq!(long.why.span_rank, Some(1));
+        assert_eq!(long.why.span_similarity, Some(0.8));
+        assert_eq!(long.why.passage.as_deref(), Some("the telling sentence"));
+        assert_eq!(
+            long.content, "long turn",
+            "the episode, not the passage, is returned"
+        );
+        assert_eq!(short.why.span_rank, Some(2));
+        assert_eq!(short.why.passage, None);
+        // long: 1/62 (vector rank 2) + 1/61 (span rank 1); short: 1/61 + 1/62
+        assert!((long.score - short.score).abs() < 1e-7);
+    }
+
+    #[test]
+    fn an_episode_found_only_through_a_passage_comes_back_whole() {
+        let by_passage = passage_ranking(vec![hit("e1#p0", "a sentence", 0.7)]);
+        let fused = fuse(
+            Vec::new(),
+            Vec::new(),
+            by_passage,
+            vec![row("e1", "the whole turn")],
+            60.0,
+        );
+        assert_eq!(fused.len(), 1);
+        assert_eq!(fused[0].content, "the whole turn");
+        assert!((fused[0].score - 1.0 / 61.0).abs() < 1e-7);
+        // a passage whose episode is gone is dropped
+        let orphan = passage_ranking(vec![hit("gone#p0", "x", 0.9)]);
+        assert!(fuse(Vec::new(), Vec::new(), orphan, Vec::new(), 60.0).is_empty());
+    }
 }

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 
 /// How much of a session's second-best turn score is added to its best.
-pub const SECOND_TURN_WEIGHT: f32 = 0.3;
+pub const SECOND_TURN_WEIGHT: f32 = 0.5;
 /// A session inside the question's time window scores up to `1 + TIME_WEIGHT` times as much.
 pub const TIME_WEIGHT: f32 = 0.2;
 
@@ -95,8 +95,8 @@ mod tests {
             hit("b", 0.010, 2),
         ];
         let ranked = rank_sessions(&hits, None);
-        assert_eq!(ranked[0].session, "b", "0.025 + 0.3·0.020 = 0.031 > 0.030");
-        assert!((ranked[0].score - 0.031).abs() < 1e-6);
+        assert_eq!(ranked[0].session, "b", "0.025 + 0.5·0.020 = 0.035 > 0.030");
+        assert!((ranked[0].score - 0.035).abs() < 1e-6);
         assert!((ranked[1].score - 0.030).abs() < 1e-6);
     }
 

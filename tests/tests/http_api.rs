@@ -302,7 +302,7 @@ fn a_remark_made_in_passing_inside_a_long_turn_is_recalled_through_its_passage()
         top["why"]["passage"], "By the way, my daughter Lina starts violin lessons on Tuesday.",
         "{r}"
     );
-    assert_eq!(top["why"]["passage_rank"], 1);
+    assert_eq!(top["why"]["span_rank"], 1);
     // passages of one user never answer another user's recall
     let other = server.recall(
         "acme",
