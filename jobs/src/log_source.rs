@@ -7,7 +7,7 @@ use engram_schemas::Event;
 use std::sync::Arc;
 
 /// Records read per poll: bounds memory and keeps the views publishing while catching up.
-const READ_CHUNK: usize = 4096;
+const READ_CHUNK: usize = 512;
 
 pub struct LogSource {
     log: Arc<EventLog>,
