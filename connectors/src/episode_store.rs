@@ -92,6 +92,9 @@ pub struct IndexPolicy {
     /// Users with fewer episodes than this are searched exactly (a user's rows are a small,
     /// selective slice of the table, where an IVF probe can miss); larger ones use the ANN index.
     pub exact_search_below_user_rows: usize,
+    /// Keep a full-text (BM25) index on the content (a table searched only by vector, like
+    /// passages, does not need one).
+    pub full_text: bool,
     /// Memory Lance may keep for opened indexes (Lance's own default is 6 GiB).
     pub index_cache_mib: usize,
     /// Memory Lance may keep for file and manifest metadata (Lance's default is 1 GiB).
@@ -105,6 +108,7 @@ impl Default for IndexPolicy {
             reindex_after_rows: 5_000,
             compact_after_fragments: 48,
             exact_search_below_user_rows: 50_000,
+            full_text: true,
             index_cache_mib: 512,
             metadata_cache_mib: 128,
         }
@@ -345,7 +349,7 @@ impl EpisodeStore {
             (st.rows, st.unindexed_rows, st.rows_at_last_ann_build)
         };
         let mut changed = false;
-        if !has(FTS_INDEX) {
+        if self.policy.full_text && !has(FTS_INDEX) {
             let params = InvertedIndexParams::default();
             ds.create_index(
                 &[col::CONTENT],

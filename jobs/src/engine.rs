@@ -7,7 +7,7 @@ use crate::ingest::Ingestor;
 use crate::log_source::LogSource;
 use crate::recall::Recall;
 use anyhow::Context;
-use engram_connectors::{Embedder, EpisodeStore, EventLog, RejectLog};
+use engram_connectors::{Embedder, EpisodeStore, EventLog, IndexPolicy, RejectLog};
 use engram_dataflows::{run_memory_dataflow, DataflowHandle, InputSource, SharedViews};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -83,8 +83,15 @@ impl Engine {
             "episode store opened");
         let passages = if config.passages.enabled {
             let p = Arc::new(
-                EpisodeStore::open(&config.passages_dir(), embedder.dim(), config.index.clone())
-                    .await?,
+                EpisodeStore::open(
+                    &config.passages_dir(),
+                    embedder.dim(),
+                    IndexPolicy {
+                        full_text: false, // passages are only searched by vector
+                        ..config.index.clone()
+                    },
+                )
+                .await?,
             );
             tracing::info!(rows = p.row_count(), watermark = ?p.watermark(), "passage store opened");
             Some(p)
