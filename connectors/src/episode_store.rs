@@ -520,7 +520,13 @@ impl EpisodeStore {
                 score: 1.0 - distances.value(i),
             })
             .collect();
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        // equal scores are common (short texts, shared words): order them by id, so a ranking
+        // does not depend on the order Lance happened to return them in
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.episode.id.cmp(&b.episode.id))
+        });
         Ok(hits)
     }
 
@@ -566,7 +572,13 @@ impl EpisodeStore {
                 score: scores.value(i),
             })
             .collect();
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        // equal scores are common (short texts, shared words): order them by id, so a ranking
+        // does not depend on the order Lance happened to return them in
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.episode.id.cmp(&b.episode.id))
+        });
         Ok(hits)
     }
 
