@@ -144,6 +144,26 @@ fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
+/// The rows of a search result with their scores (`score(i)` for row `i`), best first. Equal
+/// scores are common (short texts, shared words): they are ordered by id, so a ranking does not
+/// depend on the order Lance happened to return them in.
+fn best_first(batch: &RecordBatch, score: impl Fn(usize) -> f32) -> Vec<EpisodeHit> {
+    let mut hits: Vec<EpisodeHit> = rows_of(batch)
+        .into_iter()
+        .enumerate()
+        .map(|(i, episode)| EpisodeHit {
+            episode,
+            score: score(i),
+        })
+        .collect();
+    hits.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.episode.id.cmp(&b.episode.id))
+    });
+    hits
+}
+
 fn user_filter(tenant: &str, user: &str) -> String {
     format!(
         "{} = {} AND {} = {}",
@@ -512,22 +532,7 @@ impl EpisodeStore {
             .await
             .map_err(|e| self.err("vector search", e))?;
         let distances = float_col(&batch, "_distance");
-        let mut hits: Vec<EpisodeHit> = rows_of(&batch)
-            .into_iter()
-            .enumerate()
-            .map(|(i, episode)| EpisodeHit {
-                episode,
-                score: 1.0 - distances.value(i),
-            })
-            .collect();
-        // equal scores are common (short texts, shared words): order them by id, so a ranking
-        // does not depend on the order Lance happened to return them in
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| a.episode.id.cmp(&b.episode.id))
-        });
-        Ok(hits)
+        Ok(best_first(&batch, |i| 1.0 - distances.value(i)))
     }
 
     /// The user's `k` episodes best matching `query` by BM25, best first.
@@ -564,22 +569,7 @@ impl EpisodeStore {
             .await
             .map_err(|e| self.err("full-text search", e))?;
         let scores = float_col(&batch, "_score");
-        let mut hits: Vec<EpisodeHit> = rows_of(&batch)
-            .into_iter()
-            .enumerate()
-            .map(|(i, episode)| EpisodeHit {
-                episode,
-                score: scores.value(i),
-            })
-            .collect();
-        // equal scores are common (short texts, shared words): order them by id, so a ranking
-        // does not depend on the order Lance happened to return them in
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| a.episode.id.cmp(&b.episode.id))
-        });
-        Ok(hits)
+        Ok(best_first(&batch, |i| scores.value(i)))
     }
 
     /// The user's episodes with these ids (in no particular order; unknown ids are skipped).
