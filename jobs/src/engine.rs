@@ -46,6 +46,22 @@ pub struct Status {
     pub uptime_seconds: f64,
 }
 
+/// The log end and how far the views and Lance have got.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub log_end: u64,
+    pub views_as_of: u64,
+    pub lance_watermark: Option<u64>,
+    pub episodes: usize,
+    pub pending_episodes: usize,
+}
+
+impl Progress {
+    pub fn caught_up(&self) -> bool {
+        self.views_as_of >= self.log_end && self.pending_episodes == 0
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct IndexStatus {
     pub name: String,
@@ -174,19 +190,38 @@ impl Engine {
         Ok(())
     }
 
-    pub async fn status(&self) -> Status {
-        let (indexes, unindexed_rows) = self.store.index_status().await.unwrap_or_default();
+    /// How far the views and Lance are behind the log (cheap: no Lance call).
+    pub fn progress(&self) -> Progress {
         let (views_as_of, views_episodes) = {
             let v = self.views.read();
             (v.as_of, v.session_sizes.values().sum::<usize>())
         };
         let episodes = self.store.row_count();
-        Status {
+        Progress {
             log_end: self.ingestor.log().end_offset(),
             views_as_of,
             lance_watermark: self.store.watermark(),
             episodes,
             pending_episodes: views_episodes.saturating_sub(episodes),
+        }
+    }
+
+    /// Waits until everything in the log is in the views and in Lance.
+    pub async fn wait_caught_up(&self) {
+        while !self.progress().caught_up() {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+
+    pub async fn status(&self) -> Status {
+        let (indexes, unindexed_rows) = self.store.index_status().await.unwrap_or_default();
+        let p = self.progress();
+        Status {
+            log_end: p.log_end,
+            views_as_of: p.views_as_of,
+            lance_watermark: p.lance_watermark,
+            episodes: p.episodes,
+            pending_episodes: p.pending_episodes,
             rejected: self.ingestor.rejects().count(),
             indexes: indexes
                 .into_iter()
@@ -195,6 +230,13 @@ impl Engine {
             unindexed_rows,
             uptime_seconds: self.started.elapsed().as_secs_f64(),
         }
+    }
+
+    /// [`Engine::shutdown`] from async code (it blocks while the threads finish).
+    pub async fn stop(self: &Arc<Self>) -> anyhow::Result<()> {
+        let engine = self.clone();
+        tokio::task::spawn_blocking(move || engine.shutdown()).await?;
+        Ok(())
     }
 
     /// Stops the dataflow and the writer (whatever is durable in the log is picked up again on

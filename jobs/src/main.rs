@@ -220,8 +220,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
             tracing::info!("shutting down");
         })
         .await?;
-    let e = engine.clone();
-    tokio::task::spawn_blocking(move || e.shutdown()).await?;
+    engine.stop().await?;
     Ok(())
 }
 
@@ -236,8 +235,7 @@ async fn replay(
     config.embedder = Some(emb);
     let engine = Engine::start(config).await?;
     let result = engram_jobs::replay::run(engine.clone(), opts).await;
-    let e = engine.clone();
-    tokio::task::spawn_blocking(move || e.shutdown()).await?;
+    engine.stop().await?;
     let s = result?;
     println!(
         "replayed {} records from {} file(s) in {:.1} s: {} accepted, {} accepted before, {} rejected",

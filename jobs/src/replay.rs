@@ -88,22 +88,16 @@ struct Backlog {
 }
 
 fn backlog(engine: &Engine) -> Backlog {
-    let log_end = engine.ingestor.log().end_offset();
-    let (views_as_of, view_episodes) = {
-        let v = engine.views.read();
-        (v.as_of, v.session_sizes.values().sum::<usize>())
-    };
-    let pending = view_episodes.saturating_sub(engine.store.row_count());
-    let done = if pending == 0 {
-        views_as_of
+    let p = engine.progress();
+    let done = if p.pending_episodes == 0 {
+        p.views_as_of
     } else {
-        engine
-            .store
-            .watermark()
-            .map_or(0, |w| w + 1)
-            .min(views_as_of)
+        p.lance_watermark.map_or(0, |w| w + 1).min(p.views_as_of)
     };
-    Backlog { log_end, done }
+    Backlog {
+        log_end: p.log_end,
+        done,
+    }
 }
 
 pub async fn run(engine: Arc<Engine>, opts: ReplayOptions) -> anyhow::Result<ReplaySummary> {

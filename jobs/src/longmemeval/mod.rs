@@ -140,7 +140,7 @@ pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
         );
         accepted += n;
     }
-    wait_caught_up(&engine).await;
+    engine.wait_caught_up().await;
     let ingest_seconds = started.elapsed().as_secs_f64();
     eprintln!(
         "ingested {} questions, {accepted} turns in {ingest_seconds:.1} s ({:.0} turns/s)",
@@ -250,8 +250,7 @@ pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
         std::fs::write(path, serde_json::to_vec_pretty(&Value::Object(report))?)
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    let e = engine.clone();
-    tokio::task::spawn_blocking(move || e.shutdown()).await?;
+    engine.stop().await?;
     Ok(())
 }
 
@@ -457,16 +456,6 @@ fn answer_messages(
         ),
         ChatMessage::new("user", q.question.clone()),
     ])
-}
-
-async fn wait_caught_up(engine: &Engine) {
-    loop {
-        let s = engine.status().await;
-        if s.views_as_of >= s.log_end && s.pending_episodes == 0 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 fn print_table(report: &Map<String, Value>, counts: &BTreeMap<String, usize>) {
