@@ -96,7 +96,8 @@ fn weekday(word: &str) -> Option<Weekday> {
     })
 }
 
-fn midnight(d: NaiveDate) -> DateTime<Utc> {
+/// The first moment of day `d`, in UTC.
+pub fn midnight(d: NaiveDate) -> DateTime<Utc> {
     Utc.from_utc_datetime(&d.and_hms_opt(0, 0, 0).expect("midnight exists"))
 }
 

@@ -9,6 +9,7 @@ use crate::engine::Engine;
 use crate::llm::{ChatClient, ChatMessage};
 use crate::recall::RecallHit;
 use crate::session_ranking::rank_sessions;
+use crate::time_window::{midnight, time_window, TimeWindow};
 use anyhow::Context;
 use chrono::{DateTime, NaiveDateTime, TimeZone, Utc};
 use engram_schemas::{Body, Event, Header, Interaction, Role};
@@ -58,8 +59,8 @@ struct Ranked {
     sessions: Vec<String>,
     user_turns: Vec<String>,
     /// What the retrievers returned, for `--dump`.
-    candidates: Vec<crate::recall::RecallHit>,
-    window: Option<crate::time_window::TimeWindow>,
+    candidates: Vec<RecallHit>,
+    window: Option<TimeWindow>,
 }
 
 pub struct BenchOptions {
@@ -157,7 +158,7 @@ pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
         )),
         None => None,
     };
-    let llm = match &opts.llm {
+    let mut llm = match &opts.llm {
         Some(o) => {
             let client = ChatClient::new(&o.url, &o.model, Duration::from_secs(300))?;
             let out = std::fs::File::create(&o.answers)
@@ -166,9 +167,9 @@ pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let mut llm = llm;
     for q in &questions {
-        let ranked = rank(&engine, q).await?;
+        let (turn_corpus, turn_gold) = turn_corpus(q);
+        let ranked = rank(&engine, q, &turn_corpus).await?;
         if let Some((client, out, chars)) = llm.as_mut() {
             use std::io::Write;
             let messages = answer_messages(q, &ranked.candidates, *chars)?;
@@ -182,7 +183,6 @@ pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
         }
         if let Some(out) = dump.as_mut() {
             use std::io::Write;
-            let (_, turn_gold) = turn_corpus(q);
             let line = json!({
                 "question_id": q.question_id,
                 "question_type": q.question_type,
@@ -202,7 +202,6 @@ pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
         *counts.entry("overall".into()).or_default() += 1;
         let session_corpus = q.haystack_session_ids.clone();
         let session_gold: HashSet<String> = q.answer_session_ids.iter().cloned().collect();
-        let (turn_corpus, turn_gold) = turn_corpus(q);
         for (granularity, ranking, corpus, gold) in [
             ("session", &ranked.sessions, &session_corpus, &session_gold),
             ("turn", &ranked.user_turns, &turn_corpus, &turn_gold),
@@ -334,30 +333,26 @@ fn turn_corpus(q: &Question) -> (Vec<String>, HashSet<String>) {
 /// the end of the question's day, then sessions ranked by their turns' evidence and the
 /// question's time window ([`rank_sessions`]); sessions and turns not retrieved follow in
 /// haystack order so every ranking covers the corpus.
-async fn rank(engine: &Engine, q: &Question) -> anyhow::Result<Ranked> {
+async fn rank(engine: &Engine, q: &Question, turn_corpus: &[String]) -> anyhow::Result<Ranked> {
     let user = user_of(q);
     let asked = parse_date(&q.question_date)?;
     // Haystack sessions can be dated later on the question's own day: the question's date is a
     // day, its time of day is not meaningful.
-    let as_of = midnight_after(asked);
+    let as_of = midnight(asked.date_naive() + chrono::Duration::days(1));
     let mut fused = engine
         .recall
         .fused_candidates(TENANT, &user, &q.question, 1000)
         .await?;
     fused.retain(|h| h.ts < as_of);
-    let window = crate::time_window::time_window(&q.question, asked);
+    let window = time_window(&q.question, asked);
     let mut sessions: Vec<String> = rank_sessions(&fused, window.as_ref())
         .into_iter()
         .map(|r| r.session)
         .collect();
     let mut user_turns = Vec::new();
-    for hit in &fused {
-        let Some(sid) = &hit.session else { continue };
-        if hit.role == "user" {
-            if let Some((_, i)) = hit.event_id.rsplit_once('#') {
-                let i: usize = i.parse().unwrap_or(0);
-                user_turns.push(format!("{sid}_{}", i + 1));
-            }
+    for hit in fused.iter().filter(|h| h.role == "user") {
+        if let Some((sid, i)) = turn_of(hit) {
+            user_turns.push(format!("{sid}_{}", i + 1));
         }
     }
     let seen: HashSet<String> = sessions.iter().cloned().collect();
@@ -367,9 +362,8 @@ async fn rank(engine: &Engine, q: &Question) -> anyhow::Result<Ranked> {
             .filter(|s| !seen.contains(*s))
             .cloned(),
     );
-    let (corpus, _) = turn_corpus(q);
     let seen: HashSet<String> = user_turns.iter().cloned().collect();
-    user_turns.extend(corpus.into_iter().filter(|t| !seen.contains(t)));
+    user_turns.extend(turn_corpus.iter().filter(|t| !seen.contains(*t)).cloned());
     Ok(Ranked {
         sessions,
         user_turns,
@@ -378,10 +372,11 @@ async fn rank(engine: &Engine, q: &Question) -> anyhow::Result<Ranked> {
     })
 }
 
-/// The first moment of the day after `t`'s day.
-fn midnight_after(t: DateTime<Utc>) -> DateTime<Utc> {
-    let next = t.date_naive() + chrono::Duration::days(1);
-    Utc.from_utc_datetime(&next.and_hms_opt(0, 0, 0).expect("midnight exists"))
+/// The session of a recalled turn and the turn's index in it (event ids end in `#<index>`).
+fn turn_of(hit: &RecallHit) -> Option<(&str, usize)> {
+    let session = hit.session.as_deref()?;
+    let (_, index) = hit.event_id.rsplit_once('#')?;
+    Some((session, index.parse().ok()?))
 }
 
 /// The chat messages that answer `q` from memory: the best recalled turns, each with the turn
@@ -403,10 +398,10 @@ fn answer_messages(
     let mut chosen: BTreeMap<usize, std::collections::BTreeSet<usize>> = BTreeMap::new();
     let mut used = 0;
     'hits: for hit in candidates {
-        let (Some(sid), Some((_, turn))) = (&hit.session, hit.event_id.rsplit_once('#')) else {
+        let Some((sid, ti)) = turn_of(hit) else {
             continue;
         };
-        let (Some(&si), Ok(ti)) = (index.get(sid.as_str()), turn.parse::<usize>()) else {
+        let Some(&si) = index.get(sid) else {
             continue;
         };
         let turns = &q.haystack_sessions[si];
