@@ -130,27 +130,22 @@ fn main() -> anyhow::Result<()> {
             llm_model,
             answers,
             context_chars,
-        }) => {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()?;
-            rt.block_on(engram_jobs::longmemeval::run(
-                config,
-                engram_jobs::longmemeval::BenchOptions {
-                    data,
-                    json,
-                    limit,
-                    work_dir,
-                    dump,
-                    llm: llm.map(|url| engram_jobs::longmemeval::LlmOptions {
-                        url,
-                        model: llm_model,
-                        answers: answers.expect("clap requires --answers with --llm"),
-                        context_chars,
-                    }),
-                },
-            ))
-        }
+        }) => runtime()?.block_on(engram_jobs::longmemeval::run(
+            config,
+            engram_jobs::longmemeval::BenchOptions {
+                data,
+                json,
+                limit,
+                work_dir,
+                dump,
+                llm: llm.map(|url| engram_jobs::longmemeval::LlmOptions {
+                    url,
+                    model: llm_model,
+                    answers: answers.expect("clap requires --answers with --llm"),
+                    context_chars,
+                }),
+            },
+        )),
         Command::Replay {
             files,
             data_dir,
@@ -166,10 +161,7 @@ fn main() -> anyhow::Result<()> {
                 config.workers = w;
             }
             config.demo = false;
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()?;
-            rt.block_on(replay(
+            runtime()?.block_on(replay(
                 config,
                 engram_jobs::replay::ReplayOptions {
                     files,
@@ -198,12 +190,15 @@ fn main() -> anyhow::Result<()> {
             if no_demo {
                 config.demo = false;
             }
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()?;
-            rt.block_on(serve(config))
+            runtime()?.block_on(serve(config))
         }
     }
+}
+
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {
