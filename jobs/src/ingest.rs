@@ -32,6 +32,12 @@ pub struct RejectedItem {
     pub error: EventError,
 }
 
+/// One submitted item (`original_len`: its size as submitted) as an event, or why not: the
+/// same checks for HTTP bodies and replayed files.
+pub fn validate_item(item: &Value, original_len: usize) -> Result<Event, EventError> {
+    check_event_size(original_len).and_then(|_| parse_event_value(item, None))
+}
+
 pub struct Ingestor {
     log: Arc<EventLog>,
     rejects: Arc<RejectLog>,
@@ -79,14 +85,11 @@ impl Ingestor {
                 .iter()
                 .map(|v| {
                     let text = v.to_string();
-                    (
-                        check_event_size(text.len()).and_then(|_| parse_event_value(v, None)),
-                        text,
-                    )
+                    (validate_item(v, text.len()), text)
                 })
                 .unzip(),
             Ok(v) => (
-                vec![check_event_size(body.len()).and_then(|_| parse_event_value(&v, None))],
+                vec![validate_item(&v, body.len())],
                 vec![String::from_utf8_lossy(body).into_owned()],
             ),
             Err(e) => (

@@ -8,9 +8,10 @@
 //! so the replay's rate can be compared with it in one run.
 
 use crate::engine::Engine;
+use crate::ingest::validate_item;
 use anyhow::Context;
 use engram_connectors::{EventFile, FileRecord};
-use engram_schemas::{check_event_size, parse_event_value, EventError};
+use engram_schemas::EventError;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -161,7 +162,6 @@ pub async fn run(engine: Arc<Engine>, opts: ReplayOptions) -> anyhow::Result<Rep
         ..Default::default()
     };
     let mut sample = Reservoir::new(opts.measure_sample);
-    let mut read = 0u64;
     for file in &mut files {
         let name = file.path().display().to_string();
         let source = format!("replay:{name}");
@@ -169,7 +169,7 @@ pub async fn run(engine: Arc<Engine>, opts: ReplayOptions) -> anyhow::Result<Rep
             // Pace reading by what the dataflow and the embedder have finished.
             loop {
                 let b = backlog(&engine);
-                report_progress(read, &b);
+                report_progress(summary.records, &b);
                 if b.log_end.saturating_sub(b.done) < opts.max_in_flight {
                     break;
                 }
@@ -179,7 +179,6 @@ pub async fn run(engine: Arc<Engine>, opts: ReplayOptions) -> anyhow::Result<Rep
             if chunk.is_empty() {
                 break;
             }
-            read += chunk.len() as u64;
             summary.records += chunk.len() as u64;
             let (parsed, originals) = validate_chunk(&chunk, &mut sample);
             let report = engine
@@ -203,7 +202,7 @@ pub async fn run(engine: Arc<Engine>, opts: ReplayOptions) -> anyhow::Result<Rep
     }
     loop {
         let b = backlog(&engine);
-        report_progress(read, &b);
+        report_progress(summary.records, &b);
         if b.done >= b.log_end {
             break;
         }
@@ -257,9 +256,7 @@ fn validate_chunk(
         .map(|r| {
             let parsed = match &r.value {
                 Err(reason) => Err(EventError::new("$", reason.clone())),
-                Ok(v) => {
-                    check_event_size(r.original.len()).and_then(|_| parse_event_value(v, None))
-                }
+                Ok(v) => validate_item(v, r.original.len()),
             };
             if let Ok(engram_schemas::Event {
                 body: engram_schemas::Body::Interaction(i),
