@@ -4,7 +4,7 @@ use crate::input::{InputRecord, InputSource};
 use crate::views::{SharedViews, ViewUpdate};
 use differential_dataflow::input::Input;
 use differential_dataflow::VecCollection;
-use engram_operators::entities::{co_mentions, entity_stats, mentions};
+use engram_operators::entities::{co_mentions, entity_stats};
 use engram_operators::facts::{facts_over_time, FactAssertion, FactKey};
 use engram_operators::{next_edges, Episode, SessionKey};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -82,7 +82,11 @@ where
             let (episodes_input, episodes) = scope.new_collection::<(SessionKey, Episode), isize>();
             let (facts_input, facts) = scope.new_collection::<(FactKey, FactAssertion), isize>();
             capture(
-                next_edges(episodes.clone()),
+                next_edges(
+                    episodes
+                        .clone()
+                        .map(|(session, episode)| (session, episode.node())),
+                ),
                 &cap,
                 &mut probe,
                 |(key, edge)| ViewUpdate::NextEdge(key.clone(), edge.clone()),
@@ -100,7 +104,7 @@ where
                 |(key, stats)| ViewUpdate::Entity(key.clone(), stats.clone()),
             );
             capture(
-                co_mentions(mentions(episodes.clone())),
+                co_mentions(episodes.clone()),
                 &cap,
                 &mut probe,
                 |(key, weight)| ViewUpdate::CoMention(key.clone(), *weight),

@@ -4,7 +4,7 @@
 
 use chrono::{TimeZone, Utc};
 use engram_dataflows::{run_memory_dataflow, InputRecord, InputSource, SharedViews};
-use engram_operators::entities::{extract_entities, EntityKind};
+use engram_operators::entities::{extract_entities, sentence_pairs, EntityKind};
 use engram_operators::facts::{fact_versions, FactAssertion, FactVersion};
 use engram_operators::Episode;
 use engram_schemas::{Body, Event, Header, Interaction, Role};
@@ -131,15 +131,10 @@ fn from_scratch(log: &[Event]) -> Expected {
                 e.2 += 1;
                 e.3 = e.3.min(*kind);
             }
-            let names: BTreeSet<&String> = found.iter().map(|(n, _)| n).collect();
-            for a in &names {
-                for b in &names {
-                    if a < b {
-                        *co_mentions
-                            .entry((tenant.clone(), user.clone(), (*a).clone(), (*b).clone()))
-                            .or_insert(0) += 1;
-                    }
-                }
+            for (a, b) in sentence_pairs(&ep.content) {
+                *co_mentions
+                    .entry((tenant.clone(), user.clone(), a, b))
+                    .or_insert(0) += 1;
             }
         }
     }

@@ -147,7 +147,42 @@ const MAX_NOUN_PHRASE_WORDS: usize = 3;
 /// No part-of-speech tagging: a verb outside the stop list can end up in a phrase ("the *dog
 /// barks*"), plural and singular are different names.
 pub fn extract_entities(text: &str) -> Vec<(String, EntityKind)> {
-    // (sentence number, word slot within the sentence, name, kind)
+    let mut entities: Vec<(String, EntityKind)> = Vec::new();
+    for (_, _, name, kind) in entity_occurrences(text) {
+        match entities.iter_mut().find(|(seen, _)| *seen == name) {
+            Some((_, seen_kind)) => *seen_kind = (*seen_kind).min(kind),
+            None => entities.push((name, kind)),
+        }
+    }
+    entities
+}
+
+/// The pairs of entities `text` mentions in one sentence: every `(a, b)` with `a < b` such that
+/// some sentence of `text` mentions both (as [`extract_entities`] finds them), each pair once,
+/// sorted.
+///
+/// Co-mention is counted within a sentence, not a whole message: a long answer listing forty
+/// things does not relate each of them to every other (and would cost 780 pairs).
+pub fn sentence_pairs(text: &str) -> Vec<(String, String)> {
+    let occurrences = entity_occurrences(text);
+    let mut pairs = Vec::new();
+    for sentence in occurrences.chunk_by(|x, y| x.0 == y.0) {
+        let mut names: Vec<&String> = sentence.iter().map(|(_, _, name, _)| name).collect();
+        names.sort();
+        names.dedup();
+        for (i, a) in names.iter().enumerate() {
+            for b in &names[i + 1..] {
+                pairs.push(((*a).clone(), (*b).clone()));
+            }
+        }
+    }
+    pairs.sort();
+    pairs.dedup();
+    pairs
+}
+
+/// Every entity occurrence in `text` as `(sentence number, word slot, name, kind)`, in order.
+fn entity_occurrences(text: &str) -> Vec<(usize, usize, String, EntityKind)> {
     let mut found: Vec<(usize, usize, String, EntityKind)> = Vec::new();
     for (sentence_number, sentence) in sentences(text).iter().enumerate() {
         for (slot, name, kind) in named_spans(sentence)
@@ -158,14 +193,7 @@ pub fn extract_entities(text: &str) -> Vec<(String, EntityKind)> {
         }
     }
     found.sort();
-    let mut entities: Vec<(String, EntityKind)> = Vec::new();
-    for (_, _, name, kind) in found {
-        match entities.iter_mut().find(|(seen, _)| *seen == name) {
-            Some((_, seen_kind)) => *seen_kind = (*seen_kind).min(kind),
-            None => entities.push((name, kind)),
-        }
-    }
-    entities
+    found
 }
 
 /// The tokens of a sentence as slots: `Some(word)`, or `None` for punctuation.
@@ -338,38 +366,32 @@ where
 
 /// The `CO_MENTIONED` edges and their weights.
 ///
-/// Input: `((tenant, user, entity), episode_id)` records such as [`mentions`] produces; a record
-/// counts (once) when its accumulated multiplicity is positive. Output: for every tenant, user
-/// and pair of entities `a < b` that both appear with at least one common episode id, the record
-/// `((tenant, user, a, b), weight)` with multiplicity 1, where `weight` is the number of distinct
-/// episode ids both appear with.
+/// Input: episodes keyed by their session, as for [`mentions`]. Output: for every tenant, user
+/// and pair of entities `a < b` that one sentence of at least one episode of that tenant and
+/// user mentions together ([`sentence_pairs`]), the record `((tenant, user, a, b), weight)`
+/// with multiplicity 1, where `weight` is the number of distinct episode ids with such a
+/// sentence. An episode counts when the summed multiplicity of the input episodes with its id
+/// and content is positive (present more than once: once; retracted: not at all).
 ///
-/// Cost: a change to an episode's mentions re-derives that episode's pairs (quadratic in the
-/// entities of that one episode) and updates the weights of the pairs it touches.
+/// Cost: pairs are derived per episode and stateless (quadratic in the entities of one
+/// sentence); a change updates the weights of the pairs that episode touches.
 pub fn co_mentions<'scope, T>(
-    mentions: VecCollection<'scope, T, (EntityKey, String)>,
+    episodes: VecCollection<'scope, T, (SessionKey, Episode)>,
 ) -> VecCollection<'scope, T, (CoMentionKey, u64)>
 where
     T: Timestamp + Lattice + Ord,
 {
-    mentions
-        .map(|((tenant, user, entity), episode_id)| ((tenant, user, episode_id), entity))
-        .reduce(|_episode, entities, pairs| {
-            // `reduce` presents the entities sorted and distinct, so `a < b` below.
-            let present: Vec<&String> = entities
-                .iter()
-                .filter(|(_, m)| *m > 0)
-                .map(|(entity, _)| *entity)
-                .collect();
-            for (i, a) in present.iter().enumerate() {
-                for b in &present[i + 1..] {
-                    pairs.push((((*a).clone(), (*b).clone()), 1));
-                }
-            }
+    episodes
+        .flat_map(|((tenant, user, _session), episode)| {
+            sentence_pairs(&episode.content)
+                .into_iter()
+                .map(move |(a, b)| ((tenant.clone(), user.clone(), a, b), episode.id.clone()))
+                .collect::<Vec<_>>()
         })
-        .map(|((tenant, user, _episode_id), (a, b))| (tenant, user, a, b))
+        .threshold(|_pair_in_episode, multiplicity| if *multiplicity > 0 { 1 } else { 0 })
+        .map(|(pair, _episode_id)| pair)
         .count()
-        // each pair record stands for one episode, so counts are positive
+        // each record stands for one episode, so counts are positive
         .map(|(pair, episodes)| (pair, episodes as u64))
 }
 
@@ -538,6 +560,29 @@ mod tests {
             vec![e("maria", Named)]
         );
         assert_eq!(entities("Ask Maria about it."), vec![e("maria", Named)]);
+    }
+
+    #[test]
+    fn pairs_share_a_sentence() {
+        let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+        assert_eq!(
+            sentence_pairs(
+                "Yesterday Bob met Alice in Rome. Then Carol called. Then Carol and Bob argued."
+            ),
+            vec![
+                pair("alice", "bob"),
+                pair("alice", "rome"),
+                pair("bob", "carol"),
+                pair("bob", "rome"),
+            ]
+        );
+        // one pair, however often the two appear together
+        assert_eq!(
+            sentence_pairs("We saw Alice with Bob. Then Bob and Alice left."),
+            vec![pair("alice", "bob")]
+        );
+        assert_eq!(sentence_pairs("I met Alice. I met Bob."), vec![]);
+        assert_eq!(sentence_pairs(""), vec![]);
     }
 
     #[test]

@@ -10,4 +10,4 @@ pub mod episodes;
 pub mod facts;
 pub mod math;
 
-pub use episodes::{next_edges, Episode, SessionKey};
+pub use episodes::{next_edges, Episode, EpisodeNode, SessionKey};

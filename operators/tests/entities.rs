@@ -2,8 +2,9 @@
 //! computed from scratch, over random streams of inserted, late (out-of-order), repeated and
 //! retracted episodes, with one and two workers.
 //!
-//! Episode contents are generated from known names, so the entities each episode mentions are
-//! known without calling the extractor: "we talked about Alice, New York and my dog."
+//! Episode contents are generated from known names, so the entities each sentence of an episode
+//! mentions are known without calling the extractor: "we talked about Alice, New York and my
+//! dog. we talked about Bob."
 
 mod common;
 
@@ -33,28 +34,37 @@ const NAMES: &[(&str, &str)] = &[
     ("Dave's", "dave"),
 ];
 
-/// An episode of a random user and session whose content names some of [`NAMES`], maybe twice,
-/// and maybe "my dog" (a noun phrase); returns it with the entities it mentions.
-fn random_episode(i: u64, rng: &mut StdRng) -> (Record, Vec<(String, EntityKind)>) {
+/// What an episode mentions: each sentence's entities.
+type Mentioned = Vec<BTreeMap<String, EntityKind>>;
+
+/// An episode of a random user and session of one or two sentences, each naming some of
+/// [`NAMES`], maybe twice, and maybe "my dog" (a noun phrase); returns it with the entities each
+/// sentence mentions.
+fn random_episode(i: u64, rng: &mut StdRng) -> (Record, Mentioned) {
     let session = (
         "t".to_string(),
         format!("u{}", rng.gen_range(0..2)),
         format!("s{}", rng.gen_range(0..2)),
     );
-    let mut written = Vec::new();
-    let mut entities = BTreeMap::new();
-    for _ in 0..rng.gen_range(0..4) {
-        let (name, entity) = NAMES[rng.gen_range(0..NAMES.len())];
-        written.push(name);
-        entities.insert(entity.to_string(), EntityKind::Named);
+    let mut content = String::new();
+    let mut mentioned = Vec::new();
+    for _ in 0..rng.gen_range(1..3) {
+        let mut written = Vec::new();
+        let mut entities = BTreeMap::new();
+        for _ in 0..rng.gen_range(0..4) {
+            let (name, entity) = NAMES[rng.gen_range(0..NAMES.len())];
+            written.push(name);
+            entities.insert(entity.to_string(), EntityKind::Named);
+        }
+        let separator = if rng.gen_bool(0.5) { ", " } else { " and " };
+        content.push_str(&format!("we talked about {}", written.join(separator)));
+        if rng.gen_bool(0.3) {
+            content.push_str(" with my dog");
+            entities.insert("dog".to_string(), EntityKind::NounPhrase);
+        }
+        content.push_str(". ");
+        mentioned.push(entities);
     }
-    let separator = if rng.gen_bool(0.5) { ", " } else { " and " };
-    let mut content = format!("we talked about {}", written.join(separator));
-    if rng.gen_bool(0.3) {
-        content.push_str(" with my dog");
-        entities.insert("dog".to_string(), EntityKind::NounPhrase);
-    }
-    content.push('.');
     let episode = Episode {
         // few distinct timestamps, so first/last seen ties are exercised
         ts_micros: rng.gen_range(0..20) * 1_000_000,
@@ -66,7 +76,7 @@ fn random_episode(i: u64, rng: &mut StdRng) -> (Record, Vec<(String, EntityKind)
         content,
         importance_milli: None,
     };
-    ((session, episode), entities.into_iter().collect())
+    ((session, episode), mentioned)
 }
 
 struct Expected {
@@ -78,26 +88,32 @@ struct Expected {
 /// The definitions, computed from scratch over the episodes present (positive multiplicity).
 fn from_scratch(
     current: &BTreeMap<Record, isize>,
-    entities_of: &HashMap<String, Vec<(String, EntityKind)>>,
+    mentioned_by: &HashMap<String, Mentioned>,
 ) -> Expected {
     // (tenant, user, entity) -> episodes mentioning it: id -> (ts, kind)
     let mut mentioning: BTreeMap<EntityKey, BTreeMap<String, (i64, EntityKind)>> = BTreeMap::new();
-    // (tenant, user, episode id) -> entities it mentions
-    let mut per_episode: BTreeMap<(String, String, String), BTreeSet<String>> = BTreeMap::new();
+    // (tenant, user, a, b) -> episodes with a sentence mentioning both
+    let mut together: BTreeMap<CoMentionKey, BTreeSet<String>> = BTreeMap::new();
     for (((tenant, user, _session), episode), m) in current {
         if *m <= 0 {
             continue;
         }
-        for (entity, kind) in &entities_of[&episode.id] {
-            let key = (tenant.clone(), user.clone(), entity.clone());
-            mentioning
-                .entry(key)
-                .or_default()
-                .insert(episode.id.clone(), (episode.ts_micros, *kind));
-            per_episode
-                .entry((tenant.clone(), user.clone(), episode.id.clone()))
-                .or_default()
-                .insert(entity.clone());
+        for sentence in &mentioned_by[&episode.id] {
+            for (entity, kind) in sentence {
+                let key = (tenant.clone(), user.clone(), entity.clone());
+                let (_, seen_kind) = mentioning
+                    .entry(key)
+                    .or_default()
+                    .entry(episode.id.clone())
+                    .or_insert((episode.ts_micros, *kind));
+                *seen_kind = (*seen_kind).min(*kind);
+                for b in sentence.keys().filter(|b| *b > entity) {
+                    together
+                        .entry((tenant.clone(), user.clone(), entity.clone(), b.clone()))
+                        .or_default()
+                        .insert(episode.id.clone());
+                }
+            }
         }
     }
     let mut expected = Expected {
@@ -125,19 +141,10 @@ fn from_scratch(
         };
         expected.stats.insert((key.clone(), stats), 1);
     }
-    let mut weights: BTreeMap<CoMentionKey, u64> = BTreeMap::new();
-    for ((tenant, user, _episode), entities) in &per_episode {
-        for a in entities {
-            for b in entities {
-                if a < b {
-                    *weights
-                        .entry((tenant.clone(), user.clone(), a.clone(), b.clone()))
-                        .or_insert(0) += 1;
-                }
-            }
-        }
-    }
-    expected.co_mentions = weights.into_iter().map(|pair| (pair, 1)).collect();
+    expected.co_mentions = together
+        .into_iter()
+        .map(|(pair, episodes)| ((pair, episodes.len() as u64), 1))
+        .collect();
     expected
 }
 
@@ -150,11 +157,10 @@ fn run(workers: usize, seed: u64, rounds: usize) {
         let probe = Handle::new();
         let mut input = worker.dataflow::<u64, _, _>(|scope| {
             let (input, episodes) = scope.new_collection();
-            let mentioned = mentions(episodes.clone());
-            co_mentions(mentioned.clone())
+            co_mentions(episodes.clone())
                 .inspect(collect_into(&co_mention_updates))
                 .probe_with(&probe);
-            mentioned
+            mentions(episodes.clone())
                 .inspect(collect_into(&mention_updates))
                 .probe_with(&probe);
             entity_stats(episodes)
@@ -164,15 +170,15 @@ fn run(workers: usize, seed: u64, rounds: usize) {
         });
         let mut rng = StdRng::seed_from_u64(seed);
         let mut current: BTreeMap<Record, isize> = BTreeMap::new();
-        let mut entities_of: HashMap<String, Vec<(String, EntityKind)>> = HashMap::new();
+        let mut mentioned_by: HashMap<String, Mentioned> = HashMap::new();
         let mut next_id = 0u64;
         for round in 0..rounds {
             for _ in 0..rng.gen_range(1..6) {
                 // a retraction, the same episode again, or a new episode
                 let (record, diff) = random_update(&current, &mut rng, |rng| {
                     next_id += 1;
-                    let (record, entities) = random_episode(next_id, rng);
-                    entities_of.insert(record.1.id.clone(), entities);
+                    let (record, mentioned) = random_episode(next_id, rng);
+                    mentioned_by.insert(record.1.id.clone(), mentioned);
                     record
                 });
                 update(worker, &mut input, &mut current, record, diff);
@@ -180,7 +186,7 @@ fn run(workers: usize, seed: u64, rounds: usize) {
             settle(worker, &probe, &mut input, round as u64 + 1);
             if worker.index() == 0 {
                 // every worker's inspect has run for times before the frontier
-                let want = from_scratch(&current, &entities_of);
+                let want = from_scratch(&current, &mentioned_by);
                 let got = nonzero(&mention_updates);
                 if got != want.mentions {
                     found.push(format!(

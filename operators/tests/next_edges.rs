@@ -62,7 +62,7 @@ fn run(workers: usize, seed: u64, rounds: usize) {
         let probe = Handle::new();
         let mut input = worker.dataflow::<u64, _, _>(|scope| {
             let (input, episodes) = scope.new_collection();
-            next_edges(episodes)
+            next_edges(episodes.map(|(session, e): (SessionKey, Episode)| (session, e.node())))
                 .inspect(collect_into(&output))
                 .probe_with(&probe);
             input

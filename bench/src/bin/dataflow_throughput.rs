@@ -1,0 +1,273 @@
+//! The memory dataflow alone: throughput, the cost of one more event against recomputing from
+//! scratch, and resident memory per episode, measured in one run.
+//!
+//!     cargo run --release -p engram-bench --bin dataflow_throughput -- \
+//!         [--events N] [--users U] [--workers W] [--extra K] [--file EVENTS.jsonl]
+//!
+//! Events are synthetic chat messages (`engram_bench::sentence`, about one in ten a `fact`
+//! event) spread over U users in sessions of 20, or the events of a JSON-lines file in the
+//! event format. They are turned into dataflow input up front, so the figures are the
+//! dataflow's own: operators, arrangements, publication of the views. No embedding, no Lance.
+//!
+//! 1. Throughput: all N events are released at once and the run waits until the views are as
+//!    of the last one: events/s. This is also the cost of computing the views from scratch.
+//! 2. One more event: with the N resident, K further events are released one at a time, each
+//!    waited for; the median against the from-scratch time is the ratio the incremental
+//!    dataflow saves.
+//! 3. Memory: resident set size growth over the load, per episode (the allocator keeps freed
+//!    memory, so this is an upper bound).
+
+use engram_bench::{percentile, sentence};
+use engram_dataflows::{run_memory_dataflow, InputRecord, InputSource, SharedViews};
+use engram_schemas::{parse_event, Body, Event, Fact, Header, Interaction, Role};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Records handed to a worker per poll, like the log source's read chunk.
+const POLL_CHUNK: usize = 4096;
+
+struct Options {
+    events: usize,
+    users: usize,
+    workers: usize,
+    extra: usize,
+    file: Option<String>,
+}
+
+fn options() -> anyhow::Result<Options> {
+    let mut o = Options {
+        events: 1_000_000,
+        users: 1_000,
+        workers: 2,
+        extra: 200,
+        file: None,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let mut value = || {
+            args.next()
+                .ok_or_else(|| anyhow::anyhow!("{flag} needs a value"))
+        };
+        match flag.as_str() {
+            "--events" => o.events = value()?.parse()?,
+            "--users" => o.users = value()?.parse()?,
+            "--workers" => o.workers = value()?.parse()?,
+            "--extra" => o.extra = value()?.parse()?,
+            "--file" => o.file = Some(value()?),
+            other => anyhow::bail!("unknown argument {other}"),
+        }
+    }
+    Ok(o)
+}
+
+fn synthetic_events(n: usize, users: usize) -> Vec<Event> {
+    let mut rng = StdRng::seed_from_u64(3);
+    let start = chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+    (0..n)
+        .map(|i| {
+            let user = rng.gen_range(0..users);
+            let header = Header {
+                event_id: format!("e{i}"),
+                tenant: "bench".into(),
+                user: format!("user{user}"),
+                ts: start + chrono::Duration::seconds(i as i64),
+                session: Some(format!("s{}", i / (20 * users).max(1))),
+            };
+            let body = if rng.gen_range(0..10) == 0 {
+                Body::Fact(Fact {
+                    subject: "user".into(),
+                    attribute: ["city", "employer", "diet", "car"][rng.gen_range(0..4)].into(),
+                    value: format!("value {}", rng.gen_range(0..50)),
+                    source_event_id: None,
+                    confidence: None,
+                })
+            } else {
+                Body::Interaction(Interaction {
+                    role: if i % 2 == 0 {
+                        Role::User
+                    } else {
+                        Role::Assistant
+                    },
+                    content: sentence(&mut rng),
+                    turn: None,
+                    importance: None,
+                    skill_id: None,
+                    meta: None,
+                })
+            };
+            Event { header, body }
+        })
+        .collect()
+}
+
+fn file_events(path: &str, n: usize) -> anyhow::Result<Vec<Event>> {
+    let text = std::fs::read_to_string(path)?;
+    let mut events = Vec::new();
+    for (number, line) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
+        if events.len() == n {
+            break;
+        }
+        events.push(
+            parse_event(line.as_bytes(), None)
+                .map_err(|e| anyhow::anyhow!("{path} line {}: {e}", number + 1))?,
+        );
+    }
+    Ok(events)
+}
+
+/// A worker's share of prepared records; records at offsets below `released` are visible.
+struct PreparedSource {
+    records: Vec<(u64, InputRecord)>,
+    next: usize,
+    released: Arc<AtomicU64>,
+    reported: u64,
+}
+
+impl InputSource for PreparedSource {
+    fn poll(&mut self) -> Option<(Vec<(u64, InputRecord)>, u64)> {
+        let limit = self.released.load(Ordering::Acquire);
+        let start = self.next;
+        while self.next < self.records.len()
+            && self.records[self.next].0 < limit
+            && self.next - start < POLL_CHUNK
+        {
+            self.next += 1;
+        }
+        let upto = match self.records.get(self.next) {
+            Some((offset, _)) if *offset < limit => *offset,
+            _ => limit,
+        };
+        if self.next == start && upto == self.reported {
+            return None;
+        }
+        self.reported = upto;
+        Some((self.records[start..self.next].to_vec(), upto))
+    }
+}
+
+fn resident_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn wait_for(as_of: impl Fn() -> u64, target: u64) {
+    while as_of() < target {
+        std::thread::sleep(Duration::from_micros(50));
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let o = options()?;
+    let total = o.events + o.extra;
+    let events = match &o.file {
+        Some(path) => file_events(path, total)?,
+        None => synthetic_events(total, o.users),
+    };
+    anyhow::ensure!(
+        events.len() > o.extra,
+        "need more than {} events, have {}",
+        o.extra,
+        events.len()
+    );
+    let loaded = (events.len() - o.extra) as u64;
+    let extra = o.extra as u64;
+    let workers = o.workers.max(1);
+    let mut shares: Vec<Vec<(u64, InputRecord)>> = vec![Vec::new(); workers];
+    let mut episodes = 0u64;
+    for (offset, event) in events.iter().enumerate() {
+        let share = &mut shares[engram_jobs::log_source::worker_for(&event.key(), workers)];
+        for record in InputRecord::from_event(event, offset as u64) {
+            episodes += matches!(record, InputRecord::Episode(..)) as u64;
+            share.push((offset as u64, record));
+        }
+    }
+    drop(events);
+    let shares = std::sync::Mutex::new(shares);
+    let released = Arc::new(AtomicU64::new(0));
+    let views = Arc::new(SharedViews::default());
+    let (episodes_out, episodes_in) = std::sync::mpsc::channel();
+    // the episode batches would go to Lance; here they are dropped as they come
+    let drain = std::thread::spawn(move || for _ in episodes_in {});
+    let rss_before = resident_kib();
+
+    let source_released = released.clone();
+    let handle = run_memory_dataflow(
+        workers,
+        move |index, _| {
+            Box::new(PreparedSource {
+                records: std::mem::take(&mut shares.lock().unwrap()[index]),
+                next: 0,
+                released: source_released.clone(),
+                reported: 0,
+            })
+        },
+        views.clone(),
+        episodes_out,
+    )
+    .map_err(anyhow::Error::msg)?;
+
+    let t = Instant::now();
+    released.store(loaded, Ordering::Release);
+    wait_for(|| handle.as_of(), loaded);
+    let from_scratch = t.elapsed().as_secs_f64();
+    let rss_after = resident_kib();
+
+    let mut one_more = Vec::with_capacity(o.extra);
+    for offset in loaded..loaded + extra {
+        let t = Instant::now();
+        released.store(offset + 1, Ordering::Release);
+        wait_for(|| handle.as_of(), offset + 1);
+        one_more.push(t.elapsed().as_secs_f64());
+    }
+    let (entities, co_mentions, facts) = {
+        let v = views.read();
+        v.users.values().fold((0, 0, 0), |(e, c, f), u| {
+            (
+                e + u.entities.len(),
+                c + u.co_mentions.len(),
+                f + u.facts.len(),
+            )
+        })
+    };
+    handle.stop();
+    let _ = drain.join();
+
+    let median = percentile(&mut one_more, 50.0);
+    let p95 = percentile(&mut one_more, 95.0);
+    println!(
+        "input: {} events ({} episodes) from {}, {} workers",
+        loaded,
+        episodes,
+        o.file.as_deref().unwrap_or("the synthetic generator"),
+        workers
+    );
+    println!("views: {entities} entities, {co_mentions} co-mention edges, {facts} fact keys");
+    println!(
+        "throughput: {:.0} events/s ({} events in {:.2} s = from-scratch cost)",
+        loaded as f64 / from_scratch,
+        loaded,
+        from_scratch
+    );
+    println!(
+        "one more event with {} resident: median {:.3} ms, p95 {:.3} ms; median / from scratch = 1/{:.0}",
+        loaded,
+        median * 1e3,
+        p95 * 1e3,
+        from_scratch / median
+    );
+    println!(
+        "resident memory: +{:.1} MiB over the load = {:.0} bytes per episode (upper bound)",
+        rss_after.saturating_sub(rss_before) as f64 / 1024.0,
+        rss_after.saturating_sub(rss_before) as f64 * 1024.0 / episodes.max(1) as f64
+    );
+    Ok(())
+}
