@@ -1,8 +1,12 @@
 //! What the memory dataflow consumes.
 
+use engram_operators::correction_clusters::{CorrectionPoint, QuantisedEmbedding, UserKey};
 use engram_operators::facts::{extract_facts, normalise_attribute, FactAssertion, FactKey};
+use engram_operators::math::beta::context_bucket;
+use engram_operators::math::fusion::{fuse_confidence, ModalitySignal, ModalityWeights};
+use engram_operators::skill_feedback::{FeedbackVote, MessageKey};
 use engram_operators::{Episode, SessionKey};
-use engram_schemas::{node_id, Body, Event, Role};
+use engram_schemas::{node_id, Body, Correction, Event, Role};
 
 /// One input to the dataflow, derived from one accepted event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -12,10 +16,75 @@ pub enum InputRecord {
     /// A value asserted for a (subject, attribute): from a `fact` event, or extracted from what
     /// the user said.
     Fact(FactKey, FactAssertion),
+    /// A vote on an answer produced with a skill.
+    Feedback(MessageKey, FeedbackVote),
+    /// A correction, with the embedding of what it asks for ([`InputRecord::correction`]).
+    Correction(UserKey, CorrectionPoint),
+}
+
+/// Confidence of a correction that states none and carries no signals to fuse: the user typed
+/// it, so it is strong evidence, but not certain (three such corrections make a preference of
+/// confidence 0.83, above the 0.75 a prompt requires).
+pub const UNSTATED_CORRECTION_CONFIDENCE: f64 = 0.9;
+
+/// The text a correction is clustered by: what it asks for (`expected_behavior`), else the
+/// corrected answer, else the original.
+pub fn correction_text(correction: &Correction) -> &str {
+    [&correction.expected_behavior, &correction.corrected]
+        .into_iter()
+        .flatten()
+        .map(|text| text.trim())
+        .find(|text| !text.is_empty())
+        .unwrap_or(correction.original.trim())
+}
+
+/// A correction's confidence: as stated, else fused from its raw signals (SPEC §4.6), else
+/// [`UNSTATED_CORRECTION_CONFIDENCE`]; clamped to [0, 1].
+pub fn correction_confidence(correction: &Correction) -> f64 {
+    let confidence = match (&correction.confidence, &correction.signals) {
+        (Some(c), _) => f64::from(*c),
+        (None, Some(signals)) if !signals.is_empty() => {
+            let signals: Vec<ModalitySignal<'_>> = signals
+                .iter()
+                .map(|(modality, s)| ModalitySignal {
+                    modality,
+                    confidence: f64::from(s.confidence),
+                    agreement: f64::from(s.agreement),
+                })
+                .collect();
+            fuse_confidence(&signals, &ModalityWeights::default())
+        }
+        _ => UNSTATED_CORRECTION_CONFIDENCE,
+    };
+    if confidence.is_finite() {
+        confidence.clamp(0.0, 1.0)
+    } else {
+        0.0
+    }
 }
 
 impl InputRecord {
-    /// The records an event at `log_offset` contributes (none for kinds not yet maintained).
+    /// The record of a correction event, given the embedding of its [`correction_text`]: the
+    /// correction is identified by its event id within its tenant and user. `None` for any
+    /// other kind of event.
+    pub fn correction(event: &Event, embedding: &[f32]) -> Option<InputRecord> {
+        let Body::Correction(c) = &event.body else {
+            return None;
+        };
+        let h = &event.header;
+        Some(InputRecord::Correction(
+            (h.tenant.clone(), h.user.clone()),
+            CorrectionPoint {
+                correction_id: h.event_id.clone(),
+                ts_micros: h.ts.timestamp_micros(),
+                confidence_milli: (correction_confidence(c) * 1000.0).round() as u16,
+                embedding: QuantisedEmbedding::from_f32(embedding),
+            },
+        ))
+    }
+
+    /// The records an event at `log_offset` contributes (none for kinds not yet maintained;
+    /// corrections need an embedding first: [`InputRecord::correction`]).
     pub fn from_event(event: &Event, log_offset: u64) -> Vec<InputRecord> {
         let h = &event.header;
         match &event.body {
@@ -83,6 +152,20 @@ impl InputRecord {
                 ));
                 records
             }
+            Body::Feedback(f) => vec![InputRecord::Feedback(
+                (h.tenant.clone(), h.user.clone(), f.message_id.clone()),
+                FeedbackVote {
+                    ts_micros: h.ts.timestamp_micros(),
+                    event_id: h.event_id.clone(),
+                    bucket: context_bucket(
+                        &f.context.intent,
+                        &f.context.sentiment,
+                        &f.context.time_of_day,
+                    ),
+                    skill_id: f.skill_id.clone(),
+                    reward: f.reward,
+                },
+            )],
             _ => Vec::new(),
         }
     }

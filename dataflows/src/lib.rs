@@ -9,6 +9,6 @@ pub mod input;
 pub mod memory;
 pub mod views;
 
-pub use input::{InputRecord, InputSource};
+pub use input::{correction_text, InputRecord, InputSource};
 pub use memory::{run_memory_dataflow, DataflowHandle, EpisodeBatch};
 pub use views::{MemoryViews, SharedViews};

@@ -2,10 +2,14 @@
 
 use crate::input::{InputRecord, InputSource};
 use crate::views::{SharedViews, ViewUpdate};
-use differential_dataflow::input::Input;
+use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::VecCollection;
+use engram_operators::correction_clusters::{
+    correction_clusters, promote_patterns, similarity_links, CorrectionPoint, UserKey,
+};
 use engram_operators::entities::{co_mentions, entity_stats};
 use engram_operators::facts::{facts_over_time, FactAssertion, FactKey};
+use engram_operators::skill_feedback::{skill_feedback, FeedbackVote, MessageKey};
 use engram_operators::{next_edges, Episode, SessionKey};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
@@ -78,9 +82,30 @@ where
         let mut source = make_source(index, worker.peers());
         let mut probe = Handle::new();
         let (cap, cap_eps) = (captured.clone(), captured_episodes.clone());
-        let (mut episodes_in, mut facts_in) = worker.dataflow::<u64, _, _>(|scope| {
+        let mut inputs = worker.dataflow::<u64, _, _>(|scope| {
             let (episodes_input, episodes) = scope.new_collection::<(SessionKey, Episode), isize>();
             let (facts_input, facts) = scope.new_collection::<(FactKey, FactAssertion), isize>();
+            let (votes_input, votes) = scope.new_collection::<(MessageKey, FeedbackVote), isize>();
+            let (corrections_input, corrections) =
+                scope.new_collection::<(UserKey, CorrectionPoint), isize>();
+            let links = similarity_links(corrections.clone());
+            let clusters = correction_clusters(corrections.clone(), links);
+            capture(
+                promote_patterns(corrections, clusters.clone()),
+                &cap,
+                &mut probe,
+                |(user, pattern)| ViewUpdate::Pattern(user.clone(), pattern.clone()),
+            );
+            capture(clusters, &cap, &mut probe, |(user, membership)| {
+                ViewUpdate::ClusterMember(user.clone(), membership.clone())
+            });
+            let (skill_tallies, population_tallies) = skill_feedback(votes);
+            capture(skill_tallies, &cap, &mut probe, |(key, tally)| {
+                ViewUpdate::SkillTally(key.clone(), *tally)
+            });
+            capture(population_tallies, &cap, &mut probe, |(key, tally)| {
+                ViewUpdate::PopulationTally(key.clone(), *tally)
+            });
             capture(
                 next_edges(
                     episodes
@@ -112,24 +137,21 @@ where
             episodes
                 .inspect(move |(rec, t, d)| cap_eps.lock().unwrap().push((rec.clone(), *t, *d)))
                 .probe_with(&mut probe);
-            (episodes_input, facts_input)
+            Inputs {
+                episodes: episodes_input,
+                facts: facts_input,
+                votes: votes_input,
+                corrections: corrections_input,
+            }
         });
         let out = episodes_out.lock().unwrap().clone();
         let mut published = 0u64;
         while !stop2.load(Ordering::Acquire) {
             if let Some((records, upto)) = source.poll() {
                 for (_offset, record) in records {
-                    match record {
-                        InputRecord::Episode(key, episode) => episodes_in.insert((key, episode)),
-                        InputRecord::Fact(key, assertion) => facts_in.insert((key, assertion)),
-                    }
+                    inputs.insert(record);
                 }
-                if upto > *episodes_in.time() {
-                    episodes_in.advance_to(upto);
-                    facts_in.advance_to(upto);
-                }
-                episodes_in.flush();
-                facts_in.flush();
+                inputs.advance_to(upto);
             }
             worker.step_or_park(Some(Duration::from_millis(2)));
             if index == 0 {
@@ -149,6 +171,39 @@ where
         as_of,
         guards: Some(guards),
     })
+}
+
+/// The dataflow's input sessions, one per kind of record.
+struct Inputs {
+    episodes: InputSession<u64, (SessionKey, Episode), isize>,
+    facts: InputSession<u64, (FactKey, FactAssertion), isize>,
+    votes: InputSession<u64, (MessageKey, FeedbackVote), isize>,
+    corrections: InputSession<u64, (UserKey, CorrectionPoint), isize>,
+}
+
+impl Inputs {
+    fn insert(&mut self, record: InputRecord) {
+        match record {
+            InputRecord::Episode(key, episode) => self.episodes.insert((key, episode)),
+            InputRecord::Fact(key, assertion) => self.facts.insert((key, assertion)),
+            InputRecord::Feedback(key, vote) => self.votes.insert((key, vote)),
+            InputRecord::Correction(user, point) => self.corrections.insert((user, point)),
+        }
+    }
+
+    /// Moves every input to `time` (if later than now) and sends what was inserted.
+    fn advance_to(&mut self, time: u64) {
+        if time > *self.episodes.time() {
+            self.episodes.advance_to(time);
+            self.facts.advance_to(time);
+            self.votes.advance_to(time);
+            self.corrections.advance_to(time);
+        }
+        self.episodes.flush();
+        self.facts.flush();
+        self.votes.flush();
+        self.corrections.flush();
+    }
 }
 
 /// Records every update of `collection` as a view update (at its time, with its diff) for

@@ -1,8 +1,10 @@
 //! The maintained views as the serving side reads them: one consistent snapshot at one
 //! timestamp (an input-log offset), never a mix of two.
 
+use engram_operators::correction_clusters::{PatternRecord, UserKey};
 use engram_operators::entities::{CoMentionKey, EntityKey, EntityStats};
 use engram_operators::facts::{FactKey, FactVersion};
+use engram_operators::skill_feedback::{FeedbackTally, PopulationKey, SkillKey};
 use engram_operators::SessionKey;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -17,8 +19,10 @@ pub struct MemoryViews {
     pub prev: HashMap<String, String>,
     /// Episodes per session.
     pub session_sizes: HashMap<SessionKey, usize>,
-    /// Facts, entities and co-mentions, per `(tenant, user)`.
+    /// Facts, entities, co-mentions and skill feedback, per `(tenant, user)`.
     pub users: HashMap<(String, String), UserMemory>,
+    /// Skill feedback per `(tenant, bucket, skill)`, over all of the tenant's users.
+    pub population: HashMap<PopulationKey, FeedbackTally>,
 }
 
 /// One user's part of the memory graph.
@@ -30,6 +34,12 @@ pub struct UserMemory {
     pub entities: BTreeMap<String, EntityStats>,
     /// `(entity_a, entity_b)` with a < b → number of episodes mentioning both.
     pub co_mentions: BTreeMap<(String, String), u64>,
+    /// `(context bucket, skill)` → the user's counted votes.
+    pub skills: BTreeMap<(u32, String), FeedbackTally>,
+    /// Correction id → its cluster (named by the cluster's smallest correction id).
+    pub correction_clusters: BTreeMap<String, String>,
+    /// Cluster id → the pattern it was promoted to, for the clusters that were.
+    pub patterns: BTreeMap<String, PatternRecord>,
 }
 
 /// A change to the views, produced by the dataflow.
@@ -40,6 +50,11 @@ pub enum ViewUpdate {
     Fact(FactKey, FactVersion),
     Entity(EntityKey, EntityStats),
     CoMention(CoMentionKey, u64),
+    SkillTally(SkillKey, FeedbackTally),
+    /// `(correction_id, cluster_id)`.
+    ClusterMember(UserKey, (String, String)),
+    Pattern(UserKey, PatternRecord),
+    PopulationTally(PopulationKey, FeedbackTally),
 }
 
 impl MemoryViews {
@@ -90,6 +105,37 @@ impl MemoryViews {
                     co.insert((a, b), weight);
                 } else if co.get(&(a.clone(), b.clone())) == Some(&weight) {
                     co.remove(&(a, b));
+                }
+            }
+            ViewUpdate::SkillTally((tenant, user, bucket, skill), tally) => {
+                let skills = &mut self.users.entry((tenant, user)).or_default().skills;
+                if diff > 0 {
+                    skills.insert((bucket, skill), tally);
+                } else if skills.get(&(bucket, skill.clone())) == Some(&tally) {
+                    skills.remove(&(bucket, skill));
+                }
+            }
+            ViewUpdate::ClusterMember(user, (correction, cluster)) => {
+                let members = &mut self.users.entry(user).or_default().correction_clusters;
+                if diff > 0 {
+                    members.insert(correction, cluster);
+                } else if members.get(&correction) == Some(&cluster) {
+                    members.remove(&correction);
+                }
+            }
+            ViewUpdate::Pattern(user, pattern) => {
+                let patterns = &mut self.users.entry(user).or_default().patterns;
+                if diff > 0 {
+                    patterns.insert(pattern.cluster_id.clone(), pattern);
+                } else if patterns.get(&pattern.cluster_id) == Some(&pattern) {
+                    patterns.remove(&pattern.cluster_id);
+                }
+            }
+            ViewUpdate::PopulationTally(key, tally) => {
+                if diff > 0 {
+                    self.population.insert(key, tally);
+                } else if self.population.get(&key) == Some(&tally) {
+                    self.population.remove(&key);
                 }
             }
             ViewUpdate::SessionEpisode(key) => {

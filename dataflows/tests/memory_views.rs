@@ -1,13 +1,17 @@
 //! The views the running memory dataflow publishes (NEXT edges, facts over time, entities,
-//! co-mentions) equal a from-scratch computation over all input so far, after every chunk of a
+//! co-mentions, skill feedback per user and per population) equal a from-scratch computation over all input so far, after every chunk of a
 //! random stream with out-of-order timestamps, with one and with two workers.
 
 use chrono::{TimeZone, Utc};
 use engram_dataflows::{run_memory_dataflow, InputRecord, InputSource, SharedViews};
 use engram_operators::entities::{extract_entities, sentence_pairs, EntityKind};
 use engram_operators::facts::{fact_versions, FactAssertion, FactVersion};
+use engram_operators::math::beta::context_bucket;
+use engram_operators::skill_feedback::FeedbackTally;
 use engram_operators::Episode;
-use engram_schemas::{Body, Event, Header, Interaction, Role};
+use engram_schemas::{
+    Body, Correction, CorrectionType, Event, Feedback, FeedbackContext, Header, Interaction, Role,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -33,6 +37,11 @@ impl InputSource for VecSource {
         for (offset, e) in log.iter().enumerate().skip(self.cursor) {
             let owner = e.header.user.bytes().map(|b| b as usize).sum::<usize>() % self.peers;
             if owner == self.worker {
+                if let Body::Correction(c) = &e.body {
+                    let vector = topic_vector(engram_dataflows::correction_text(c));
+                    out.extend(InputRecord::correction(e, &vector).map(|r| (offset as u64, r)));
+                    continue;
+                }
                 out.extend(
                     InputRecord::from_event(e, offset as u64)
                         .into_iter()
@@ -49,8 +58,74 @@ const CITIES: [&str; 4] = ["Lisbon", "Porto", "Berlin", "Oslo"];
 const PEOPLE: [&str; 3] = ["Jana Novak", "Rui", "Miso"];
 const COLORS: [&str; 3] = ["green", "blue", "red"];
 
+/// What corrections ask for; each has its own direction in [`topic_vector`].
+const TOPICS: [&str; 3] = [
+    "answer in bullet points",
+    "quote prices in euros",
+    "keep it short",
+];
+
+/// The test's stand-in embedding: one axis per topic, so corrections of one topic are
+/// identical (cosine 1, linked) and of different topics orthogonal (not linked).
+fn topic_vector(text: &str) -> Vec<f32> {
+    let topic = TOPICS
+        .iter()
+        .position(|t| *t == text)
+        .expect("a known topic");
+    (0..TOPICS.len())
+        .map(|axis| if axis == topic { 1.0 } else { 0.0 })
+        .collect()
+}
+
 fn random_event(rng: &mut StdRng, i: usize) -> Event {
     let user = format!("u{}", rng.gen_range(0..2));
+    let header = Header {
+        event_id: format!("e{i}"),
+        tenant: "t".into(),
+        user,
+        // few distinct times, arriving out of order
+        ts: Utc
+            .timestamp_opt(1_700_000_000 + rng.gen_range(0..30) * 60, 0)
+            .unwrap(),
+        session: Some(format!("s{}", rng.gen_range(0..2))),
+    };
+    if rng.gen_bool(0.25) {
+        // spread over days, so clusters can span the day a pattern needs
+        let header = Header {
+            ts: Utc
+                .timestamp_opt(1_700_000_000 + rng.gen_range(0..4) * 86_400, 0)
+                .unwrap(),
+            ..header
+        };
+        let body = Body::Correction(Correction {
+            target_event_id: "e0".into(),
+            original: "a long paragraph".into(),
+            corrected: None,
+            correction_type: CorrectionType::Format,
+            expected_behavior: Some(TOPICS[rng.gen_range(0..TOPICS.len())].into()),
+            context: None,
+            domain: None,
+            confidence: None,
+            signals: None,
+        });
+        return Event { header, body };
+    }
+    if rng.gen_bool(0.2) {
+        // a vote on one of a few answers: later votes on the same answer replace earlier ones
+        let body = Body::Feedback(Feedback {
+            message_id: format!("m{}", rng.gen_range(0..3)),
+            skill_id: ["concise", "detailed"][rng.gen_range(0..2)].into(),
+            reward: rng.gen_range(-1..=1),
+            context: FeedbackContext {
+                intent: ["debug", "plan"][rng.gen_range(0..2)].into(),
+                sentiment: "neutral".into(),
+                time_of_day: "morning".into(),
+            },
+            reason: None,
+            free_text: None,
+        });
+        return Event { header, body };
+    }
     let content = match rng.gen_range(0..5) {
         0 => format!("I moved to {}.", CITIES[rng.gen_range(0..4)]),
         1 => format!("My favorite color is {}.", COLORS[rng.gen_range(0..3)]),
@@ -66,16 +141,7 @@ fn random_event(rng: &mut StdRng, i: usize) -> Event {
         _ => "ok, thanks!".to_string(),
     };
     Event {
-        header: Header {
-            event_id: format!("e{i}"),
-            tenant: "t".into(),
-            user,
-            // few distinct times, arriving out of order
-            ts: Utc
-                .timestamp_opt(1_700_000_000 + rng.gen_range(0..30) * 60, 0)
-                .unwrap(),
-            session: Some(format!("s{}", rng.gen_range(0..2))),
-        },
+        header,
         body: Body::Interaction(Interaction {
             role: if rng.gen_bool(0.8) {
                 Role::User
@@ -97,6 +163,83 @@ struct Expected {
     facts: BTreeMap<(String, String, String, String), BTreeSet<FactVersion>>,
     entities: BTreeMap<(String, String, String), (i64, i64, u64, EntityKind)>,
     co_mentions: BTreeMap<(String, String, String, String), u64>,
+    skills: BTreeMap<(String, String, u32, String), FeedbackTally>,
+    population: BTreeMap<(String, u32, String), FeedbackTally>,
+    /// `(tenant, user, correction_id)` → cluster id.
+    clusters: BTreeMap<(String, String, String), String>,
+    /// `(tenant, user, cluster_id)` → size of the pattern it was promoted to.
+    patterns: BTreeMap<(String, String, String), u32>,
+}
+
+/// Clusters (every correction of one user and topic, named by the least event id) and the
+/// patterns among them (at least 3 corrections over at least a day).
+fn cluster_corrections(log: &[Event], expected: &mut Expected) {
+    // (tenant, user, topic) -> (event id, ts)
+    let mut by_topic: BTreeMap<(String, String, String), Vec<(String, i64)>> = BTreeMap::new();
+    for e in log {
+        let (h, Body::Correction(c)) = (&e.header, &e.body) else {
+            continue;
+        };
+        let topic = c.expected_behavior.clone().unwrap();
+        by_topic
+            .entry((h.tenant.clone(), h.user.clone(), topic))
+            .or_default()
+            .push((h.event_id.clone(), h.ts.timestamp_micros()));
+    }
+    for ((tenant, user, _), members) in by_topic {
+        let cluster = members.iter().map(|(id, _)| id).min().unwrap().clone();
+        for (id, _) in &members {
+            expected
+                .clusters
+                .insert((tenant.clone(), user.clone(), id.clone()), cluster.clone());
+        }
+        let times = members.iter().map(|(_, ts)| *ts);
+        let span = times.clone().max().unwrap() - times.min().unwrap();
+        if members.len() >= 3 && span >= 86_400_000_000 {
+            expected
+                .patterns
+                .insert((tenant, user, cluster), members.len() as u32);
+        }
+    }
+}
+
+/// Per (tenant, user, message) the latest vote (by time, then event id), tallied.
+fn tally_votes(log: &[Event], expected: &mut Expected) {
+    let mut latest: BTreeMap<(String, String, String), (i64, String, u32, String, i8)> =
+        BTreeMap::new();
+    for e in log {
+        let (h, Body::Feedback(f)) = (&e.header, &e.body) else {
+            continue;
+        };
+        let c = &f.context;
+        let vote = (
+            h.ts.timestamp_micros(),
+            h.event_id.clone(),
+            context_bucket(&c.intent, &c.sentiment, &c.time_of_day),
+            f.skill_id.clone(),
+            f.reward,
+        );
+        let key = (h.tenant.clone(), h.user.clone(), f.message_id.clone());
+        if latest.get(&key).is_none_or(|seen| *seen < vote) {
+            latest.insert(key, vote);
+        }
+    }
+    for ((tenant, user, _), (_, _, bucket, skill, reward)) in latest {
+        let user_key = (tenant.clone(), user, bucket, skill.clone());
+        for tally in [
+            expected.skills.entry(user_key).or_default(),
+            expected
+                .population
+                .entry((tenant, bucket, skill))
+                .or_default(),
+        ] {
+            match reward {
+                1 => tally.successes += 1,
+                -1 => tally.failures += 1,
+                _ => tally.neutral += 1,
+            }
+        }
+    }
 }
 
 fn from_scratch(log: &[Event]) -> Expected {
@@ -108,6 +251,7 @@ fn from_scratch(log: &[Event]) -> Expected {
             match r {
                 InputRecord::Episode(k, ep) => sessions.entry(k).or_default().push(ep),
                 InputRecord::Fact(k, a) => assertions.entry(k).or_default().push(a),
+                InputRecord::Feedback(..) | InputRecord::Correction(..) => {}
             }
         }
     }
@@ -142,12 +286,19 @@ fn from_scratch(log: &[Event]) -> Expected {
         .into_iter()
         .map(|(k, a)| (k, fact_versions(&a).into_iter().collect()))
         .collect();
-    Expected {
+    let mut expected = Expected {
         next,
         facts,
         entities,
         co_mentions,
-    }
+        skills: BTreeMap::new(),
+        population: BTreeMap::new(),
+        clusters: BTreeMap::new(),
+        patterns: BTreeMap::new(),
+    };
+    tally_votes(log, &mut expected);
+    cluster_corrections(log, &mut expected);
+    expected
 }
 
 fn published(views: &SharedViews) -> Expected {
@@ -155,7 +306,22 @@ fn published(views: &SharedViews) -> Expected {
     let mut facts = BTreeMap::new();
     let mut entities = BTreeMap::new();
     let mut co_mentions = BTreeMap::new();
+    let mut skills = BTreeMap::new();
+    let mut clusters = BTreeMap::new();
+    let mut patterns = BTreeMap::new();
     for ((tenant, user), m) in &v.users {
+        for (id, cluster) in &m.correction_clusters {
+            clusters.insert((tenant.clone(), user.clone(), id.clone()), cluster.clone());
+        }
+        for (cluster, p) in &m.patterns {
+            patterns.insert((tenant.clone(), user.clone(), cluster.clone()), p.size);
+        }
+        for ((bucket, skill), tally) in &m.skills {
+            skills.insert(
+                (tenant.clone(), user.clone(), *bucket, skill.clone()),
+                *tally,
+            );
+        }
         for ((subject, attribute), versions) in &m.facts {
             facts.insert(
                 (
@@ -187,10 +353,16 @@ fn published(views: &SharedViews) -> Expected {
         facts,
         entities,
         co_mentions,
+        skills,
+        population: v.population.clone().into_iter().collect(),
+        clusters,
+        patterns,
     }
 }
 
-fn run(workers: usize, seed: u64) {
+/// Runs one random stream; returns how many patterns the final views hold (so the tests can
+/// check that the streams exercise promotion at all).
+fn run(workers: usize, seed: u64) -> usize {
     let log: Log = Default::default();
     let views = Arc::new(SharedViews::default());
     let (tx, rx) = std::sync::mpsc::channel();
@@ -211,6 +383,7 @@ fn run(workers: usize, seed: u64) {
     .unwrap();
     let mut rng = StdRng::seed_from_u64(seed);
     let mut stored_episodes = 0;
+    let mut patterns = 0;
     for chunk in 0..8 {
         {
             let mut l = log.lock().unwrap();
@@ -230,6 +403,7 @@ fn run(workers: usize, seed: u64) {
         }
         let want = from_scratch(&log.lock().unwrap());
         let got = published(&views);
+        patterns = got.patterns.len();
         assert_eq!(got, want, "seed {seed}, chunk {chunk}, {workers} worker(s)");
         while let Ok(batch) = rx.try_recv() {
             stored_episodes += batch.episodes.len();
@@ -239,23 +413,27 @@ fn run(workers: usize, seed: u64) {
     while let Ok(batch) = rx.try_recv() {
         stored_episodes += batch.episodes.len();
     }
+    let interactions = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| matches!(e.body, Body::Interaction(_)))
+        .count();
     assert_eq!(
-        stored_episodes,
-        log.lock().unwrap().len(),
+        stored_episodes, interactions,
         "each episode is emitted for storage once"
     );
+    patterns
 }
 
 #[test]
 fn published_views_equal_from_scratch_one_worker() {
-    for seed in 0..12 {
-        run(1, seed);
-    }
+    let patterns: usize = (0..12).map(|seed| run(1, seed)).sum();
+    assert!(patterns > 0, "no stream promoted a pattern");
 }
 
 #[test]
 fn published_views_equal_from_scratch_two_workers() {
-    for seed in 100..106 {
-        run(2, seed);
-    }
+    let patterns: usize = (100..106).map(|seed| run(2, seed)).sum();
+    assert!(patterns > 0, "no stream promoted a pattern");
 }

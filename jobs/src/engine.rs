@@ -133,10 +133,16 @@ impl Engine {
             stop.clone(),
         );
         let source_log = log.clone();
+        let source_embedder = embedder.clone();
         let dataflow = run_memory_dataflow(
             config.workers,
             move |index, peers| {
-                Box::new(LogSource::new(source_log.clone(), index, peers)) as Box<dyn InputSource>
+                Box::new(LogSource::new(
+                    source_log.clone(),
+                    Some(source_embedder.clone()),
+                    index,
+                    peers,
+                )) as Box<dyn InputSource>
             },
             views.clone(),
             tx,

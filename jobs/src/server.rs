@@ -8,7 +8,9 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use engram_operators::math::beta::{user_posterior, ShrinkageParams};
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Largest request body accepted (an array of events).
@@ -98,8 +100,9 @@ fn micros_to_rfc3339(micros: i64) -> String {
         .unwrap_or_default()
 }
 
-/// One user's facts (every version, with validity and supersession), entities and co-mentions,
-/// read from the views at one timestamp.
+/// One user's facts (every version, with validity and supersession), entities, co-mentions and
+/// skill posteriors (own votes, shrunk towards the tenant's other users), read from the views at
+/// one timestamp.
 async fn post_memory(State(engine): State<Arc<Engine>>, body: Bytes) -> Response {
     let req: MemoryRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
@@ -152,9 +155,51 @@ async fn post_memory(State(engine): State<Arc<Engine>>, body: Bytes) -> Response
         .iter()
         .map(|((a, b), w)| json!({"a": a, "b": b, "weight": w}))
         .collect();
+    let skills: Vec<_> = memory
+        .skills
+        .iter()
+        .map(|((bucket, skill), tally)| {
+            let population = views
+                .population
+                .get(&(req.tenant.clone(), *bucket, skill.clone()))
+                .copied()
+                .unwrap_or(*tally);
+            let posterior = user_posterior(
+                tally.counts(),
+                population.counts(),
+                &ShrinkageParams::default(),
+            );
+            let (low, high) = posterior.credible_interval(0.95);
+            json!({
+                "bucket": bucket, "skill_id": skill, "successes": tally.successes,
+                "failures": tally.failures, "neutral": tally.neutral,
+                "population": {"successes": population.successes, "failures": population.failures},
+                "posterior": {"alpha": posterior.alpha, "beta": posterior.beta,
+                    "mean": posterior.mean(), "ci95": [low, high]},
+            })
+        })
+        .collect();
+    let mut clusters: BTreeMap<&String, Vec<&String>> = BTreeMap::new();
+    for (correction, cluster) in &memory.correction_clusters {
+        clusters.entry(cluster).or_default().push(correction);
+    }
+    let correction_clusters: Vec<_> = clusters
+        .into_iter()
+        .map(|(cluster, members)| {
+            let pattern = memory.patterns.get(cluster).map(|p| {
+                json!({
+                    "size": p.size, "coherence": f64::from(p.coherence_milli) / 1000.0,
+                    "span_days": p.span_micros as f64 / 86_400e6,
+                    "confidence": f64::from(p.confidence_milli) / 1000.0,
+                })
+            });
+            json!({"cluster_id": cluster, "corrections": members, "pattern": pattern})
+        })
+        .collect();
     Json(json!({
         "tenant": req.tenant, "user": req.user, "views_as_of": views.as_of,
-        "facts": facts, "entities": entities, "co_mentions": co_mentions,
+        "facts": facts, "entities": entities, "co_mentions": co_mentions, "skills": skills,
+        "correction_clusters": correction_clusters,
     }))
     .into_response()
 }

@@ -9,5 +9,6 @@ pub mod entities;
 pub mod episodes;
 pub mod facts;
 pub mod math;
+pub mod skill_feedback;
 
 pub use episodes::{next_edges, Episode, EpisodeNode, SessionKey};

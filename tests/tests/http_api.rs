@@ -312,3 +312,79 @@ fn a_remark_made_in_passing_inside_a_long_turn_is_recalled_through_its_passage()
     );
     assert!(other["results"].as_array().unwrap().is_empty(), "{other}");
 }
+
+#[test]
+fn similar_corrections_over_days_become_a_pattern_and_votes_move_a_posterior() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let correction = |id: &str, user: &str, day: u32, asks: &str| {
+        json!({"kind": "correction", "event_id": id, "tenant": "acme", "user": user,
+               "ts": format!("2025-03-{day:02}T09:00:00Z"), "target_event_id": "m0",
+               "original": "Here is a long paragraph about the options.",
+               "correction_type": "FORMAT", "expected_behavior": asks})
+    };
+    let vote = |id: &str, user: &str, message: &str, reward: i8| {
+        json!({"kind": "feedback", "event_id": id, "tenant": "acme", "user": user,
+               "ts": "2025-03-05T10:00:00Z", "message_id": message, "skill_id": "concise",
+               "reward": reward,
+               "context": {"intent": "plan", "sentiment": "neutral", "time_of_day": "morning"}})
+    };
+    let events = json!([
+        correction("c1", "alice", 1, "Answer with bullet points."),
+        correction("c2", "alice", 2, "Please answer with bullet points."),
+        correction("c3", "alice", 4, "Answer with bullet points, please."),
+        correction("c4", "alice", 4, "Always quote prices in euros."),
+        // the same request by another user is never clustered with alice's
+        correction("c5", "bob", 3, "Answer with bullet points."),
+        vote("v1", "alice", "m1", 1),
+        vote("v2", "alice", "m2", 1),
+        vote("v3", "alice", "m3", -1),
+        // alice changes her mind about m3: only the latest vote on an answer counts
+        vote("v4", "alice", "m3", 1),
+        vote("v5", "bob", "m9", -1),
+    ]);
+    assert_eq!(server.post("/v1/events", &events).0, 200);
+    server.wait_caught_up(Duration::from_secs(30));
+    let (status, m) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "alice"}));
+    assert_eq!(status, 200, "{m}");
+    let clusters = m["correction_clusters"].as_array().unwrap();
+    let bullets = clusters
+        .iter()
+        .find(|c| c["cluster_id"] == "c1")
+        .unwrap_or_else(|| panic!("no cluster c1: {m}"));
+    assert_eq!(bullets["corrections"], json!(["c1", "c2", "c3"]), "{m}");
+    let pattern = &bullets["pattern"];
+    assert_eq!(pattern["size"], 3, "{m}");
+    assert!(pattern["coherence"].as_f64().unwrap() > 0.8, "{m}");
+    assert!(pattern["span_days"].as_f64().unwrap() >= 1.0, "{m}");
+    let euros = clusters
+        .iter()
+        .find(|c| c["corrections"] == json!(["c4"]))
+        .unwrap_or_else(|| panic!("c4 should be alone: {m}"));
+    assert!(euros["pattern"].is_null());
+    assert!(
+        !m.to_string().contains("\"c5\""),
+        "bob's correction leaked: {m}"
+    );
+
+    let skills = m["skills"].as_array().unwrap();
+    assert_eq!(skills.len(), 1, "{m}");
+    let concise = &skills[0];
+    assert_eq!(
+        (&concise["successes"], &concise["failures"]),
+        (&json!(3), &json!(0)),
+        "{m}"
+    );
+    // bob's failure is alice's population prior: Beta(1 + 1·1/3, 1 + 1·2/3), then + 3 successes
+    assert_eq!(
+        concise["population"],
+        json!({"successes": 3, "failures": 1})
+    );
+    let alpha = concise["posterior"]["alpha"].as_f64().unwrap();
+    let beta = concise["posterior"]["beta"].as_f64().unwrap();
+    assert!((alpha - (4.0 + 1.0 / 3.0)).abs() < 1e-9, "{m}");
+    assert!((beta - (1.0 + 2.0 / 3.0)).abs() < 1e-9, "{m}");
+    let ci = concise["posterior"]["ci95"].as_array().unwrap();
+    let mean = concise["posterior"]["mean"].as_f64().unwrap();
+    assert!(ci[0].as_f64().unwrap() < mean && mean < ci[1].as_f64().unwrap());
+}

@@ -4,9 +4,11 @@
 //!     cargo run --release -p engram-bench --bin dataflow_throughput -- \
 //!         [--events N] [--users U] [--workers W] [--extra K] [--file EVENTS.jsonl]
 //!
-//! Events are synthetic chat messages (`engram_bench::sentence`, about one in ten a `fact`
-//! event) spread over U users in sessions of 20, or the events of a JSON-lines file in the
-//! event format. They are turned into dataflow input up front, so the figures are the
+//! Events are synthetic: chat messages (`engram_bench::sentence`), and about one in ten a
+//! `fact` event, one in twenty a feedback vote, one in fifty a correction (its embedding
+//! supplied precomputed: one of five 384-dimensional directions plus noise, so corrections
+//! cluster and get promoted), spread over U users in sessions of 20; or the events of a
+//! JSON-lines file in the event format. They are turned into dataflow input up front, so the figures are the
 //! dataflow's own: operators, arrangements, publication of the views. No embedding, no Lance.
 //!
 //! 1. Throughput: all N events are released at once and the run waits until the views are as
@@ -19,12 +21,29 @@
 
 use engram_bench::{percentile, sentence};
 use engram_dataflows::{run_memory_dataflow, InputRecord, InputSource, SharedViews};
-use engram_schemas::{parse_event, Body, Event, Fact, Header, Interaction, Role};
+use engram_schemas::{
+    parse_event, Body, Correction, CorrectionType, Event, Fact, Feedback, FeedbackContext, Header,
+    Interaction, Role,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Directions synthetic corrections are drawn around.
+const TOPICS: usize = 5;
+const EMBEDDING_DIMS: usize = 384;
+
+/// A precomputed correction embedding: the topic's fixed direction plus a little noise (cosine
+/// to the direction about 0.95), so corrections of one topic link and those of two do not.
+fn correction_embedding(text: &str, rng: &mut StdRng) -> Vec<f32> {
+    let topic: u64 = text.trim_start_matches("topic ").parse().unwrap_or(0);
+    let mut direction = StdRng::seed_from_u64(1000 + topic);
+    (0..EMBEDDING_DIMS)
+        .map(|_| direction.gen_range(-1.0f32..1.0) + rng.gen_range(-0.3f32..0.3))
+        .collect()
+}
 
 /// Records handed to a worker per poll, like the log source's read chunk.
 const POLL_CHUNK: usize = 4096;
@@ -76,7 +95,33 @@ fn synthetic_events(n: usize, users: usize) -> Vec<Event> {
                 ts: start + chrono::Duration::seconds(i as i64),
                 session: Some(format!("s{}", i / (20 * users).max(1))),
             };
-            let body = if rng.gen_range(0..10) == 0 {
+            let roll = rng.gen_range(0..100);
+            let body = if roll < 2 {
+                Body::Correction(Correction {
+                    target_event_id: format!("e{}", i.saturating_sub(1)),
+                    original: sentence(&mut rng),
+                    corrected: None,
+                    correction_type: CorrectionType::Style,
+                    expected_behavior: Some(format!("topic {}", rng.gen_range(0..TOPICS))),
+                    context: None,
+                    domain: None,
+                    confidence: None,
+                    signals: None,
+                })
+            } else if roll < 7 {
+                Body::Feedback(Feedback {
+                    message_id: format!("m{}", rng.gen_range(0..n / users.max(1) + 1)),
+                    skill_id: ["concise", "detailed", "technical"][rng.gen_range(0..3)].into(),
+                    reward: rng.gen_range(-1..=1),
+                    context: FeedbackContext {
+                        intent: ["plan", "debug", "chat"][rng.gen_range(0..3)].into(),
+                        sentiment: "neutral".into(),
+                        time_of_day: ["morning", "evening"][rng.gen_range(0..2)].into(),
+                    },
+                    reason: None,
+                    free_text: None,
+                })
+            } else if roll < 17 {
                 Body::Fact(Fact {
                     subject: "user".into(),
                     attribute: ["city", "employer", "diet", "car"][rng.gen_range(0..4)].into(),
@@ -183,9 +228,20 @@ fn main() -> anyhow::Result<()> {
     let workers = o.workers.max(1);
     let mut shares: Vec<Vec<(u64, InputRecord)>> = vec![Vec::new(); workers];
     let mut episodes = 0u64;
+    let mut noise = StdRng::seed_from_u64(5);
     for (offset, event) in events.iter().enumerate() {
         let share = &mut shares[engram_jobs::log_source::worker_for(&event.key(), workers)];
-        for record in InputRecord::from_event(event, offset as u64) {
+        let records = match &event.body {
+            Body::Correction(c) => {
+                let embedding =
+                    correction_embedding(engram_dataflows::correction_text(c), &mut noise);
+                InputRecord::correction(event, &embedding)
+                    .into_iter()
+                    .collect()
+            }
+            _ => InputRecord::from_event(event, offset as u64),
+        };
+        for record in records {
             episodes += matches!(record, InputRecord::Episode(..)) as u64;
             share.push((offset as u64, record));
         }
@@ -228,13 +284,18 @@ fn main() -> anyhow::Result<()> {
         wait_for(|| handle.as_of(), offset + 1);
         one_more.push(t.elapsed().as_secs_f64());
     }
-    let (entities, co_mentions, facts) = {
+    let (entities, co_mentions, facts, clusters, patterns, skills) = {
         let v = views.read();
-        v.users.values().fold((0, 0, 0), |(e, c, f), u| {
+        v.users.values().fold((0, 0, 0, 0, 0, 0), |t, u| {
+            let clusters: std::collections::BTreeSet<&String> =
+                u.correction_clusters.values().collect();
             (
-                e + u.entities.len(),
-                c + u.co_mentions.len(),
-                f + u.facts.len(),
+                t.0 + u.entities.len(),
+                t.1 + u.co_mentions.len(),
+                t.2 + u.facts.len(),
+                t.3 + clusters.len(),
+                t.4 + u.patterns.len(),
+                t.5 + u.skills.len(),
             )
         })
     };
@@ -250,7 +311,10 @@ fn main() -> anyhow::Result<()> {
         o.file.as_deref().unwrap_or("the synthetic generator"),
         workers
     );
-    println!("views: {entities} entities, {co_mentions} co-mention edges, {facts} fact keys");
+    println!(
+        "views: {entities} entities, {co_mentions} co-mention edges, {facts} fact keys, \
+         {clusters} correction clusters, {patterns} patterns, {skills} skill tallies"
+    );
     println!(
         "throughput: {:.0} events/s ({} events in {:.2} s = from-scratch cost)",
         loaded as f64 / from_scratch,

@@ -310,6 +310,21 @@ pub fn population_prior(population: FeedbackCounts, params: &ShrinkageParams) ->
     )
 }
 
+/// A user's posterior for one (bucket, skill): the [`population_prior`] of the population
+/// without the user's own feedback (leave-one-out, so it is not counted twice), updated with
+/// the user's counts. A user without population data gets Beta(α₀ + s, β₀ + f).
+pub fn user_posterior(
+    user: FeedbackCounts,
+    population_including_user: FeedbackCounts,
+    params: &ShrinkageParams,
+) -> BetaPosterior {
+    let others = FeedbackCounts::new(
+        (population_including_user.successes - user.successes).max(0.0),
+        (population_including_user.failures - user.failures).max(0.0),
+    );
+    population_prior(others, params).updated(user)
+}
+
 /// FNV-1a 64-bit hash of `bytes` (offset basis 0xcbf29ce484222325, prime 0x100000001b3).
 pub fn fnv1a_64(bytes: &[u8]) -> u64 {
     const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
@@ -705,6 +720,37 @@ mod tests {
         assert!(prior.mean() > 0.7);
         let user = prior.updated(FeedbackCounts::new(0.0, 40.0));
         assert!(user.mean() < 0.2, "{}", user.mean());
+    }
+
+    #[test]
+    fn user_posterior_leaves_the_user_out_of_the_prior() {
+        let params = ShrinkageParams::default();
+        // Alone in the population: no borrowed prior, Beta(1 + 3, 1 + 1).
+        let alone = user_posterior(
+            FeedbackCounts::new(3.0, 1.0),
+            FeedbackCounts::new(3.0, 1.0),
+            &params,
+        );
+        assert_eq!(alone, BetaPosterior::new(4.0, 2.0));
+        // Others 80/20 (population 83/21 includes the user's 3/1): prior Beta(1 + 810/102,
+        // 1 + 210/102), then + 3 successes and + 1 failure.
+        let p = user_posterior(
+            FeedbackCounts::new(3.0, 1.0),
+            FeedbackCounts::new(83.0, 21.0),
+            &params,
+        );
+        assert!(close(p.alpha, 4.0 + 810.0 / 102.0, 1e-12));
+        assert!(close(p.beta, 2.0 + 210.0 / 102.0, 1e-12));
+        // A new user (no feedback) gets the population's prior.
+        let new = user_posterior(
+            FeedbackCounts::default(),
+            FeedbackCounts::new(80.0, 20.0),
+            &params,
+        );
+        assert_eq!(
+            new,
+            population_prior(FeedbackCounts::new(80.0, 20.0), &params)
+        );
     }
 
     #[test]
