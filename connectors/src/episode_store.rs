@@ -164,6 +164,20 @@ fn best_first(batch: &RecordBatch, score: impl Fn(usize) -> f32) -> Vec<EpisodeH
     hits
 }
 
+/// The user's rows, and with `as_of` only those whose event time is at or before it (a recall
+/// "as of" a past moment sees what had happened by then).
+fn scope_filter(tenant: &str, user: &str, as_of: Option<DateTime<Utc>>) -> String {
+    match as_of {
+        None => user_filter(tenant, user),
+        Some(t) => format!(
+            "{} AND {} <= TIMESTAMP '{}'",
+            user_filter(tenant, user),
+            col::TS,
+            t.format("%Y-%m-%d %H:%M:%S%.6f")
+        ),
+    }
+}
+
 fn user_filter(tenant: &str, user: &str) -> String {
     format!(
         "{} = {} AND {} = {}",
@@ -493,13 +507,15 @@ impl EpisodeStore {
         RecordBatch::try_new(schema, columns).expect("episode batch matches its schema")
     }
 
-    /// The user's `k` episodes nearest to `query` (cosine), best first.
+    /// The user's `k` episodes nearest to `query` (cosine), best first; with `as_of`, among
+    /// those with event time at or before it.
     pub async fn search_vector(
         &self,
         tenant: &str,
         user: &str,
         query: &[f32],
         k: usize,
+        as_of: Option<DateTime<Utc>>,
     ) -> Result<Vec<EpisodeHit>, StoreError> {
         let Some(ds) = self.snapshot() else {
             return Ok(Vec::new());
@@ -513,7 +529,7 @@ impl EpisodeStore {
         }
         let q = Float32Array::from(query.to_vec());
         let mut scan = ds.scan();
-        scan.filter(&user_filter(tenant, user))
+        scan.filter(&scope_filter(tenant, user, as_of))
             .map_err(|e| self.err("vector search", e))?
             .prefilter(true)
             .nearest(col::VECTOR, &q, k)
@@ -535,13 +551,15 @@ impl EpisodeStore {
         Ok(best_first(&batch, |i| 1.0 - distances.value(i)))
     }
 
-    /// The user's `k` episodes best matching `query` by BM25, best first.
+    /// The user's `k` episodes best matching `query` by BM25, best first; with `as_of`, among
+    /// those with event time at or before it.
     pub async fn search_text(
         &self,
         tenant: &str,
         user: &str,
         query: &str,
         k: usize,
+        as_of: Option<DateTime<Utc>>,
     ) -> Result<Vec<EpisodeHit>, StoreError> {
         let Some(ds) = self.snapshot() else {
             return Ok(Vec::new());
@@ -554,7 +572,7 @@ impl EpisodeStore {
             .map_err(|e| self.err("full-text search", e))?
             .limit(Some(k as i64));
         let mut scan = ds.scan();
-        scan.filter(&user_filter(tenant, user))
+        scan.filter(&scope_filter(tenant, user, as_of))
             .map_err(|e| self.err("full-text search", e))?
             .prefilter(true)
             .full_text_search(fts)

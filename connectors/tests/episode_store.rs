@@ -63,7 +63,10 @@ async fn vector_and_full_text_recall_stay_inside_the_user() {
     assert_eq!(store.append(rows).await.unwrap(), 5);
 
     let q = e.embed(&["what is the name of my pet?"]).unwrap().remove(0);
-    let hits = store.search_vector("acme", "alice", &q, 10).await.unwrap();
+    let hits = store
+        .search_vector("acme", "alice", &q, 10, None)
+        .await
+        .unwrap();
     assert_eq!(hits.len(), 3, "only alice@acme's three episodes");
     assert!(hits
         .iter()
@@ -75,21 +78,69 @@ async fn vector_and_full_text_recall_stay_inside_the_user() {
     );
     assert!(hits[0].score >= hits[1].score);
 
-    let text = store.search_text("acme", "alice", "cat", 10).await.unwrap();
+    let text = store
+        .search_text("acme", "alice", "cat", 10, None)
+        .await
+        .unwrap();
     assert_eq!(text.len(), 1, "{text:?}");
     assert!(text[0].episode.content.contains("Miso"));
     assert!(text[0].score > 0.0);
     let bob = store
-        .search_text("acme", "bob", "cat Miso", 10)
+        .search_text("acme", "bob", "cat Miso", 10, None)
         .await
         .unwrap();
     assert!(bob.iter().all(|h| h.episode.user == "bob"));
     assert_eq!(bob.len(), 1);
     assert!(store
-        .search_text("acme", "nobody", "cat", 10)
+        .search_text("acme", "nobody", "cat", 10, None)
         .await
         .unwrap()
         .is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recall_as_of_a_time_sees_only_what_had_happened_by_then() {
+    let dir = tempfile::tempdir().unwrap();
+    let dim = 8;
+    let store = EpisodeStore::open(&dir.path().join("e.lance"), dim, IndexPolicy::default())
+        .await
+        .unwrap();
+    let mut rng = StdRng::seed_from_u64(3);
+    // offsets 0..6 are 1 s apart (row's ts = 1_700_000_000 + offset)
+    let rows = (0..6)
+        .map(|i| {
+            let content = format!("note number {i} about the garden");
+            row("t", "u", i, &content, random_unit(&mut rng, dim))
+        })
+        .collect();
+    store.append(rows).await.unwrap();
+    let q = random_unit(&mut rng, dim);
+    let offsets = |hits: &[engram_connectors::EpisodeHit]| {
+        let mut o: Vec<u64> = hits.iter().map(|h| h.episode.log_offset).collect();
+        o.sort();
+        o
+    };
+    // at or before offset 2's time (+ half a second): offsets 0, 1, 2
+    let as_of = Utc.timestamp_opt(1_700_000_002, 500_000_000).unwrap();
+    let by_vector = store
+        .search_vector("t", "u", &q, 10, Some(as_of))
+        .await
+        .unwrap();
+    assert_eq!(offsets(&by_vector), vec![0, 1, 2]);
+    let by_text = store
+        .search_text("t", "u", "garden", 10, Some(as_of))
+        .await
+        .unwrap();
+    assert_eq!(offsets(&by_text), vec![0, 1, 2]);
+    // exactly offset 3's time: it is included
+    let exact = Utc.timestamp_opt(1_700_000_003, 0).unwrap();
+    let by_vector = store
+        .search_vector("t", "u", &q, 10, Some(exact))
+        .await
+        .unwrap();
+    assert_eq!(offsets(&by_vector), vec![0, 1, 2, 3]);
+    let all = store.search_vector("t", "u", &q, 10, None).await.unwrap();
+    assert_eq!(offsets(&all), vec![0, 1, 2, 3, 4, 5]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -188,14 +239,17 @@ async fn rows_written_after_the_index_build_are_still_found() {
         .unwrap();
     let (_, unindexed) = store.index_status().await.unwrap();
     assert!(unindexed >= 1);
-    let hits = store.search_vector("t", "u", &fresh, 5).await.unwrap();
+    let hits = store
+        .search_vector("t", "u", &fresh, 5, None)
+        .await
+        .unwrap();
     assert_eq!(
         hits[0].episode.log_offset, offset,
         "ANN search also scans unindexed rows"
     );
     assert!(hits[0].score > 0.99);
     let text = store
-        .search_text("t", "u", "zebra harbour", 5)
+        .search_text("t", "u", "zebra harbour", 5, None)
         .await
         .unwrap();
     assert_eq!(text.first().map(|h| h.episode.log_offset), Some(offset));

@@ -16,6 +16,9 @@ pub struct RecallRequest {
     pub query: String,
     #[serde(default)]
     pub k: Option<usize>,
+    /// Recall as of this moment: only episodes whose event time is at or before it.
+    #[serde(default)]
+    pub as_of: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// Why a result was chosen: its rank and raw score in each retriever that found it.
@@ -108,7 +111,7 @@ impl Recall {
         let k = self.validate(req)?;
         let candidates = k * self.config.candidates_per_k.max(1);
         let mut results = self
-            .fused_candidates(&req.tenant, &req.user, &req.query, candidates)
+            .fused_candidates(&req.tenant, &req.user, &req.query, candidates, req.as_of)
             .await?;
         results.truncate(k);
         let views = self.views.read();
@@ -127,13 +130,15 @@ impl Recall {
 impl Recall {
     /// The user's episodes found by embedding `query` and taking the top `candidates` of vector
     /// search, of full-text search and (when passages are kept) of passage vector search, fused
-    /// by reciprocal rank (best first, not truncated).
+    /// by reciprocal rank (best first, not truncated). With `as_of`, only episodes whose event
+    /// time is at or before it are searched.
     pub async fn fused_candidates(
         &self,
         tenant: &str,
         user: &str,
         query: &str,
         candidates: usize,
+        as_of: Option<chrono::DateTime<chrono::Utc>>,
     ) -> Result<Vec<RecallHit>, RecallError> {
         let embedder = self.embedder.clone();
         let text = query.to_string();
@@ -143,13 +148,18 @@ impl Recall {
             .remove(0);
         let by_passage = async {
             match &self.passages {
-                Some(p) => p.search_vector(tenant, user, &vector, candidates).await,
+                Some(p) => {
+                    p.search_vector(tenant, user, &vector, candidates, as_of)
+                        .await
+                }
                 None => Ok(Vec::new()),
             }
         };
         let (by_vector, by_text, by_passage) = tokio::join!(
-            self.store.search_vector(tenant, user, &vector, candidates),
-            self.store.search_text(tenant, user, query, candidates),
+            self.store
+                .search_vector(tenant, user, &vector, candidates, as_of),
+            self.store
+                .search_text(tenant, user, query, candidates, as_of),
             by_passage,
         );
         let (by_vector, by_text) = (by_vector?, by_text?);

@@ -100,6 +100,7 @@ async fn main() -> anyhow::Result<()> {
         user: user.to_string(),
         query: q.to_string(),
         k: Some(10),
+        as_of: None,
     };
     // warm-up: caches and index files
     for (user, q) in qs.iter().take(10) {
@@ -117,8 +118,8 @@ async fn main() -> anyhow::Result<()> {
     for ((user, q), v) in qs.iter().zip(&qvecs) {
         let t = Instant::now();
         let (a, b) = tokio::join!(
-            store.search_vector("bench", user, v, 40),
-            store.search_text("bench", user, q, 40)
+            store.search_vector("bench", user, v, 40, None),
+            store.search_text("bench", user, q, 40, None)
         );
         let _ = engram_jobs::recall::fuse(a?, b?, Vec::new(), Vec::new(), 60.0);
         search.push(t.elapsed().as_secs_f64() * 1000.0);

@@ -338,12 +338,12 @@ async fn rank(engine: &Engine, q: &Question, turn_corpus: &[String]) -> anyhow::
     let asked = parse_date(&q.question_date)?;
     // Haystack sessions can be dated later on the question's own day: the question's date is a
     // day, its time of day is not meaningful.
-    let as_of = midnight(asked.date_naive() + chrono::Duration::days(1));
-    let mut fused = engine
+    let end_of_day = midnight(asked.date_naive() + chrono::Duration::days(1))
+        - chrono::Duration::microseconds(1);
+    let fused = engine
         .recall
-        .fused_candidates(TENANT, &user, &q.question, 1000)
+        .fused_candidates(TENANT, &user, &q.question, 1000, Some(end_of_day))
         .await?;
-    fused.retain(|h| h.ts < as_of);
     let window = time_window(&q.question, asked);
     let mut sessions: Vec<String> = rank_sessions(&fused, window.as_ref())
         .into_iter()
