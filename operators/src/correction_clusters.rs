@@ -283,7 +283,7 @@ fn is_link(a: &QuantisedEmbedding, b: &QuantisedEmbedding) -> bool {
 
 /// The present corrections (module docs), keyed by `((tenant, user), correction_id)`, each with
 /// multiplicity 1.
-fn present_corrections<'scope, T>(
+pub(crate) fn present_corrections<'scope, T>(
     corrections: VecCollection<'scope, T, (UserKey, CorrectionPoint)>,
 ) -> VecCollection<'scope, T, ((UserKey, String), CorrectionPoint)>
 where

@@ -8,6 +8,7 @@ pub mod correction_clusters;
 pub mod entities;
 pub mod episodes;
 pub mod facts;
+pub mod lifecycle;
 pub mod math;
 pub mod skill_feedback;
 

@@ -1,4 +1,5 @@
-//! `similarity_links`, `correction_clusters` and `promote_patterns` maintained incrementally
+//! `similarity_links`, `correction_clusters`, `promote_patterns` and `preference_traces`
+//! maintained incrementally
 //! equal the same definitions computed from scratch, over random streams of corrections drawn
 //! around a few topics (so real clusters form, merge and split), outliers, duplicate records,
 //! re-sent ids with other payloads and retractions, with one and two workers; and
@@ -12,6 +13,8 @@ use engram_operators::correction_clusters::{
     correction_clusters, promote_patterns, similarity_links, CorrectionPoint, LshBucket,
     LshHyperplanes, PatternRecord, QuantisedEmbedding, UserKey, LINK_COSINE_THRESHOLD,
 };
+use engram_operators::lifecycle::{preference_traces, PreferenceKey, PreferenceTrace};
+use engram_operators::math::decay::{LifecycleThresholds, StabilityParams};
 use engram_operators::math::fusion::{
     coherence, cosine_similarity, preference_confidence, DEFAULT_EVIDENCE_WEIGHT, SECONDS_PER_DAY,
 };
@@ -24,6 +27,7 @@ use timely::dataflow::operators::probe::Handle;
 
 type Pair = (UserKey, (String, String));
 type Pattern = (UserKey, PatternRecord);
+type Trace = (PreferenceKey, PreferenceTrace);
 /// The input as a multiset: record → multiplicity (never 0).
 type Corrections = BTreeMap<(UserKey, CorrectionPoint), isize>;
 /// The present corrections of each user, by id.
@@ -237,6 +241,36 @@ fn patterns_from_scratch(present: &Present, clusters: &BTreeSet<Pair>) -> BTreeS
 }
 
 /// Compares what a sink holds with the definition (every record once); `None` when equal.
+/// Per pattern, the decay trace its present members build.
+fn traces_from_scratch(
+    present: &Present,
+    clusters: &BTreeSet<Pair>,
+    patterns: &BTreeSet<Pattern>,
+) -> BTreeSet<Trace> {
+    patterns
+        .iter()
+        .filter_map(|(user, pattern)| {
+            let activations: Vec<(i64, f64)> = clusters
+                .iter()
+                .filter(|(u, (_, cluster))| u == user && *cluster == pattern.cluster_id)
+                .map(|(_, (id, _))| {
+                    let point = &present[user][id];
+                    (
+                        point.ts_micros.div_euclid(1_000_000),
+                        f64::from(point.confidence_milli) / 1000.0,
+                    )
+                })
+                .collect();
+            let trace = PreferenceTrace::from_activations(
+                &activations,
+                &StabilityParams::default(),
+                &LifecycleThresholds::default(),
+            )?;
+            Some(((user.clone(), pattern.cluster_id.clone()), trace))
+        })
+        .collect()
+}
+
 fn difference<D: Clone + Eq + Hash + Ord + Debug>(
     name: &str,
     sink: &Sink<D>,
@@ -283,13 +317,17 @@ fn run(workers: usize, seed: u64, rounds: usize) {
     let links_sink: Sink<Pair> = Default::default();
     let clusters_sink: Sink<Pair> = Default::default();
     let patterns_sink: Sink<Pattern> = Default::default();
+    let traces_sink: Sink<Trace> = Default::default();
     execute(workers, move |worker, found| {
         let probe = Handle::new();
         let mut input = worker.dataflow::<u64, _, _>(|scope| {
             let (input, corrections) = scope.new_collection();
             let links = similarity_links(corrections.clone());
             let clusters = correction_clusters(corrections.clone(), links.clone());
-            let patterns = promote_patterns(corrections, clusters.clone());
+            let patterns = promote_patterns(corrections.clone(), clusters.clone());
+            preference_traces(corrections, clusters.clone(), patterns.clone())
+                .inspect(collect_into(&traces_sink))
+                .probe_with(&probe);
             links.inspect(collect_into(&links_sink)).probe_with(&probe);
             clusters
                 .inspect(collect_into(&clusters_sink))
@@ -321,10 +359,12 @@ fn run(workers: usize, seed: u64, rounds: usize) {
                 let links = links_from_scratch(&present, &mut buckets);
                 let clusters = clusters_from_scratch(&present, &links);
                 let patterns = patterns_from_scratch(&present, &clusters);
+                let traces = traces_from_scratch(&present, &clusters, &patterns);
                 let differences = [
                     difference("links", &links_sink, &links),
                     difference("clusters", &clusters_sink, &clusters),
                     difference("patterns", &patterns_sink, &patterns),
+                    difference("traces", &traces_sink, &traces),
                 ];
                 for d in differences.into_iter().flatten() {
                     found.push(format!("seed {seed} round {round}: {d}"));

@@ -72,7 +72,9 @@ impl Default for LifecycleThresholds {
 }
 
 /// Lifecycle state of a preference or memory, ordered by how far it has decayed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum LifecycleState {
     /// R ≥ θ_inactive: shapes prompts and output.
     Active,
