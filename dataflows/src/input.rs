@@ -64,6 +64,16 @@ pub fn correction_confidence(correction: &Correction) -> f64 {
 }
 
 impl InputRecord {
+    /// When the event behind the record happened, microseconds since the Unix epoch.
+    pub fn event_time_micros(&self) -> i64 {
+        match self {
+            InputRecord::Episode(_, episode) => episode.ts_micros,
+            InputRecord::Fact(_, assertion) => assertion.valid_from_micros,
+            InputRecord::Feedback(_, vote) => vote.ts_micros,
+            InputRecord::Correction(_, point) => point.ts_micros,
+        }
+    }
+
     /// The record of a correction event, given the embedding of its [`correction_text`]: the
     /// correction is identified by its event id within its tenant and user. `None` for any
     /// other kind of event.

@@ -9,8 +9,16 @@ use engram_operators::correction_clusters::{
 };
 use engram_operators::entities::{co_mentions, entity_stats};
 use engram_operators::facts::{facts_over_time, FactAssertion, FactKey};
+use engram_operators::lifecycle::{
+    lifecycle_states, preference_traces, PreferenceKey, PreferenceTrace,
+};
+use engram_operators::math::decay::{LifecycleState, LifecycleThresholds};
 use engram_operators::skill_feedback::{skill_feedback, FeedbackVote, MessageKey};
 use engram_operators::{next_edges, Episode, SessionKey};
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
@@ -55,6 +63,64 @@ impl Drop for DataflowHandle {
 
 type Captured = Arc<Mutex<Vec<(ViewUpdate, u64, isize)>>>;
 type CapturedEpisodes = Arc<Mutex<Vec<((SessionKey, Episode), u64, isize)>>>;
+type CapturedStates = Arc<Mutex<Vec<((PreferenceKey, LifecycleState), u64, isize)>>>;
+
+/// What moves engine time, the clock of preference lifecycles (decay happens in engine time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineClock {
+    /// The wall clock: live serving, where memories fade while nobody writes.
+    #[default]
+    Wall,
+    /// The latest event time read so far: replays and benchmarks, so a replay is deterministic
+    /// and history decays as it did when it happened.
+    Events,
+}
+
+impl std::str::FromStr for EngineClock {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "wall" => Ok(EngineClock::Wall),
+            "events" => Ok(EngineClock::Events),
+            other => Err(format!("expected \"wall\" or \"events\", got {other:?}")),
+        }
+    }
+}
+
+/// Engine time in whole seconds since the Unix epoch, shared by the workers: the wall clock,
+/// or the latest event time any worker has read.
+struct EngineTime {
+    clock: EngineClock,
+    latest_event_secs: AtomicU64,
+    /// The least second not yet closed by any worker's lifecycle input.
+    closed_before: AtomicU64,
+}
+
+impl EngineTime {
+    fn saw_event_at(&self, micros: i64) {
+        let secs = micros.div_euclid(1_000_000).max(0) as u64;
+        self.latest_event_secs.fetch_max(secs, Ordering::AcqRel);
+    }
+
+    /// Records that a worker closes every second before `secs`; returns the latest such bound
+    /// of all workers, to which every worker advances.
+    fn close_before(&self, secs: u64) -> u64 {
+        self.closed_before
+            .fetch_max(secs, Ordering::AcqRel)
+            .max(secs)
+    }
+
+    fn now_secs(&self) -> u64 {
+        match self.clock {
+            EngineClock::Wall => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            EngineClock::Events => self.latest_event_secs.load(Ordering::Acquire),
+        }
+    }
+}
 
 /// Starts `workers` timely workers running the memory dataflow.
 ///
@@ -62,9 +128,15 @@ type CapturedEpisodes = Arc<Mutex<Vec<((SessionKey, Episode), u64, isize)>>>;
 /// gives it. After every step, worker 0 applies all view updates at timestamps the whole
 /// dataflow has passed to `views` (one write lock per step), and sends the episodes that became
 /// visible, in log order, to `episodes_out`.
+///
+/// Preference lifecycles run in a second dataflow per worker whose timestamps are engine time
+/// (`clock`, whole seconds): the preference traces the memory dataflow derives enter it at the
+/// engine time they are seen, and the transitions it schedules become visible as engine time
+/// passes them, also while no input arrives.
 pub fn run_memory_dataflow<F>(
     workers: usize,
     make_source: F,
+    clock: EngineClock,
     views: Arc<SharedViews>,
     episodes_out: Sender<EpisodeBatch>,
 ) -> Result<DataflowHandle, String>
@@ -75,13 +147,33 @@ where
     let as_of = Arc::new(AtomicU64::new(0));
     let captured: Captured = Default::default();
     let captured_episodes: CapturedEpisodes = Default::default();
+    let captured_states: CapturedStates = Default::default();
+    let engine_time = Arc::new(EngineTime {
+        clock,
+        latest_event_secs: AtomicU64::new(0),
+        closed_before: AtomicU64::new(0),
+    });
     let episodes_out = Mutex::new(episodes_out);
     let (stop2, as_of2) = (stop.clone(), as_of.clone());
     let guards = timely::execute(timely::Config::process(workers.max(1)), move |worker| {
         let index = worker.index();
         let mut source = make_source(index, worker.peers());
         let mut probe = Handle::new();
+        let mut lifecycle_probe = Handle::new();
         let (cap, cap_eps) = (captured.clone(), captured_episodes.clone());
+        // preference traces as the memory dataflow emits them, for the lifecycle dataflow
+        let new_traces: Rc<RefCell<Vec<(PreferenceKey, PreferenceTrace, isize)>>> =
+            Default::default();
+        let cap_states = captured_states.clone();
+        let mut traces_in = worker.dataflow::<u64, _, _>(|scope| {
+            let (input, traces) = scope.new_collection::<(PreferenceKey, PreferenceTrace), isize>();
+            lifecycle_states(traces, LifecycleThresholds::default())
+                .inspect(move |(record, t, d)| {
+                    cap_states.lock().unwrap().push((record.clone(), *t, *d))
+                })
+                .probe_with(&mut lifecycle_probe);
+            input
+        });
         let mut inputs = worker.dataflow::<u64, _, _>(|scope| {
             let (episodes_input, episodes) = scope.new_collection::<(SessionKey, Episode), isize>();
             let (facts_input, facts) = scope.new_collection::<(FactKey, FactAssertion), isize>();
@@ -90,12 +182,20 @@ where
                 scope.new_collection::<(UserKey, CorrectionPoint), isize>();
             let links = similarity_links(corrections.clone());
             let clusters = correction_clusters(corrections.clone(), links);
+            let patterns = promote_patterns(corrections.clone(), clusters.clone());
+            let traces = preference_traces(corrections, clusters.clone(), patterns.clone());
+            let traces_out = new_traces.clone();
             capture(
-                promote_patterns(corrections, clusters.clone()),
+                traces.inspect(move |((key, trace), _, diff)| {
+                    traces_out.borrow_mut().push((key.clone(), *trace, *diff))
+                }),
                 &cap,
                 &mut probe,
-                |(user, pattern)| ViewUpdate::Pattern(user.clone(), pattern.clone()),
+                |(key, trace)| ViewUpdate::PreferenceTrace(key.clone(), *trace),
             );
+            capture(patterns, &cap, &mut probe, |(user, pattern)| {
+                ViewUpdate::Pattern(user.clone(), pattern.clone())
+            });
             capture(clusters, &cap, &mut probe, |(user, membership)| {
                 ViewUpdate::ClusterMember(user.clone(), membership.clone())
             });
@@ -146,21 +246,55 @@ where
         });
         let out = episodes_out.lock().unwrap().clone();
         let mut published = 0u64;
+        let mut published_engine_time = 0u64;
         while !stop2.load(Ordering::Acquire) {
             if let Some((records, upto)) = source.poll() {
                 for (_offset, record) in records {
+                    engine_time.saw_event_at(record.event_time_micros());
                     inputs.insert(record);
                 }
                 inputs.advance_to(upto);
             }
+            // Traces enter the lifecycle dataflow at the engine time they are seen, and that
+            // second is closed at once: with the event clock no later event may come to close
+            // it. (A trace seen within a second already closed enters at the next one.)
+            let mut final_before = engine_time.now_secs() + 1;
+            let mut new = new_traces.borrow_mut();
+            if !new.is_empty() {
+                final_before = final_before.max(*traces_in.time() + 1);
+                for (key, trace, diff) in new.drain(..) {
+                    traces_in.update((key, trace), diff);
+                }
+            }
+            drop(new);
+            // every worker closes the same seconds, or the slowest would hold the others' back
+            let final_before = engine_time.close_before(final_before);
+            if final_before > *traces_in.time() {
+                traces_in.advance_to(final_before);
+            }
+            traces_in.flush();
             worker.step_or_park(Some(Duration::from_millis(2)));
             if index == 0 {
                 let frontier = probe
                     .with_frontier(|f| f.first().copied())
                     .unwrap_or(u64::MAX);
-                if frontier > published {
-                    publish(frontier, &captured, &captured_episodes, &views, &out);
+                let engine_frontier = lifecycle_probe
+                    .with_frontier(|f| f.first().copied())
+                    .unwrap_or(u64::MAX);
+                if frontier > published || engine_frontier > published_engine_time {
+                    publish(
+                        Frontiers {
+                            log: frontier,
+                            engine_time: engine_frontier,
+                        },
+                        &captured,
+                        &captured_episodes,
+                        &captured_states,
+                        &views,
+                        &out,
+                    );
                     published = frontier;
+                    published_engine_time = engine_frontier;
                     as_of2.store(frontier, Ordering::Release);
                 }
             }
@@ -222,16 +356,27 @@ fn capture<'scope, D>(
         .probe_with(probe);
 }
 
-/// Applies the captured updates at times before `frontier`, in time order, under one lock.
+/// How far the two dataflows have got: everything before these times is final.
+struct Frontiers {
+    /// Input-log offset: the memory dataflow.
+    log: u64,
+    /// Engine time, seconds: the lifecycle dataflow.
+    engine_time: u64,
+}
+
+/// Applies the captured updates at times before the frontiers, in time order, under one lock.
 fn publish(
-    frontier: u64,
+    frontiers: Frontiers,
     captured: &Captured,
     captured_episodes: &CapturedEpisodes,
+    captured_states: &CapturedStates,
     views: &SharedViews,
     out: &Sender<EpisodeBatch>,
 ) {
+    let frontier = frontiers.log;
     let ready = take_before(captured, frontier);
     let mut episodes = take_before(captured_episodes, frontier);
+    let states = take_before(captured_states, frontiers.engine_time);
     {
         let mut v = views.write();
         for (update, _, diff) in ready {
@@ -240,7 +385,25 @@ fn publish(
         for ((key, _), _, diff) in &episodes {
             v.apply(ViewUpdate::SessionEpisode(key.clone()), *diff);
         }
+        // Scheduled transitions of a trace and the retraction of the rest of its schedule (when
+        // it is reinforced) arrive as separate updates at one time: apply their sum, removals
+        // first, so the order they came in does not matter.
+        let mut net: BTreeMap<(PreferenceKey, LifecycleState), isize> = BTreeMap::new();
+        for (record, _, diff) in states {
+            *net.entry(record).or_insert(0) += diff;
+        }
+        let (removed, added): (Vec<_>, Vec<_>) = net
+            .into_iter()
+            .filter(|(_, d)| *d != 0)
+            .partition(|(_, d)| *d < 0);
+        for ((key, state), diff) in removed.into_iter().chain(added) {
+            v.apply(ViewUpdate::PreferenceState(key, state), diff);
+        }
         v.as_of = frontier;
+        // the lifecycle views hold the states as of the last second before the frontier
+        if frontiers.engine_time > 0 && frontiers.engine_time < u64::MAX {
+            v.engine_time_secs = frontiers.engine_time - 1;
+        }
     }
     episodes.retain(|(_, _, d)| *d > 0);
     episodes.sort_by_key(|((_, e), _, _)| e.log_offset);

@@ -4,6 +4,8 @@
 use engram_operators::correction_clusters::{PatternRecord, UserKey};
 use engram_operators::entities::{CoMentionKey, EntityKey, EntityStats};
 use engram_operators::facts::{FactKey, FactVersion};
+use engram_operators::lifecycle::{PreferenceKey, PreferenceTrace};
+use engram_operators::math::decay::LifecycleState;
 use engram_operators::skill_feedback::{FeedbackTally, PopulationKey, SkillKey};
 use engram_operators::SessionKey;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -23,6 +25,8 @@ pub struct MemoryViews {
     pub users: HashMap<(String, String), UserMemory>,
     /// Skill feedback per `(tenant, bucket, skill)`, over all of the tenant's users.
     pub population: HashMap<PopulationKey, FeedbackTally>,
+    /// Engine time (seconds since the Unix epoch) the preference states are as of.
+    pub engine_time_secs: u64,
 }
 
 /// One user's part of the memory graph.
@@ -40,6 +44,10 @@ pub struct UserMemory {
     pub correction_clusters: BTreeMap<String, String>,
     /// Cluster id → the pattern it was promoted to, for the clusters that were.
     pub patterns: BTreeMap<String, PatternRecord>,
+    /// Cluster id → the decay trace of the preference its pattern yields.
+    pub preferences: BTreeMap<String, PreferenceTrace>,
+    /// Cluster id → the preference's lifecycle state as of `engine_time_secs`.
+    pub preference_states: BTreeMap<String, LifecycleState>,
 }
 
 /// A change to the views, produced by the dataflow.
@@ -54,6 +62,8 @@ pub enum ViewUpdate {
     /// `(correction_id, cluster_id)`.
     ClusterMember(UserKey, (String, String)),
     Pattern(UserKey, PatternRecord),
+    PreferenceTrace(PreferenceKey, PreferenceTrace),
+    PreferenceState(PreferenceKey, LifecycleState),
     PopulationTally(PopulationKey, FeedbackTally),
 }
 
@@ -129,6 +139,22 @@ impl MemoryViews {
                     patterns.insert(pattern.cluster_id.clone(), pattern);
                 } else if patterns.get(&pattern.cluster_id) == Some(&pattern) {
                     patterns.remove(&pattern.cluster_id);
+                }
+            }
+            ViewUpdate::PreferenceTrace((user, cluster), trace) => {
+                let preferences = &mut self.users.entry(user).or_default().preferences;
+                if diff > 0 {
+                    preferences.insert(cluster, trace);
+                } else if preferences.get(&cluster) == Some(&trace) {
+                    preferences.remove(&cluster);
+                }
+            }
+            ViewUpdate::PreferenceState((user, cluster), state) => {
+                let states = &mut self.users.entry(user).or_default().preference_states;
+                if diff > 0 {
+                    states.insert(cluster, state);
+                } else if states.get(&cluster) == Some(&state) {
+                    states.remove(&cluster);
                 }
             }
             ViewUpdate::PopulationTally(key, tally) => {

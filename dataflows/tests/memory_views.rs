@@ -3,7 +3,7 @@
 //! random stream with out-of-order timestamps, with one and with two workers.
 
 use chrono::{TimeZone, Utc};
-use engram_dataflows::{run_memory_dataflow, InputRecord, InputSource, SharedViews};
+use engram_dataflows::{run_memory_dataflow, EngineClock, InputRecord, InputSource, SharedViews};
 use engram_operators::entities::{extract_entities, sentence_pairs, EntityKind};
 use engram_operators::facts::{fact_versions, FactAssertion, FactVersion};
 use engram_operators::math::beta::context_bucket;
@@ -377,6 +377,7 @@ fn run(workers: usize, seed: u64) -> usize {
                 peers,
             }) as Box<dyn InputSource>
         },
+        EngineClock::Events,
         views.clone(),
         tx,
     )

@@ -2,6 +2,7 @@
 //! command-line flags (each overriding the one before).
 
 use engram_connectors::{EmbedderConfig, IndexPolicy};
+use engram_dataflows::EngineClock;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -24,6 +25,9 @@ pub struct Config {
     pub index: IndexPolicy,
     pub recall: RecallConfig,
     pub passages: PassageConfig,
+    /// What moves engine time, by which preferences decay: `wall` (serving) or `events` (the
+    /// latest event time read; `replay` and the benchmarks always use it).
+    pub clock: EngineClock,
 }
 
 /// Sentences of long episodes embedded on their own (see `passages.rs`).
@@ -91,6 +95,7 @@ impl Default for Config {
             index: IndexPolicy::default(),
             recall: RecallConfig::default(),
             passages: PassageConfig::default(),
+            clock: EngineClock::Wall,
         }
     }
 }
@@ -128,7 +133,7 @@ impl Config {
     }
 
     /// Applies `ENGRAM_DATA_DIR`, `ENGRAM_HTTP_ADDR`, `ENGRAM_WORKERS`, `ENGRAM_MODELS_DIR`,
-    /// `ENGRAM_DEMO` as read by `get`.
+    /// `ENGRAM_DEMO`, `ENGRAM_CLOCK` as read by `get`.
     pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
         fn parse<T: std::str::FromStr>(name: &'static str, value: String) -> Result<T, ConfigError>
         where
@@ -154,6 +159,9 @@ impl Config {
         }
         if let Some(v) = get("ENGRAM_DEMO") {
             self.demo = parse("ENGRAM_DEMO", v)?;
+        }
+        if let Some(v) = get("ENGRAM_CLOCK") {
+            self.clock = parse("ENGRAM_CLOCK", v)?;
         }
         Ok(())
     }

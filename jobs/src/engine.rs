@@ -144,6 +144,7 @@ impl Engine {
                     peers,
                 )) as Box<dyn InputSource>
             },
+            config.clock,
             views.clone(),
             tx,
         )

@@ -35,6 +35,10 @@ enum Command {
         /// Do not load the bundled demo conversation.
         #[arg(long)]
         no_demo: bool,
+        /// What moves engine time, by which preferences decay: `wall` or `events` (the latest
+        /// event time read).
+        #[arg(long)]
+        clock: Option<engram_dataflows::EngineClock>,
     },
     /// Replay historical event files (JSON lines, or Parquet with the same columns) through the
     /// same path as live input into the data folder. Resumable: run it again after an
@@ -161,6 +165,8 @@ fn main() -> anyhow::Result<()> {
                 config.workers = w;
             }
             config.demo = false;
+            // a replay decays memories by the events' own time, so it is deterministic
+            config.clock = engram_dataflows::EngineClock::Events;
             runtime()?.block_on(replay(
                 config,
                 engram_jobs::replay::ReplayOptions {
@@ -177,7 +183,11 @@ fn main() -> anyhow::Result<()> {
             http_addr,
             workers,
             no_demo,
+            clock,
         } => {
+            if let Some(c) = clock {
+                config.clock = c;
+            }
             if let Some(d) = data_dir {
                 config.data_dir = d;
             }

@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use engram_operators::math::beta::{user_posterior, ShrinkageParams};
+use engram_operators::math::decay::{LifecycleState, LifecycleThresholds};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -196,12 +197,41 @@ async fn post_memory(State(engine): State<Arc<Engine>>, body: Bytes) -> Response
             json!({"cluster_id": cluster, "corrections": members, "pattern": pattern})
         })
         .collect();
+    let now = views.engine_time_secs as i64;
+    let thresholds = LifecycleThresholds::default();
+    let preferences: Vec<_> = memory
+        .preferences
+        .iter()
+        .map(|(cluster, trace)| {
+            let next = trace.changes_after(now, &thresholds).first().map(|(at, to)| {
+                json!({"to": lifecycle_name(*to), "at": micros_to_rfc3339(at * 1_000_000)})
+            });
+            json!({
+                "cluster_id": cluster,
+                "state": memory.preference_states.get(cluster).map(|s| lifecycle_name(*s)),
+                "retention": trace.retention_at(now),
+                "stability_days": trace.stability_secs as f64 / 86_400.0,
+                "last_activation": micros_to_rfc3339(trace.last_activation_secs * 1_000_000),
+                "activations": trace.activations,
+                "next_transition": next,
+            })
+        })
+        .collect();
     Json(json!({
         "tenant": req.tenant, "user": req.user, "views_as_of": views.as_of,
+        "engine_time": micros_to_rfc3339(now * 1_000_000),
         "facts": facts, "entities": entities, "co_mentions": co_mentions, "skills": skills,
-        "correction_clusters": correction_clusters,
+        "correction_clusters": correction_clusters, "preferences": preferences,
     }))
     .into_response()
+}
+
+fn lifecycle_name(state: LifecycleState) -> &'static str {
+    match state {
+        LifecycleState::Active => "active",
+        LifecycleState::Inactive => "inactive",
+        LifecycleState::Archived => "archived",
+    }
 }
 
 async fn get_status(State(engine): State<Arc<Engine>>) -> Response {

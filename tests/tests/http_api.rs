@@ -388,3 +388,91 @@ fn similar_corrections_over_days_become_a_pattern_and_votes_move_a_posterior() {
     let mean = concise["posterior"]["mean"].as_f64().unwrap();
     assert!(ci[0].as_f64().unwrap() < mean && mean < ci[1].as_f64().unwrap());
 }
+
+#[test]
+fn a_preference_decays_and_is_archived_as_event_time_passes() {
+    preference_lifecycle("1");
+}
+
+#[test]
+fn a_preference_decays_and_is_archived_as_event_time_passes_two_workers() {
+    preference_lifecycle("2");
+}
+
+fn preference_lifecycle(workers: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    // engine time follows the events, so the test decides when time passes
+    let server = Server::start_with(dir.path(), &["--clock", "events", "--workers", workers]);
+    let correction = |id: &str, day: u32| {
+        json!({"kind": "correction", "event_id": id, "tenant": "acme", "user": "alice",
+               "ts": format!("2025-03-{day:02}T09:00:00Z"), "target_event_id": "m0",
+               "original": "Here is a long paragraph.", "correction_type": "FORMAT",
+               "expected_behavior": "Answer with bullet points.", "confidence": 1.0})
+    };
+    let tick = |id: &str, ts: &str| interaction_at("acme", "alice", id, ts, "ok, thanks");
+    let preference = |server: &Server| {
+        let (status, m) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "alice"}));
+        assert_eq!(status, 200, "{m}");
+        let p = m["preferences"].as_array().unwrap();
+        assert_eq!(p.len(), 1, "{m}");
+        p[0].clone()
+    };
+    let events = json!([
+        correction("c1", 1),
+        correction("c2", 2),
+        correction("c3", 3)
+    ]);
+    assert_eq!(server.post("/v1/events", &events).0, 200);
+    server.wait_caught_up(Duration::from_secs(30));
+    // confidence 1: S₀ = 28 days, two reinforcements: S = 112 days from March 3
+    let p = wait_for_state(&server, &preference, "active");
+    assert_eq!(p["stability_days"], 112.0, "{p}");
+    assert_eq!(p["activations"], 3);
+    assert_eq!(p["last_activation"], "2025-03-03T09:00:00Z");
+    // inactive after 112·ln(1/0.3) = 134.8 days (mid July), archived after 112·ln 20 = 335.5 days
+    assert_eq!(p["next_transition"]["to"], "inactive", "{p}");
+    assert!(
+        p["next_transition"]["at"]
+            .as_str()
+            .unwrap()
+            .starts_with("2025-07-16"),
+        "{p}"
+    );
+    // nothing but time passes: an unrelated message dated August
+    assert_eq!(
+        server
+            .post("/v1/events", &tick("t1", "2025-08-01T00:00:00Z"))
+            .0,
+        200
+    );
+    let p = wait_for_state(&server, &preference, "inactive");
+    assert!(p["retention"].as_f64().unwrap() < 0.3, "{p}");
+    assert_eq!(p["next_transition"]["to"], "archived", "{p}");
+    assert_eq!(
+        server
+            .post("/v1/events", &tick("t2", "2026-03-01T00:00:00Z"))
+            .0,
+        200
+    );
+    let p = wait_for_state(&server, &preference, "archived");
+    assert!(p["next_transition"].is_null(), "{p}");
+}
+
+/// Reads the preference until it is in `state` (the views follow the clock within a few
+/// milliseconds), at most ten seconds.
+fn wait_for_state(server: &Server, read: &dyn Fn(&Server) -> Value, state: &str) -> Value {
+    let start = std::time::Instant::now();
+    loop {
+        let p = read(server);
+        if p["state"] == state || start.elapsed() > Duration::from_secs(10) {
+            assert_eq!(p["state"], state, "{p}");
+            return p;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn interaction_at(tenant: &str, user: &str, id: &str, ts: &str, content: &str) -> Value {
+    json!({"kind": "interaction", "event_id": id, "tenant": tenant, "user": user, "ts": ts,
+           "session": "s1", "role": "user", "content": content})
+}

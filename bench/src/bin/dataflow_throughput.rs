@@ -20,7 +20,7 @@
 //!    memory, so this is an upper bound).
 
 use engram_bench::{percentile, sentence};
-use engram_dataflows::{run_memory_dataflow, InputRecord, InputSource, SharedViews};
+use engram_dataflows::{run_memory_dataflow, EngineClock, InputRecord, InputSource, SharedViews};
 use engram_schemas::{
     parse_event, Body, Correction, CorrectionType, Event, Fact, Feedback, FeedbackContext, Header,
     Interaction, Role,
@@ -266,6 +266,7 @@ fn main() -> anyhow::Result<()> {
                 reported: 0,
             })
         },
+        EngineClock::Events,
         views.clone(),
         episodes_out,
     )

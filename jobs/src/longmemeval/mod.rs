@@ -114,6 +114,7 @@ pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
         }
     };
     config.demo = false;
+    config.clock = engram_dataflows::EngineClock::Events;
     let mut emb = config.embedder_config();
     emb.cache_entries = 1_000_000;
     config.embedder = Some(emb);
