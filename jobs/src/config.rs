@@ -1,6 +1,7 @@
 //! Configuration: defaults, then a TOML file, then `ENGRAM_*` environment variables, then
 //! command-line flags (each overriding the one before).
 
+use crate::kafka::KafkaConfig;
 use engram_connectors::{EmbedderConfig, IndexPolicy};
 use engram_dataflows::EngineClock;
 use serde::{Deserialize, Serialize};
@@ -28,6 +29,8 @@ pub struct Config {
     /// What moves engine time, by which preferences decay: `wall` (serving) or `events` (the
     /// latest event time read; `replay` and the benchmarks always use it).
     pub clock: EngineClock,
+    /// The Kafka source (off while `kafka.brokers` is empty).
+    pub kafka: KafkaConfig,
 }
 
 /// Sentences of long episodes embedded on their own (see `passages.rs`).
@@ -96,6 +99,7 @@ impl Default for Config {
             recall: RecallConfig::default(),
             passages: PassageConfig::default(),
             clock: EngineClock::Wall,
+            kafka: KafkaConfig::default(),
         }
     }
 }
@@ -133,7 +137,8 @@ impl Config {
     }
 
     /// Applies `ENGRAM_DATA_DIR`, `ENGRAM_HTTP_ADDR`, `ENGRAM_WORKERS`, `ENGRAM_MODELS_DIR`,
-    /// `ENGRAM_DEMO`, `ENGRAM_CLOCK` as read by `get`.
+    /// `ENGRAM_DEMO`, `ENGRAM_CLOCK`, `ENGRAM_KAFKA_BROKERS`, `ENGRAM_KAFKA_GROUP` as read by
+    /// `get`.
     pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
         fn parse<T: std::str::FromStr>(name: &'static str, value: String) -> Result<T, ConfigError>
         where
@@ -162,6 +167,12 @@ impl Config {
         }
         if let Some(v) = get("ENGRAM_CLOCK") {
             self.clock = parse("ENGRAM_CLOCK", v)?;
+        }
+        if let Some(v) = get("ENGRAM_KAFKA_BROKERS") {
+            self.kafka.brokers = v;
+        }
+        if let Some(v) = get("ENGRAM_KAFKA_GROUP") {
+            self.kafka.group_id = v;
         }
         Ok(())
     }

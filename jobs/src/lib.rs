@@ -5,6 +5,7 @@ pub mod config;
 pub mod engine;
 pub mod episode_writer;
 pub mod ingest;
+pub mod kafka;
 pub mod llm;
 pub mod log_source;
 pub mod longmemeval;

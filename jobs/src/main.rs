@@ -2,6 +2,8 @@ use clap::{Parser, Subcommand};
 use engram_jobs::{server, Config, Engine};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use tracing_subscriber::EnvFilter;
 
 /// engram: a streaming long-term memory engine for LLM agents.
@@ -20,6 +22,19 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Send JSON-lines event files to the Kafka topics (each event to its kind's topic, keyed
+    /// tenant/user; lines that are not valid events to --invalid-to, so engram rejects them to
+    /// the DLQ). Brokers and topic prefix come from the configuration (`kafka.*`,
+    /// `ENGRAM_KAFKA_BROKERS`) unless given here.
+    Produce {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[arg(long)]
+        brokers: Option<String>,
+        /// Topic for lines that are not valid events (default: the interactions topic).
+        #[arg(long)]
+        invalid_to: Option<String>,
+    },
     /// Run the main job: ingest from the embedded log, maintain the views, store episodes in
     /// Lance, and serve the HTTP API.
     Serve {
@@ -150,6 +165,26 @@ fn main() -> anyhow::Result<()> {
                 }),
             },
         )),
+        Command::Produce {
+            files,
+            brokers,
+            invalid_to,
+        } => {
+            if let Some(b) = brokers {
+                config.kafka.brokers = b;
+            }
+            anyhow::ensure!(
+                !config.kafka.brokers.is_empty(),
+                "no Kafka brokers: pass --brokers or set ENGRAM_KAFKA_BROKERS"
+            );
+            let report = runtime()?.block_on(engram_jobs::kafka::produce_files(
+                &config.kafka,
+                &files,
+                invalid_to.as_deref(),
+            ))?;
+            println!("{}", serde_json::to_string(&report)?);
+            Ok(())
+        }
         Command::Replay {
             files,
             data_dir,
@@ -213,7 +248,19 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 
 async fn serve(config: Config) -> anyhow::Result<()> {
     let addr = config.http_addr;
+    let kafka_config = config.kafka.clone();
     let engine = Engine::start(config).await?;
+    let kafka_stop = Arc::new(AtomicBool::new(false));
+    let kafka = (!kafka_config.brokers.is_empty()).then(|| {
+        let (ingestor, stop) = (engine.ingestor.clone(), kafka_stop.clone());
+        tokio::spawn(async move {
+            if let Err(err) =
+                engram_jobs::kafka::run_kafka_source(kafka_config, ingestor, stop).await
+            {
+                tracing::error!(%err, "the Kafka source stopped");
+            }
+        })
+    });
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     tracing::info!(addr = %local, "engram listening");
@@ -225,6 +272,10 @@ async fn serve(config: Config) -> anyhow::Result<()> {
             tracing::info!("shutting down");
         })
         .await?;
+    kafka_stop.store(true, Ordering::Release);
+    if let Some(kafka) = kafka {
+        kafka.await?;
+    }
     engine.stop().await?;
     Ok(())
 }

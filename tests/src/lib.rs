@@ -39,6 +39,11 @@ impl Server {
     }
 
     pub fn start_with(data_dir: &Path, extra: &[&str]) -> Server {
+        Self::start_with_env(data_dir, extra, &[])
+    }
+
+    /// Like [`Server::start_with`], with extra environment variables.
+    pub fn start_with_env(data_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(engram_bin())
             .args([
                 "serve",
@@ -50,6 +55,7 @@ impl Server {
             .arg(data_dir)
             .args(extra)
             .env("ENGRAM_LOG", "warn")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

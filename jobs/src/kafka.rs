@@ -1,0 +1,348 @@
+//! Kafka in (SPEC §2): a consumer in a consumer group reads `engram.interactions`,
+//! `engram.corrections`, `engram.feedback` and `engram.control`, and hands each batch to the
+//! same [`Ingestor`] as the HTTP API. Bad messages go to `engram.dlq` with their original bytes
+//! as the payload and the reason in headers.
+//!
+//! Exactly once into the event log: a batch's offsets are committed only after its events are
+//! appended to the log (which syncs them to disk) and its rejects are acknowledged by the DLQ.
+//! A crash before the commit redelivers the batch, and the ingestor, which knows every event id
+//! the log holds, stores nothing twice.
+//!
+//! `engram produce` ([`produce_files`]) sends JSON-lines files to the topics, keyed
+//! `tenant/user`: for front ends to copy, and for tests.
+
+use crate::ingest::Ingestor;
+use engram_schemas::{parse_event, EventKind};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::message::{Header, Message, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{Offset, TopicPartitionList};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Messages read before a batch is ingested and committed.
+const BATCH_MESSAGES: usize = 512;
+/// Messages `engram produce` has in flight before it waits for their acknowledgements (below
+/// librdkafka's default queue of 100,000).
+const IN_FLIGHT: usize = 10_000;
+/// How long a batch waits for more messages once it has one.
+const BATCH_WAIT: Duration = Duration::from_millis(20);
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KafkaConfig {
+    /// `host:port,…`; empty turns the Kafka source off.
+    pub brokers: String,
+    /// Consumer group: instances in one group share the partitions.
+    pub group_id: String,
+    /// Topic names are this prefix plus `interactions`, `corrections`, `feedback`, `control`
+    /// and `dlq`.
+    pub topic_prefix: String,
+    /// Passed to librdkafka as they are, for consumer and producer alike: security settings
+    /// (`security.protocol`, `sasl.mechanism`, `ssl.ca.location`, …) and tuning.
+    pub properties: BTreeMap<String, String>,
+}
+
+impl Default for KafkaConfig {
+    fn default() -> Self {
+        KafkaConfig {
+            brokers: String::new(),
+            group_id: "engram".into(),
+            topic_prefix: "engram.".into(),
+            properties: BTreeMap::new(),
+        }
+    }
+}
+
+impl KafkaConfig {
+    /// The input topics and the kind of event each carries.
+    pub fn input_topics(&self) -> Vec<(String, EventKind)> {
+        [
+            ("interactions", EventKind::Interaction),
+            ("corrections", EventKind::Correction),
+            ("feedback", EventKind::Feedback),
+            ("control", EventKind::Control),
+        ]
+        .into_iter()
+        .map(|(name, kind)| (format!("{}{name}", self.topic_prefix), kind))
+        .collect()
+    }
+
+    /// The topic an event of `kind` belongs on. Facts travel with interactions.
+    pub fn topic_for(&self, kind: EventKind) -> String {
+        let name = match kind {
+            EventKind::Interaction | EventKind::Fact => "interactions",
+            EventKind::Correction => "corrections",
+            EventKind::Feedback => "feedback",
+            EventKind::Control => "control",
+        };
+        format!("{}{name}", self.topic_prefix)
+    }
+
+    pub fn dlq_topic(&self) -> String {
+        format!("{}dlq", self.topic_prefix)
+    }
+
+    /// Client settings: the brokers, then `defaults`, then `properties` (which override both).
+    fn client(&self, defaults: &[(&str, &str)]) -> ClientConfig {
+        let mut c = ClientConfig::new();
+        c.set("bootstrap.servers", &self.brokers);
+        for (key, value) in defaults {
+            c.set(*key, *value);
+        }
+        for (key, value) in &self.properties {
+            c.set(key, value);
+        }
+        c
+    }
+
+    fn producer(&self) -> anyhow::Result<FutureProducer> {
+        Ok(self
+            .client(&[
+                ("enable.idempotence", "true"),
+                ("message.timeout.ms", "30000"),
+            ])
+            .create()?)
+    }
+}
+
+/// Consumes the input topics into `ingestor` until `stop` is set. Waits out broker outages
+/// (librdkafka reconnects; nothing is committed meanwhile).
+pub async fn run_kafka_source(
+    config: KafkaConfig,
+    ingestor: Arc<Ingestor>,
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<()> {
+    let kinds: BTreeMap<String, EventKind> = config.input_topics().into_iter().collect();
+    let consumer: StreamConsumer = config
+        .client(&[
+            ("group.id", config.group_id.as_str()),
+            ("enable.auto.commit", "false"),
+            ("auto.offset.reset", "earliest"),
+            ("enable.partition.eof", "false"),
+            // a crashed instance's partitions move to the others after 10 s, not 45
+            ("session.timeout.ms", "10000"),
+            ("heartbeat.interval.ms", "2000"),
+        ])
+        .create()?;
+    let topics: Vec<&str> = kinds.keys().map(String::as_str).collect();
+    consumer.subscribe(&topics)?;
+    let dlq = config.producer()?;
+    tracing::info!(brokers = %config.brokers, group = %config.group_id, ?topics, "kafka source started");
+    while !stop.load(Ordering::Acquire) {
+        let batch = next_batch(&consumer).await;
+        if batch.is_empty() {
+            continue;
+        }
+        let parsed = batch
+            .iter()
+            .map(|m| parse_event(&m.payload, kinds.get(&m.topic).copied()))
+            .collect();
+        let originals: Vec<String> = batch
+            .iter()
+            .map(|m| String::from_utf8_lossy(&m.payload).into_owned())
+            .collect();
+        let ing = ingestor.clone();
+        let report =
+            tokio::task::spawn_blocking(move || ing.ingest_parsed("kafka", parsed, &originals))
+                .await??;
+        for rejected in &report.rejected {
+            let m = &batch[rejected.index];
+            send_to_dlq(&dlq, &config.dlq_topic(), m, &rejected.error, &stop).await;
+        }
+        // The batch is in the log: retry the commit through a broker outage. If it never
+        // succeeds (stopped, or the partitions moved), the batch is redelivered and the log
+        // recognises its event ids.
+        while let Err(err) = commit(&consumer, &batch) {
+            if stop.load(Ordering::Acquire) {
+                break;
+            }
+            tracing::warn!(%err, "committing Kafka offsets failed; retrying");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        tracing::debug!(
+            messages = batch.len(),
+            accepted = report.accepted,
+            duplicates = report.duplicates,
+            rejected = report.rejected.len(),
+            "kafka batch committed"
+        );
+    }
+    Ok(())
+}
+
+/// One consumed message, copied out of the consumer's buffers.
+struct Received {
+    topic: String,
+    partition: i32,
+    offset: i64,
+    key: Option<Vec<u8>>,
+    payload: Vec<u8>,
+}
+
+/// Up to [`BATCH_MESSAGES`] messages: waits up to a second for the first, then
+/// [`BATCH_WAIT`] for more. Errors (a broker away) are logged and end the batch.
+async fn next_batch(consumer: &StreamConsumer) -> Vec<Received> {
+    let mut batch = Vec::new();
+    let mut deadline = Instant::now() + Duration::from_secs(1);
+    while batch.len() < BATCH_MESSAGES {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, consumer.recv()).await {
+            Err(_) => break,
+            Ok(Err(err)) => {
+                tracing::warn!(%err, "kafka receive failed; retrying");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                break;
+            }
+            Ok(Ok(m)) => {
+                if batch.is_empty() {
+                    deadline = Instant::now() + BATCH_WAIT;
+                }
+                batch.push(Received {
+                    topic: m.topic().to_string(),
+                    partition: m.partition(),
+                    offset: m.offset(),
+                    key: m.key().map(<[u8]>::to_vec),
+                    payload: m.payload().map(<[u8]>::to_vec).unwrap_or_default(),
+                });
+            }
+        }
+    }
+    batch
+}
+
+/// Sends a rejected message to the DLQ: its original bytes and key, with the reason, the field
+/// and where it came from in headers. Retries until the DLQ acknowledges it (or `stop`), so a
+/// rejected message is never committed before it is kept.
+async fn send_to_dlq(
+    producer: &FutureProducer,
+    topic: &str,
+    m: &Received,
+    error: &engram_schemas::EventError,
+    stop: &AtomicBool,
+) {
+    let partition = m.partition.to_string();
+    let offset = m.offset.to_string();
+    loop {
+        let headers = OwnedHeaders::new()
+            .insert(Header {
+                key: "engram.reason",
+                value: Some(error.reason.as_str()),
+            })
+            .insert(Header {
+                key: "engram.field",
+                value: Some(error.field.as_str()),
+            })
+            .insert(Header {
+                key: "engram.source.topic",
+                value: Some(m.topic.as_str()),
+            })
+            .insert(Header {
+                key: "engram.source.partition",
+                value: Some(partition.as_str()),
+            })
+            .insert(Header {
+                key: "engram.source.offset",
+                value: Some(offset.as_str()),
+            });
+        let mut record = FutureRecord::to(topic)
+            .payload(m.payload.as_slice())
+            .headers(headers);
+        if let Some(key) = &m.key {
+            record = record.key(key.as_slice());
+        }
+        match producer.send(record, Duration::from_secs(10)).await {
+            Ok(_) => return,
+            Err((err, _)) if !stop.load(Ordering::Acquire) => {
+                tracing::warn!(%err, topic, "DLQ write failed; retrying");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err((err, _)) => {
+                tracing::error!(%err, topic, "DLQ write failed while stopping; the message will be redelivered");
+                return;
+            }
+        }
+    }
+}
+
+/// Commits, per partition, the offset after the batch's last message.
+fn commit(consumer: &StreamConsumer, batch: &[Received]) -> anyhow::Result<()> {
+    let mut next: BTreeMap<(&str, i32), i64> = BTreeMap::new();
+    for m in batch {
+        let e = next.entry((m.topic.as_str(), m.partition)).or_insert(0);
+        *e = (*e).max(m.offset + 1);
+    }
+    let mut list = TopicPartitionList::new();
+    for ((topic, partition), offset) in next {
+        list.add_partition_offset(topic, partition, Offset::Offset(offset))?;
+    }
+    consumer.commit(&list, CommitMode::Sync)?;
+    Ok(())
+}
+
+/// What [`produce_files`] sent.
+#[derive(Debug, Default, Serialize)]
+pub struct ProduceReport {
+    pub sent: usize,
+    /// Lines that are not valid events, sent anyway (to `fallback_topic`, or the interactions
+    /// topic) so that engram rejects them to the DLQ with the reason.
+    pub invalid: usize,
+}
+
+/// Sends every non-empty line of `files` as one message: to the topic of its kind, keyed
+/// `tenant/user` so a user's events stay in order in one partition. Lines that are not valid
+/// events go to `fallback_topic` (default: the interactions topic), keyed by whatever
+/// `tenant`/`user` they carry.
+pub async fn produce_files(
+    config: &KafkaConfig,
+    files: &[PathBuf],
+    fallback_topic: Option<&str>,
+) -> anyhow::Result<ProduceReport> {
+    let producer = config.producer()?;
+    let fallback = fallback_topic
+        .map(str::to_string)
+        .unwrap_or_else(|| config.topic_for(EventKind::Interaction));
+    let mut report = ProduceReport::default();
+    for file in files {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| anyhow::anyhow!("reading {}: {e}", file.display()))?;
+        let mut pending = Vec::new();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let (topic, key) = match parse_event(line.as_bytes(), None) {
+                Ok(event) => (config.topic_for(event.kind()), event.key()),
+                Err(_) => {
+                    report.invalid += 1;
+                    (fallback.clone(), loose_key(line))
+                }
+            };
+            let record = FutureRecord::to(&topic).key(&key).payload(line);
+            pending.push(producer.send_result(record).map_err(|(e, _)| e)?);
+            report.sent += 1;
+            if pending.len() >= IN_FLIGHT {
+                for delivery in pending.drain(..) {
+                    delivery
+                        .await?
+                        .map_err(|(e, _)| anyhow::anyhow!("delivery to Kafka failed: {e}"))?;
+                }
+            }
+        }
+        for delivery in pending {
+            delivery
+                .await?
+                .map_err(|(e, _)| anyhow::anyhow!("delivery to Kafka failed: {e}"))?;
+        }
+    }
+    Ok(report)
+}
+
+/// `tenant/user` of a line that is not a valid event, as far as it has them.
+fn loose_key(line: &str) -> String {
+    let value: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
+    let field = |name: &str| value.get(name).and_then(|v| v.as_str()).unwrap_or("");
+    format!("{}/{}", field("tenant"), field("user"))
+}

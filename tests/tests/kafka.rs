@@ -1,0 +1,207 @@
+//! Kafka in: `engram produce` sends a file to the topics of librdkafka's mock cluster (real
+//! Kafka protocol over loopback sockets), a real `engram serve` consumes them in a consumer
+//! group, good events reach recall, each kind of bad message reaches the DLQ with its reason
+//! and original bytes, and committed offsets survive a kill -9.
+
+use engram_tests::{engram_bin, interaction, Server};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::mocking::MockCluster;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const TOPICS: [&str; 5] = [
+    "engram.interactions",
+    "engram.corrections",
+    "engram.feedback",
+    "engram.control",
+    "engram.dlq",
+];
+
+fn produce(brokers: &str, file: &Path) -> Value {
+    let out = std::process::Command::new(engram_bin())
+        .args(["produce", "--brokers", brokers])
+        .arg(file)
+        .env("ENGRAM_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Every DLQ message as (payload, headers), reading until `want` arrived or 30 s passed.
+fn read_dlq(brokers: &str, want: usize) -> Vec<(String, BTreeMap<String, String>)> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", format!("dlq-reader-{}", rand::random::<u32>()))
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    consumer.subscribe(&["engram.dlq"]).unwrap();
+    let mut found = Vec::new();
+    let start = Instant::now();
+    while found.len() < want && start.elapsed() < Duration::from_secs(30) {
+        let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) else {
+            continue;
+        };
+        let payload = String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned();
+        let headers = m
+            .headers()
+            .map(|h| {
+                h.iter()
+                    .map(|h| {
+                        let value = String::from_utf8_lossy(h.value.unwrap_or_default());
+                        (h.key.to_string(), value.into_owned())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        found.push((payload, headers));
+    }
+    // a little longer, to see anything beyond what was expected
+    let extra_until = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < extra_until {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
+            let payload = String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned();
+            found.push((payload, BTreeMap::new()));
+        }
+    }
+    found
+}
+
+fn wait_for_log_end(server: &Server, end: u64) {
+    let start = Instant::now();
+    loop {
+        let status = server.status();
+        if status["log_end"] == end {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "log_end never reached {end}: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn produced_events_reach_recall_bad_ones_the_dlq_and_nothing_is_consumed_twice() {
+    let mock = MockCluster::new(1).unwrap();
+    for topic in TOPICS {
+        mock.create_topic(topic, 2, 1).unwrap();
+    }
+    let brokers = mock.bootstrap_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let good = [
+        interaction(
+            "acme",
+            "alice",
+            "k1",
+            "s1",
+            1,
+            "I just moved to Lisbon for a new job.",
+        ),
+        interaction(
+            "acme",
+            "alice",
+            "k2",
+            "s1",
+            2,
+            "My cat Miso hates the tram noise.",
+        ),
+        interaction(
+            "acme",
+            "bob",
+            "k3",
+            "s1",
+            3,
+            "I live in Berlin and I love techno.",
+        ),
+        json!({"kind": "feedback", "event_id": "k4", "tenant": "acme", "user": "alice",
+               "ts": "2025-01-01T00:04:00Z", "message_id": "m1", "skill_id": "concise",
+               "reward": 1}),
+    ];
+    let oversized = format!(
+        r#"{{"kind": "interaction", "event_id": "b4", "tenant": "acme", "user": "alice", "ts": "2025-01-01T00:00:00Z", "role": "user", "content": "{}"}}"#,
+        "x".repeat(300 * 1024)
+    );
+    let bad = [
+        ("$", "{not json".to_string()),
+        (
+            "user",
+            r#"{"kind": "interaction", "event_id": "b2", "tenant": "acme", "ts": "2025-01-01T00:00:00Z", "role": "user", "content": "hi"}"#.to_string(),
+        ),
+        (
+            "role",
+            r#"{"kind": "interaction", "event_id": "b3", "tenant": "acme", "user": "alice", "ts": "2025-01-01T00:00:00Z", "role": 5, "content": "hi"}"#.to_string(),
+        ),
+        ("$", oversized),
+    ];
+    let mut lines: Vec<String> = good.iter().map(Value::to_string).collect();
+    lines.extend(bad.iter().map(|(_, line)| line.clone()));
+    let file = dir.path().join("events.jsonl");
+    std::fs::write(&file, lines.join("\n")).unwrap();
+
+    let env = [("ENGRAM_KAFKA_BROKERS", brokers.as_str())];
+    let server = Server::start_with_env(&data, &[], &env);
+    let sent = produce(&brokers, &file);
+    assert_eq!(sent, json!({"sent": 8, "invalid": 4}));
+    wait_for_log_end(&server, good.len() as u64);
+    server.wait_caught_up(Duration::from_secs(60));
+    let recall = server.recall("acme", "alice", "where do I live now?", 5);
+    let top = recall["results"][0]["content"].as_str().unwrap_or_default();
+    assert!(top.contains("Lisbon"), "{recall}");
+    assert!(
+        recall["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| !r["content"].as_str().unwrap().contains("Berlin")),
+        "bob's message reached alice: {recall}"
+    );
+
+    let dlq = read_dlq(&brokers, bad.len());
+    assert_eq!(dlq.len(), bad.len(), "each bad message once in the DLQ");
+    for (field, line) in &bad {
+        let (_, headers) = dlq
+            .iter()
+            .find(|(payload, _)| payload == line)
+            .unwrap_or_else(|| {
+                panic!(
+                    "{} not in the DLQ with its original bytes",
+                    &line[..40.min(line.len())]
+                )
+            });
+        assert_eq!(headers["engram.field"], *field, "{headers:?}");
+        assert!(!headers["engram.reason"].is_empty());
+        assert_eq!(headers["engram.source.topic"], "engram.interactions");
+    }
+    let status = server.status();
+    assert_eq!(status["rejected"], 4, "{status}");
+
+    // kill -9 and restart: the committed offsets hold, nothing is consumed again
+    server.kill9();
+    let server = Server::start_with_env(&data, &[], &env);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(server.status()["log_end"], good.len() as u64);
+    assert_eq!(
+        read_dlq(&brokers, bad.len()).len(),
+        bad.len(),
+        "no message rejected twice"
+    );
+
+    // the same file produced again: the good events are duplicates, stored once
+    produce(&brokers, &file);
+    let dlq_after = read_dlq(&brokers, 2 * bad.len());
+    assert_eq!(dlq_after.len(), 2 * bad.len());
+    assert_eq!(server.status()["log_end"], good.len() as u64);
+}
