@@ -30,6 +30,8 @@ const BATCH_MESSAGES: usize = 512;
 /// Messages `engram produce` has in flight before it waits for their acknowledgements (below
 /// librdkafka's default queue of 100,000).
 const IN_FLIGHT: usize = 10_000;
+/// How long a failed offset commit is retried.
+const COMMIT_RETRY: Duration = Duration::from_secs(30);
 /// How long a batch waits for more messages once it has one.
 const BATCH_WAIT: Duration = Duration::from_millis(20);
 
@@ -155,11 +157,13 @@ pub async fn run_kafka_source(
             let m = &batch[rejected.index];
             send_to_dlq(&dlq, &config.dlq_topic(), m, &rejected.error, &stop).await;
         }
-        // The batch is in the log: retry the commit through a broker outage. If it never
-        // succeeds (stopped, or the partitions moved), the batch is redelivered and the log
-        // recognises its event ids.
+        // The batch is in the log: retry the commit for a while (a short broker outage). If it
+        // does not succeed (a long outage, the partitions moved to another instance, stopping),
+        // the batch is redelivered later and the log recognises its event ids.
+        let give_up = Instant::now() + COMMIT_RETRY;
         while let Err(err) = commit(&consumer, &batch) {
-            if stop.load(Ordering::Acquire) {
+            if stop.load(Ordering::Acquire) || Instant::now() > give_up {
+                tracing::warn!(%err, "Kafka offsets not committed; the batch will be redelivered and recognised");
                 break;
             }
             tracing::warn!(%err, "committing Kafka offsets failed; retrying");
