@@ -1,0 +1,120 @@
+//! Sustained throughput from Kafka to the views, and on to Lance with embeddings, in one run.
+//!
+//!     cargo run -p engram-bench --bin kafka_throughput -- [events] [users]
+//!
+//! Starts librdkafka's mock cluster (the Kafka protocol over loopback, in this process), sends
+//! `events` synthetic messages (default 20,000) keyed `tenant/user` to `engram.interactions`,
+//! then starts the engine with its Kafka source and measures, from the moment it starts
+//! consuming:
+//! - Kafka → views: until the event log holds every event and the views are as of its end
+//!   (validation, log append and sync, offset commits, the memory dataflow; no embedding);
+//! - Kafka → Lance: until every episode is embedded and committed to Lance as well.
+
+use engram_bench::sentence;
+use engram_jobs::kafka::{run_kafka_source, KafkaConfig};
+use engram_jobs::{Config, Engine};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rdkafka::config::ClientConfig;
+use rdkafka::mocking::MockCluster;
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .map(|a| a.parse().expect("numbers"))
+        .collect();
+    let events = args.first().copied().unwrap_or(20_000);
+    let users = args.get(1).copied().unwrap_or(100);
+
+    let mock = MockCluster::new(1)?;
+    for topic in [
+        "engram.interactions",
+        "engram.corrections",
+        "engram.feedback",
+        "engram.control",
+        "engram.dlq",
+    ] {
+        mock.create_topic(topic, 4, 1)?;
+    }
+    let brokers = mock.bootstrap_servers();
+    let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+        .set("bootstrap.servers", &brokers)
+        .set("queue.buffering.max.messages", "1000000")
+        .create()?;
+    let mut rng = StdRng::seed_from_u64(7);
+    let start_ts = chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+    for i in 0..events {
+        let user = format!("user{}", rng.gen_range(0..users));
+        let event = serde_json::json!({
+            "kind": "interaction", "event_id": format!("k{i}"), "tenant": "bench",
+            "user": user, "session": format!("s{}", i / (25 * users)),
+            "ts": (start_ts + chrono::Duration::seconds(i as i64)).to_rfc3339(),
+            "role": if i % 2 == 0 { "user" } else { "assistant" },
+            "content": sentence(&mut rng),
+        });
+        let (key, payload) = (format!("bench/{user}"), event.to_string());
+        producer
+            .send(
+                BaseRecord::to("engram.interactions")
+                    .key(&key)
+                    .payload(&payload),
+            )
+            .map_err(|(e, _)| e)?;
+    }
+    producer.flush(Duration::from_secs(60))?;
+    println!("sent {events} events for {users} users to the mock cluster");
+
+    let dir = tempfile::tempdir()?;
+    let mut config = Config::load(None)?;
+    config.data_dir = dir.path().to_path_buf();
+    config.demo = false;
+    config.kafka = KafkaConfig {
+        brokers,
+        ..KafkaConfig::default()
+    };
+    let engine = Engine::start(config.clone()).await?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let source = tokio::spawn(run_kafka_source(
+        config.kafka.clone(),
+        engine.ingestor.clone(),
+        stop.clone(),
+    ));
+    // the clock starts with the first event logged (group join and start-up excluded)
+    while engine.progress().log_end == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let started = Instant::now();
+    loop {
+        let p = engine.progress();
+        if p.log_end as usize >= events && p.views_as_of >= p.log_end {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let to_views = started.elapsed().as_secs_f64();
+    loop {
+        let p = engine.progress();
+        if p.caught_up() && p.episodes >= events {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let to_lance = started.elapsed().as_secs_f64();
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    source.await??;
+    engine.stop().await?;
+    println!(
+        "Kafka → views: {events} events in {to_views:.2} s = {:.0} events/s (no embedding)",
+        events as f64 / to_views
+    );
+    println!(
+        "Kafka → views → Lance with embeddings: {to_lance:.2} s = {:.0} events/s",
+        events as f64 / to_lance
+    );
+    Ok(())
+}
