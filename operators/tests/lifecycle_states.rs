@@ -7,7 +7,7 @@
 mod common;
 
 use common::{apply, execute};
-use differential_dataflow::input::Input;
+use differential_dataflow::input::{Input, InputSession};
 use engram_operators::lifecycle::{lifecycle_states, PreferenceTrace};
 use engram_operators::math::decay::{LifecycleState, LifecycleThresholds};
 use rand::rngs::StdRng;
@@ -47,19 +47,30 @@ fn states_at(updates: &Updates, t: u64) -> HashMap<(Key, LifecycleState), isize>
     states
 }
 
+/// `lifecycle_states` with default thresholds on `worker`, its output collected into `updates`;
+/// the input starts at [`START`].
+fn lifecycle_dataflow(
+    worker: &mut timely::worker::Worker,
+    probe: &Handle<u64>,
+    updates: &Updates,
+) -> InputSession<u64, Record, isize> {
+    let sink = updates.clone();
+    let mut input = worker.dataflow::<u64, _, _>(|scope| {
+        let (input, traces) = scope.new_collection::<Record, isize>();
+        lifecycle_states(traces, LifecycleThresholds::default())
+            .inspect(move |update| sink.lock().unwrap().push(update.clone()))
+            .probe_with(probe);
+        input
+    });
+    input.advance_to(START);
+    input
+}
+
 fn run(workers: usize, seed: u64, rounds: usize) {
     let updates: Updates = Default::default();
     execute(workers, move |worker, found| {
         let probe = Handle::new();
-        let sink = updates.clone();
-        let mut input = worker.dataflow::<u64, _, _>(|scope| {
-            let (input, traces) = scope.new_collection::<Record, isize>();
-            lifecycle_states(traces, LifecycleThresholds::default())
-                .inspect(move |update| sink.lock().unwrap().push(update.clone()))
-                .probe_with(&probe);
-            input
-        });
-        input.advance_to(START);
+        let mut input = lifecycle_dataflow(worker, &probe, &updates);
         let mut rng = StdRng::seed_from_u64(seed);
         let mut current: BTreeMap<Record, isize> = BTreeMap::new();
         let mut next_key = 0;
@@ -123,7 +134,7 @@ fn run(workers: usize, seed: u64, rounds: usize) {
 /// Applies the update to the test's copy and feeds it on worker 0 only.
 fn feed(
     worker: usize,
-    input: &mut differential_dataflow::input::InputSession<u64, Record, isize>,
+    input: &mut InputSession<u64, Record, isize>,
     current: &mut BTreeMap<Record, isize>,
     record: Record,
     diff: isize,
@@ -160,15 +171,7 @@ fn transitions_happen_at_the_crossing_seconds_without_new_input() {
     };
     timely::execute(timely::Config::thread(), move |worker| {
         let probe = Handle::new();
-        let sink = sink.clone();
-        let mut input = worker.dataflow::<u64, _, _>(|scope| {
-            let (input, traces) = scope.new_collection::<Record, isize>();
-            lifecycle_states(traces, LifecycleThresholds::default())
-                .inspect(move |update| sink.lock().unwrap().push(update.clone()))
-                .probe_with(&probe);
-            input
-        });
-        input.advance_to(START);
+        let mut input = lifecycle_dataflow(worker, &probe, &sink);
         input.insert(("p".to_string(), trace));
         input.advance_to(START + 200 * DAY as u64);
         input.flush();
