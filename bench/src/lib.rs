@@ -101,3 +101,18 @@ pub fn percentile(samples: &mut [f64], p: f64) -> f64 {
 pub fn random_user(rng: &mut StdRng, users: usize) -> String {
     format!("user{}", rng.gen_range(0..users))
 }
+
+/// The command-line arguments as numbers (the positional form the benchmarks take).
+///
+/// # Panics
+///
+/// On an argument that is not a number, naming it.
+pub fn numeric_args() -> Vec<usize> {
+    std::env::args()
+        .skip(1)
+        .map(|a| {
+            a.parse()
+                .unwrap_or_else(|_| panic!("{a:?} is not a number"))
+        })
+        .collect()
+}

@@ -227,3 +227,20 @@ pub fn stored_event_ids(data_dir: &Path, tenant: &str, users: &[&str]) -> BTreeM
         counts
     })
 }
+
+/// librdkafka's mock cluster (one broker, the Kafka protocol on a loopback port, inside the
+/// test process) with engram's topics, two partitions each.
+pub fn mock_kafka(
+) -> rdkafka::mocking::MockCluster<'static, rdkafka::producer::DefaultProducerContext> {
+    let mock = rdkafka::mocking::MockCluster::new(1).expect("mock Kafka cluster");
+    for topic in [
+        "engram.interactions",
+        "engram.corrections",
+        "engram.feedback",
+        "engram.control",
+        "engram.dlq",
+    ] {
+        mock.create_topic(topic, 2, 1).expect("mock topic");
+    }
+    mock
+}

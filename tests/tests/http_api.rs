@@ -409,7 +409,11 @@ fn preference_lifecycle(workers: &str) {
                "original": "Here is a long paragraph.", "correction_type": "FORMAT",
                "expected_behavior": "Answer with bullet points.", "confidence": 1.0})
     };
-    let tick = |id: &str, ts: &str| interaction_at("acme", "alice", id, ts, "ok, thanks");
+    // an unrelated message: moves engine time to `ts` and nothing else
+    let pass_time_to = |id: &str, ts: &str| {
+        let tick = interaction_at("acme", "alice", id, ts, "ok, thanks");
+        assert_eq!(server.post("/v1/events", &tick).0, 200);
+    };
     let preference = |server: &Server| {
         let (status, m) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "alice"}));
         assert_eq!(status, 200, "{m}");
@@ -439,21 +443,11 @@ fn preference_lifecycle(workers: &str) {
         "{p}"
     );
     // nothing but time passes: an unrelated message dated August
-    assert_eq!(
-        server
-            .post("/v1/events", &tick("t1", "2025-08-01T00:00:00Z"))
-            .0,
-        200
-    );
+    pass_time_to("t1", "2025-08-01T00:00:00Z");
     let p = wait_for_state(&server, &preference, "inactive");
     assert!(p["retention"].as_f64().unwrap() < 0.3, "{p}");
     assert_eq!(p["next_transition"]["to"], "archived", "{p}");
-    assert_eq!(
-        server
-            .post("/v1/events", &tick("t2", "2026-03-01T00:00:00Z"))
-            .0,
-        200
-    );
+    pass_time_to("t2", "2026-03-01T00:00:00Z");
     let p = wait_for_state(&server, &preference, "archived");
     assert!(p["next_transition"].is_null(), "{p}");
 }

@@ -3,23 +3,14 @@
 //! group, good events reach recall, each kind of bad message reaches the DLQ with its reason
 //! and original bytes, and committed offsets survive a kill -9.
 
-use engram_tests::{engram_bin, interaction, Server};
+use engram_tests::{engram_bin, interaction, mock_kafka, Server};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
-use rdkafka::mocking::MockCluster;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-const TOPICS: [&str; 5] = [
-    "engram.interactions",
-    "engram.corrections",
-    "engram.feedback",
-    "engram.control",
-    "engram.dlq",
-];
 
 fn produce(brokers: &str, file: &Path) -> Value {
     let out = std::process::Command::new(engram_bin())
@@ -94,10 +85,7 @@ fn wait_for_log_end(server: &Server, end: u64) {
 
 #[test]
 fn produced_events_reach_recall_bad_ones_the_dlq_and_nothing_is_consumed_twice() {
-    let mock = MockCluster::new(1).unwrap();
-    for topic in TOPICS {
-        mock.create_topic(topic, 2, 1).unwrap();
-    }
+    let mock = mock_kafka();
     let brokers = mock.bootstrap_servers();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");

@@ -4,11 +4,10 @@
 //! those of a clean run that consumed the same topics without crashing. A second test stops the
 //! broker for a while: engram waits and then takes up the stream without loss.
 
-use engram_tests::{interaction, stored_event_ids, Server};
+use engram_tests::{interaction, mock_kafka, stored_event_ids, Server};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rdkafka::config::ClientConfig;
-use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -18,18 +17,6 @@ use std::time::{Duration, Instant};
 
 const USERS: [&str; 4] = ["ana", "ben", "cai", "dee"];
 const TRIALS: usize = 20;
-
-fn topics(mock: &MockCluster<'_, DefaultProducerContext>) {
-    for topic in [
-        "engram.interactions",
-        "engram.corrections",
-        "engram.feedback",
-        "engram.control",
-        "engram.dlq",
-    ] {
-        mock.create_topic(topic, 2, 1).unwrap();
-    }
-}
 
 /// A configuration file: the brokers, this group, a static group membership (a restarted
 /// instance takes its partitions back) and a short session timeout (so a killed instance's
@@ -125,8 +112,7 @@ fn memories(server: &Server) -> Vec<Value> {
 
 #[test]
 fn kill_9_at_random_points_loses_and_duplicates_nothing() {
-    let mock = MockCluster::new(1).unwrap();
-    topics(&mock);
+    let mock = mock_kafka();
     let brokers = mock.bootstrap_servers();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("crashing");
@@ -200,8 +186,7 @@ fn kill_9_at_random_points_loses_and_duplicates_nothing() {
 
 #[test]
 fn a_broker_outage_is_waited_out_without_loss() {
-    let mock = MockCluster::new(1).unwrap();
-    topics(&mock);
+    let mock = mock_kafka();
     let brokers = mock.bootstrap_servers();
     let dir = tempfile::tempdir().unwrap();
     let config = config_file(dir.path(), &brokers, "outage");

@@ -10,7 +10,7 @@
 //!   (validation, log append and sync, offset commits, the memory dataflow; no embedding);
 //! - Kafka → Lance: until every episode is embedded and committed to Lance as well.
 
-use engram_bench::sentence;
+use engram_bench::{numeric_args, sentence};
 use engram_jobs::kafka::{run_kafka_source, KafkaConfig};
 use engram_jobs::{Config, Engine};
 use rand::rngs::StdRng;
@@ -24,23 +24,16 @@ use std::time::{Duration, Instant};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .map(|a| a.parse().expect("numbers"))
-        .collect();
+    let args = numeric_args();
     let events = args.first().copied().unwrap_or(20_000);
     let users = args.get(1).copied().unwrap_or(100);
 
     let mock = MockCluster::new(1)?;
-    for topic in [
-        "engram.interactions",
-        "engram.corrections",
-        "engram.feedback",
-        "engram.control",
-        "engram.dlq",
-    ] {
-        mock.create_topic(topic, 4, 1)?;
+    let topics = KafkaConfig::default();
+    for (topic, _kind) in topics.input_topics() {
+        mock.create_topic(&topic, 4, 1)?;
     }
+    mock.create_topic(&topics.dlq_topic(), 4, 1)?;
     let brokers = mock.bootstrap_servers();
     let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
         .set("bootstrap.servers", &brokers)

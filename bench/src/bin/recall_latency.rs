@@ -5,7 +5,7 @@
 //! Prints p50/p95/p99 of: the whole recall (query embedding + vector + full-text + fusion), the
 //! search alone (query pre-embedded), and the embedder's throughput on the same machine.
 
-use engram_bench::{percentile, question, sentence};
+use engram_bench::{numeric_args, percentile, question, sentence};
 use engram_connectors::{Embedder, EmbedderConfig, EpisodeRow, EpisodeStore, IndexPolicy};
 use engram_dataflows::SharedViews;
 use engram_jobs::config::RecallConfig;
@@ -17,10 +17,7 @@ use std::time::Instant;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .map(|a| a.parse().expect("numbers"))
-        .collect();
+    let args = numeric_args();
     let episodes = args.first().copied().unwrap_or(10_000);
     let users = args.get(1).copied().unwrap_or(20);
     let queries = args.get(2).copied().unwrap_or(300);
