@@ -1,11 +1,13 @@
 //! engram's connections to the outside: the embedded event log (and its reject log), the Lance
 //! episode store, the embedder (ONNX Runtime + tokenizers), and historical event files.
 
+pub mod chat_template;
 pub mod embedder;
 pub mod episode_store;
 pub mod event_files;
 pub mod event_log;
 
+pub use chat_template::{ChatTemplateError, Qwen3Chat, TemplateMessage};
 pub use embedder::{Embedder, EmbedderConfig, EmbedderError};
 pub use episode_store::{EpisodeHit, EpisodeRow, EpisodeStore, IndexPolicy, StoreError};
 pub use event_files::{EventFile, EventFileError, EventFileFormat, FileRecord};
