@@ -1,6 +1,7 @@
 //! What the memory dataflow consumes.
 
 use engram_operators::correction_clusters::{CorrectionPoint, QuantisedEmbedding, UserKey};
+use engram_operators::correction_notes::CorrectionNote;
 use engram_operators::facts::{extract_facts, normalise_attribute, FactAssertion, FactKey};
 use engram_operators::math::beta::context_bucket;
 use engram_operators::math::fusion::{fuse_confidence, ModalitySignal, ModalityWeights};
@@ -20,6 +21,8 @@ pub enum InputRecord {
     Feedback(MessageKey, FeedbackVote),
     /// A correction, with the embedding of what it asks for ([`InputRecord::correction`]).
     Correction(UserKey, CorrectionPoint),
+    /// A correction's words, for prompts.
+    CorrectionNote(UserKey, CorrectionNote),
 }
 
 /// Confidence of a correction that states none and carries no signals to fuse: the user typed
@@ -71,6 +74,7 @@ impl InputRecord {
             InputRecord::Fact(_, assertion) => assertion.valid_from_micros,
             InputRecord::Feedback(_, vote) => vote.ts_micros,
             InputRecord::Correction(_, point) => point.ts_micros,
+            InputRecord::CorrectionNote(_, note) => note.ts_micros,
         }
     }
 
@@ -93,8 +97,9 @@ impl InputRecord {
         ))
     }
 
-    /// The records an event at `log_offset` contributes (none for kinds not yet maintained;
-    /// corrections need an embedding first: [`InputRecord::correction`]).
+    /// The records an event at `log_offset` contributes (none for kinds not yet maintained).
+    /// For a correction that is its note only: its clustering record needs an embedding first
+    /// ([`InputRecord::correction`]).
     pub fn from_event(event: &Event, log_offset: u64) -> Vec<InputRecord> {
         let h = &event.header;
         match &event.body {
@@ -174,6 +179,19 @@ impl InputRecord {
                     ),
                     skill_id: f.skill_id.clone(),
                     reward: f.reward,
+                },
+            )],
+            Body::Correction(c) => vec![InputRecord::CorrectionNote(
+                (h.tenant.clone(), h.user.clone()),
+                CorrectionNote {
+                    correction_id: h.event_id.clone(),
+                    ts_micros: h.ts.timestamp_micros(),
+                    session: h.session.clone().unwrap_or_default(),
+                    correction_type: format!("{:?}", c.correction_type).to_uppercase(),
+                    original: c.original.clone(),
+                    corrected: c.corrected.clone(),
+                    expected_behavior: c.expected_behavior.clone(),
+                    confidence_milli: (correction_confidence(c) * 1000.0).round() as u16,
                 },
             )],
             _ => Vec::new(),

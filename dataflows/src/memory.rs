@@ -7,6 +7,7 @@ use differential_dataflow::VecCollection;
 use engram_operators::correction_clusters::{
     correction_clusters, promote_patterns, similarity_links, CorrectionPoint, UserKey,
 };
+use engram_operators::correction_notes::{correction_notes, CorrectionNote};
 use engram_operators::entities::{co_mentions, entity_stats};
 use engram_operators::facts::{facts_over_time, FactAssertion, FactKey};
 use engram_operators::lifecycle::{
@@ -14,6 +15,7 @@ use engram_operators::lifecycle::{
 };
 use engram_operators::math::decay::{LifecycleState, LifecycleThresholds};
 use engram_operators::skill_feedback::{skill_feedback, FeedbackVote, MessageKey};
+use engram_operators::style_preferences::style_preferences;
 use engram_operators::{next_edges, Episode, SessionKey};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -180,6 +182,10 @@ where
             let (votes_input, votes) = scope.new_collection::<(MessageKey, FeedbackVote), isize>();
             let (corrections_input, corrections) =
                 scope.new_collection::<(UserKey, CorrectionPoint), isize>();
+            let (notes_input, notes) = scope.new_collection::<(UserKey, CorrectionNote), isize>();
+            capture(correction_notes(notes), &cap, &mut probe, |(user, note)| {
+                ViewUpdate::CorrectionNote(user.clone(), note.clone())
+            });
             let links = similarity_links(corrections.clone());
             let clusters = correction_clusters(corrections.clone(), links);
             let patterns = promote_patterns(corrections.clone(), clusters.clone());
@@ -199,6 +205,12 @@ where
             capture(clusters, &cap, &mut probe, |(user, membership)| {
                 ViewUpdate::ClusterMember(user.clone(), membership.clone())
             });
+            capture(
+                style_preferences(votes.clone()),
+                &cap,
+                &mut probe,
+                |(user, style)| ViewUpdate::Style(user.clone(), *style),
+            );
             let (skill_tallies, population_tallies) = skill_feedback(votes);
             capture(skill_tallies, &cap, &mut probe, |(key, tally)| {
                 ViewUpdate::SkillTally(key.clone(), *tally)
@@ -242,6 +254,7 @@ where
                 facts: facts_input,
                 votes: votes_input,
                 corrections: corrections_input,
+                notes: notes_input,
             }
         });
         let out = episodes_out.lock().unwrap().clone();
@@ -313,6 +326,7 @@ struct Inputs {
     facts: InputSession<u64, (FactKey, FactAssertion), isize>,
     votes: InputSession<u64, (MessageKey, FeedbackVote), isize>,
     corrections: InputSession<u64, (UserKey, CorrectionPoint), isize>,
+    notes: InputSession<u64, (UserKey, CorrectionNote), isize>,
 }
 
 impl Inputs {
@@ -322,6 +336,7 @@ impl Inputs {
             InputRecord::Fact(key, assertion) => self.facts.insert((key, assertion)),
             InputRecord::Feedback(key, vote) => self.votes.insert((key, vote)),
             InputRecord::Correction(user, point) => self.corrections.insert((user, point)),
+            InputRecord::CorrectionNote(user, note) => self.notes.insert((user, note)),
         }
     }
 
@@ -332,11 +347,13 @@ impl Inputs {
             self.facts.advance_to(time);
             self.votes.advance_to(time);
             self.corrections.advance_to(time);
+            self.notes.advance_to(time);
         }
         self.episodes.flush();
         self.facts.flush();
         self.votes.flush();
         self.corrections.flush();
+        self.notes.flush();
     }
 }
 

@@ -2,11 +2,13 @@
 //! timestamp (an input-log offset), never a mix of two.
 
 use engram_operators::correction_clusters::{PatternRecord, UserKey};
+use engram_operators::correction_notes::CorrectionNote;
 use engram_operators::entities::{CoMentionKey, EntityKey, EntityStats};
 use engram_operators::facts::{FactKey, FactVersion};
 use engram_operators::lifecycle::{PreferenceKey, PreferenceTrace};
 use engram_operators::math::decay::LifecycleState;
 use engram_operators::skill_feedback::{FeedbackTally, PopulationKey, SkillKey};
+use engram_operators::style_preferences::UserStyle;
 use engram_operators::SessionKey;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -21,6 +23,8 @@ pub struct MemoryViews {
     pub prev: HashMap<String, String>,
     /// Episodes per session.
     pub session_sizes: HashMap<SessionKey, usize>,
+    /// Episodes per `(tenant, user)`: the sum of their sessions' sizes.
+    pub user_episodes: HashMap<(String, String), usize>,
     /// Facts, entities, co-mentions and skill feedback, per `(tenant, user)`.
     pub users: HashMap<(String, String), UserMemory>,
     /// Skill feedback per `(tenant, bucket, skill)`, over all of the tenant's users.
@@ -48,6 +52,10 @@ pub struct UserMemory {
     pub preferences: BTreeMap<String, PreferenceTrace>,
     /// Cluster id → the preference's lifecycle state as of `engine_time_secs`.
     pub preference_states: BTreeMap<String, LifecycleState>,
+    /// Correction id → its words.
+    pub corrections: BTreeMap<String, CorrectionNote>,
+    /// The style the user's feedback points to (absent before any feedback).
+    pub style: Option<UserStyle>,
 }
 
 /// A change to the views, produced by the dataflow.
@@ -65,6 +73,8 @@ pub enum ViewUpdate {
     PreferenceTrace(PreferenceKey, PreferenceTrace),
     PreferenceState(PreferenceKey, LifecycleState),
     PopulationTally(PopulationKey, FeedbackTally),
+    CorrectionNote(UserKey, CorrectionNote),
+    Style(UserKey, UserStyle),
 }
 
 impl MemoryViews {
@@ -157,6 +167,22 @@ impl MemoryViews {
                     states.remove(&cluster);
                 }
             }
+            ViewUpdate::CorrectionNote(user, note) => {
+                let notes = &mut self.users.entry(user).or_default().corrections;
+                if diff > 0 {
+                    notes.insert(note.correction_id.clone(), note);
+                } else if notes.get(&note.correction_id) == Some(&note) {
+                    notes.remove(&note.correction_id);
+                }
+            }
+            ViewUpdate::Style(user, style) => {
+                let current = &mut self.users.entry(user).or_default().style;
+                if diff > 0 {
+                    *current = Some(style);
+                } else if *current == Some(style) {
+                    *current = None;
+                }
+            }
             ViewUpdate::PopulationTally(key, tally) => {
                 if diff > 0 {
                     self.population.insert(key, tally);
@@ -165,10 +191,16 @@ impl MemoryViews {
                 }
             }
             ViewUpdate::SessionEpisode(key) => {
+                let user = (key.0.clone(), key.1.clone());
                 let n = self.session_sizes.entry(key.clone()).or_insert(0);
                 *n = (*n as isize + diff).max(0) as usize;
                 if *n == 0 {
                     self.session_sizes.remove(&key);
+                }
+                let n = self.user_episodes.entry(user.clone()).or_insert(0);
+                *n = (*n as isize + diff).max(0) as usize;
+                if *n == 0 {
+                    self.user_episodes.remove(&user);
                 }
             }
         }

@@ -40,7 +40,6 @@ impl InputSource for VecSource {
                 if let Body::Correction(c) = &e.body {
                     let vector = topic_vector(engram_dataflows::correction_text(c));
                     out.extend(InputRecord::correction(e, &vector).map(|r| (offset as u64, r)));
-                    continue;
                 }
                 out.extend(
                     InputRecord::from_event(e, offset as u64)
@@ -169,6 +168,12 @@ struct Expected {
     clusters: BTreeMap<(String, String, String), String>,
     /// `(tenant, user, cluster_id)` → size of the pattern it was promoted to.
     patterns: BTreeMap<(String, String, String), u32>,
+    /// `(tenant, user, correction_id)` → what the correction asks for.
+    notes: BTreeMap<(String, String, String), String>,
+    /// `(tenant, user)` → answers voted on (the style view's feedback count).
+    voted: BTreeMap<(String, String), u64>,
+    /// `(tenant, user)` → episodes.
+    user_episodes: BTreeMap<(String, String), usize>,
 }
 
 /// Clusters (every correction of one user and topic, named by the least event id) and the
@@ -225,6 +230,10 @@ fn tally_votes(log: &[Event], expected: &mut Expected) {
         }
     }
     for ((tenant, user, _), (_, _, bucket, skill, reward)) in latest {
+        *expected
+            .voted
+            .entry((tenant.clone(), user.clone()))
+            .or_default() += 1;
         let user_key = (tenant.clone(), user, bucket, skill.clone());
         for tally in [
             expected.skills.entry(user_key).or_default(),
@@ -252,6 +261,7 @@ fn from_scratch(log: &[Event]) -> Expected {
                 InputRecord::Episode(k, ep) => sessions.entry(k).or_default().push(ep),
                 InputRecord::Fact(k, a) => assertions.entry(k).or_default().push(a),
                 InputRecord::Feedback(..) | InputRecord::Correction(..) => {}
+                InputRecord::CorrectionNote(..) => {}
             }
         }
     }
@@ -259,11 +269,15 @@ fn from_scratch(log: &[Event]) -> Expected {
     let mut entities: BTreeMap<(String, String, String), (i64, i64, u64, EntityKind)> =
         BTreeMap::new();
     let mut co_mentions = BTreeMap::new();
+    let mut user_episodes = BTreeMap::new();
     for ((tenant, user, _), mut eps) in sessions {
         eps.sort();
         for w in eps.windows(2) {
             next.insert(w[0].id.clone(), w[1].id.clone());
         }
+        *user_episodes
+            .entry((tenant.clone(), user.clone()))
+            .or_default() += eps.len();
         for ep in &eps {
             let found = extract_entities(&ep.content);
             for (name, kind) in &found {
@@ -295,6 +309,22 @@ fn from_scratch(log: &[Event]) -> Expected {
         population: BTreeMap::new(),
         clusters: BTreeMap::new(),
         patterns: BTreeMap::new(),
+        notes: log
+            .iter()
+            .filter_map(|e| match &e.body {
+                Body::Correction(c) => Some((
+                    (
+                        e.header.tenant.clone(),
+                        e.header.user.clone(),
+                        e.header.event_id.clone(),
+                    ),
+                    engram_dataflows::correction_text(c).to_string(),
+                )),
+                _ => None,
+            })
+            .collect(),
+        voted: BTreeMap::new(),
+        user_episodes,
     };
     tally_votes(log, &mut expected);
     cluster_corrections(log, &mut expected);
@@ -309,7 +339,19 @@ fn published(views: &SharedViews) -> Expected {
     let mut skills = BTreeMap::new();
     let mut clusters = BTreeMap::new();
     let mut patterns = BTreeMap::new();
+    let mut notes = BTreeMap::new();
+    let mut voted = BTreeMap::new();
     for ((tenant, user), m) in &v.users {
+        for (id, note) in &m.corrections {
+            assert_eq!(id, &note.correction_id);
+            notes.insert(
+                (tenant.clone(), user.clone(), id.clone()),
+                note.instruction().unwrap_or(&note.original).to_string(),
+            );
+        }
+        if let Some(style) = m.style {
+            voted.insert((tenant.clone(), user.clone()), style.feedback_count);
+        }
         for (id, cluster) in &m.correction_clusters {
             clusters.insert((tenant.clone(), user.clone(), id.clone()), cluster.clone());
         }
@@ -357,6 +399,9 @@ fn published(views: &SharedViews) -> Expected {
         population: v.population.clone().into_iter().collect(),
         clusters,
         patterns,
+        notes,
+        voted,
+        user_episodes: v.user_episodes.clone().into_iter().collect(),
     }
 }
 

@@ -91,15 +91,14 @@ impl InputSource for LogSource {
         for (offset, bytes) in &chunk {
             match Event::from_canonical_json(bytes) {
                 Ok(event) if worker_for(&event.key(), self.peers) == self.worker => {
-                    if matches!(event.body, Body::Correction(_)) {
-                        corrections.push((*offset, event));
-                        continue;
-                    }
                     records.extend(
                         InputRecord::from_event(&event, *offset)
                             .into_iter()
                             .map(|r| (*offset, r)),
-                    )
+                    );
+                    if matches!(event.body, Body::Correction(_)) {
+                        corrections.push((*offset, event));
+                    }
                 }
                 Ok(_) => {}
                 Err(err) => {

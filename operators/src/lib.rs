@@ -5,11 +5,13 @@
 //! incrementally maintained output against a from-scratch computation of the same definition.
 
 pub mod correction_clusters;
+pub mod correction_notes;
 pub mod entities;
 pub mod episodes;
 pub mod facts;
 pub mod lifecycle;
 pub mod math;
 pub mod skill_feedback;
+pub mod style_preferences;
 
 pub use episodes::{next_edges, Episode, EpisodeNode, SessionKey};

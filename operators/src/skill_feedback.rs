@@ -99,12 +99,7 @@ pub fn skill_feedback<'scope, T>(
 where
     T: Timestamp + Lattice + Ord,
 {
-    let counting = votes.reduce(|_message, votes, latest| {
-        // values come sorted; the last present one is the latest
-        if let Some((vote, _)) = votes.iter().rev().find(|(_, m)| *m > 0) {
-            latest.push(((*vote).clone(), 1));
-        }
-    });
+    let counting = latest_votes(votes);
     let by_user = tally(counting.clone().map(|((tenant, user, _message), vote)| {
         (
             (tenant, user, vote.bucket, vote.skill_id),
@@ -115,6 +110,21 @@ where
         ((tenant, vote.bucket, vote.skill_id), outcome(vote.reward))
     }));
     (by_user, by_population)
+}
+
+/// Per message its latest present vote (greatest [`FeedbackVote`]), multiplicity 1.
+pub(crate) fn latest_votes<'scope, T>(
+    votes: VecCollection<'scope, T, (MessageKey, FeedbackVote)>,
+) -> VecCollection<'scope, T, (MessageKey, FeedbackVote)>
+where
+    T: Timestamp + Lattice + Ord,
+{
+    votes.reduce(|_message, votes, latest| {
+        // values come sorted; the last present one is the latest
+        if let Some((vote, _)) = votes.iter().rev().find(|(_, m)| *m > 0) {
+            latest.push(((*vote).clone(), 1));
+        }
+    })
 }
 
 /// `(key, tally)` for every key of `outcomes`, counting its records by outcome (−1, 0, 1).

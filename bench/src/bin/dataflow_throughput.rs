@@ -235,9 +235,9 @@ fn main() -> anyhow::Result<()> {
             Body::Correction(c) => {
                 let embedding =
                     correction_embedding(engram_dataflows::correction_text(c), &mut noise);
-                InputRecord::correction(event, &embedding)
-                    .into_iter()
-                    .collect()
+                let mut records = InputRecord::from_event(event, offset as u64);
+                records.extend(InputRecord::correction(event, &embedding));
+                records
             }
             _ => InputRecord::from_event(event, offset as u64),
         };
