@@ -590,6 +590,30 @@ impl EpisodeStore {
         Ok(best_first(&batch, |i| scores.value(i)))
     }
 
+    /// Every row matching `filter` (`what` names the operation in errors).
+    async fn scan_rows(
+        &self,
+        filter: &str,
+        what: &'static str,
+    ) -> Result<Vec<EpisodeRow>, StoreError> {
+        let Some(ds) = self.snapshot() else {
+            return Ok(Vec::new());
+        };
+        let mut scan = ds.scan();
+        scan.filter(filter)
+            .map_err(|e| self.err(what, e))?
+            .project(&PROJECTION)
+            .map_err(|e| self.err(what, e))?;
+        let batches: Vec<RecordBatch> = scan
+            .try_into_stream()
+            .await
+            .map_err(|e| self.err(what, e))?
+            .try_collect()
+            .await
+            .map_err(|e| self.err(what, e))?;
+        Ok(batches.iter().flat_map(rows_of).collect())
+    }
+
     /// The user's episodes with these ids (in no particular order; unknown ids are skipped).
     pub async fn episodes_by_id(
         &self,
@@ -597,9 +621,6 @@ impl EpisodeStore {
         user: &str,
         ids: &[String],
     ) -> Result<Vec<EpisodeRow>, StoreError> {
-        let Some(ds) = self.snapshot() else {
-            return Ok(Vec::new());
-        };
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -610,19 +631,36 @@ impl EpisodeStore {
             col::ID,
             list.join(", ")
         );
-        let mut scan = ds.scan();
-        scan.filter(&filter)
-            .map_err(|e| self.err("lookup by id", e))?
-            .project(&PROJECTION)
-            .map_err(|e| self.err("lookup by id", e))?;
-        let batches: Vec<RecordBatch> = scan
-            .try_into_stream()
-            .await
-            .map_err(|e| self.err("lookup by id", e))?
-            .try_collect()
-            .await
-            .map_err(|e| self.err("lookup by id", e))?;
-        Ok(batches.iter().flat_map(rows_of).collect())
+        self.scan_rows(&filter, "lookup by id").await
+    }
+
+    /// The last `limit` episodes of one session of a user, oldest first (with `before`: only
+    /// episodes whose event time is earlier).
+    pub async fn session_tail(
+        &self,
+        tenant: &str,
+        user: &str,
+        session: &str,
+        limit: usize,
+        before: Option<DateTime<Utc>>,
+    ) -> Result<Vec<EpisodeRow>, StoreError> {
+        let mut filter = format!(
+            "{} AND {} = {}",
+            user_filter(tenant, user),
+            col::SESSION,
+            quote(session)
+        );
+        if let Some(t) = before {
+            filter.push_str(&format!(
+                " AND {} < TIMESTAMP '{}'",
+                col::TS,
+                t.format("%Y-%m-%d %H:%M:%S%.6f")
+            ));
+        }
+        let mut rows = self.scan_rows(&filter, "session tail").await?;
+        rows.sort_by_key(|r| (r.ts, r.log_offset));
+        let skip = rows.len().saturating_sub(limit);
+        Ok(rows.split_off(skip))
     }
 
     /// Every episode of a user, oldest first (exports, tests).
@@ -631,22 +669,7 @@ impl EpisodeStore {
         tenant: &str,
         user: &str,
     ) -> Result<Vec<EpisodeRow>, StoreError> {
-        let Some(ds) = self.snapshot() else {
-            return Ok(Vec::new());
-        };
-        let mut scan = ds.scan();
-        scan.filter(&user_filter(tenant, user))
-            .map_err(|e| self.err("scan", e))?
-            .project(&PROJECTION)
-            .map_err(|e| self.err("scan", e))?;
-        let batches: Vec<RecordBatch> = scan
-            .try_into_stream()
-            .await
-            .map_err(|e| self.err("scan", e))?
-            .try_collect()
-            .await
-            .map_err(|e| self.err("scan", e))?;
-        let mut rows: Vec<EpisodeRow> = batches.iter().flat_map(rows_of).collect();
+        let mut rows = self.scan_rows(&user_filter(tenant, user), "scan").await?;
         rows.sort_by_key(|r| (r.ts, r.log_offset));
         Ok(rows)
     }

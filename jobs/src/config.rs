@@ -31,6 +31,80 @@ pub struct Config {
     pub clock: EngineClock,
     /// The Kafka source (off while `kafka.brokers` is empty).
     pub kafka: KafkaConfig,
+    /// Key of the admin API (`/v1/admin/…`: create tenants, issue and revoke their keys); the
+    /// admin API is off while it is unset. Prefer `ENGRAM_ADMIN_KEY` to writing it in a file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admin_key: Option<String>,
+    pub prompt: PromptConfig,
+    /// The OpenAI-compatible chat server `/v1/chat` forwards prompts to.
+    pub llm: LlmConfig,
+}
+
+/// Prompt assembly (`/v1/prompt`, `/v1/chat`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PromptConfig {
+    /// The procedural memory at the top of every system message.
+    pub persona: String,
+    /// Budget of a prompt whose request names none, in Qwen3 tokens.
+    pub default_budget_tokens: usize,
+    pub max_budget_tokens: usize,
+    /// Preferences below this confidence are not instructions.
+    pub min_preference_confidence: f64,
+    /// Few-shot correction examples, at most.
+    pub few_shot: usize,
+    /// Episodes recalled into the memory part, at most.
+    pub memories: usize,
+    /// Current facts in the memory part, at most.
+    pub facts: usize,
+    /// Characters of one recalled episode shown, at most.
+    pub max_memory_chars: usize,
+    /// The session's last turns shown verbatim.
+    pub recent_turns: usize,
+    /// How long a prompt waits for what was accepted before it to reach the views and Lance.
+    pub consistency_wait_ms: u64,
+}
+
+impl Default for PromptConfig {
+    fn default() -> Self {
+        PromptConfig {
+            persona: "You are a helpful assistant with a long-term memory of this user. Use what \
+                      you remember when it helps, and follow the user's preferences."
+                .into(),
+            default_budget_tokens: 4096,
+            max_budget_tokens: 131_072,
+            min_preference_confidence: 0.75,
+            few_shot: 4,
+            memories: 12,
+            facts: 20,
+            max_memory_chars: 1200,
+            recent_turns: 6,
+            consistency_wait_ms: 2000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmConfig {
+    /// Base URL (e.g. `http://127.0.0.1:8000/v1`); `/v1/chat` answers 503 while unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    pub model: String,
+    pub timeout_secs: u64,
+    /// Largest answer, in tokens (`max_tokens`).
+    pub max_tokens: u32,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            url: None,
+            model: "Qwen/Qwen3-8B".into(),
+            timeout_secs: 120,
+            max_tokens: 1024,
+        }
+    }
 }
 
 /// Sentences of long episodes embedded on their own (see `passages.rs`).
@@ -100,6 +174,9 @@ impl Default for Config {
             passages: PassageConfig::default(),
             clock: EngineClock::Wall,
             kafka: KafkaConfig::default(),
+            admin_key: None,
+            prompt: PromptConfig::default(),
+            llm: LlmConfig::default(),
         }
     }
 }
@@ -137,8 +214,8 @@ impl Config {
     }
 
     /// Applies `ENGRAM_DATA_DIR`, `ENGRAM_HTTP_ADDR`, `ENGRAM_WORKERS`, `ENGRAM_MODELS_DIR`,
-    /// `ENGRAM_DEMO`, `ENGRAM_CLOCK`, `ENGRAM_KAFKA_BROKERS`, `ENGRAM_KAFKA_GROUP` as read by
-    /// `get`.
+    /// `ENGRAM_DEMO`, `ENGRAM_CLOCK`, `ENGRAM_KAFKA_BROKERS`, `ENGRAM_KAFKA_GROUP`,
+    /// `ENGRAM_ADMIN_KEY`, `ENGRAM_LLM_URL`, `ENGRAM_LLM_MODEL` as read by `get`.
     pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
         fn parse<T: std::str::FromStr>(name: &'static str, value: String) -> Result<T, ConfigError>
         where
@@ -173,6 +250,22 @@ impl Config {
         }
         if let Some(v) = get("ENGRAM_KAFKA_GROUP") {
             self.kafka.group_id = v;
+        }
+        if let Some(v) = get("ENGRAM_ADMIN_KEY") {
+            if v.len() < 16 {
+                return Err(ConfigError::Env {
+                    name: "ENGRAM_ADMIN_KEY",
+                    value: "(hidden)".into(),
+                    reason: "an admin key needs at least 16 characters".into(),
+                });
+            }
+            self.admin_key = Some(v);
+        }
+        if let Some(v) = get("ENGRAM_LLM_URL") {
+            self.llm.url = Some(v);
+        }
+        if let Some(v) = get("ENGRAM_LLM_MODEL") {
+            self.llm.model = v;
         }
         Ok(())
     }

@@ -6,6 +6,7 @@ use crate::episode_writer::{spawn_episode_writer, PassageSink};
 use crate::ingest::Ingestor;
 use crate::log_source::LogSource;
 use crate::recall::Recall;
+use crate::tenants::TenantRegistry;
 use anyhow::Context;
 use engram_connectors::{Embedder, EpisodeStore, EventLog, IndexPolicy, RejectLog};
 use engram_dataflows::{run_memory_dataflow, DataflowHandle, InputSource, SharedViews};
@@ -22,6 +23,12 @@ pub struct Engine {
     pub store: Arc<EpisodeStore>,
     pub views: Arc<SharedViews>,
     pub recall: Recall,
+    pub tenants: Arc<TenantRegistry>,
+    /// The Qwen3 chat template and tokenizer, or why they could not be loaded (prompts are
+    /// then refused with that reason; everything else works).
+    pub chat_template: Result<Arc<engram_connectors::chat_template::Qwen3Chat>, String>,
+    /// The chat server `/v1/chat` forwards to, when configured.
+    pub llm: Option<crate::llm::ChatClient>,
     dataflow: Mutex<Option<DataflowHandle>>,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     stop: Arc<AtomicBool>,
@@ -150,6 +157,30 @@ impl Engine {
         )
         .map_err(|e| anyhow::anyhow!("starting the timely workers: {e}"))?;
 
+        let tenants = Arc::new(TenantRegistry::open(&config.data_dir)?);
+        let chat_template = {
+            let dir = config.models_dir.clone();
+            tokio::task::spawn_blocking(move || {
+                engram_connectors::chat_template::Qwen3Chat::from_models_dir(&dir)
+            })
+            .await?
+            .map(Arc::new)
+            .map_err(|e| {
+                tracing::warn!(err = %e, "the Qwen3 tokenizer is not loaded; prompts are refused");
+                e.to_string()
+            })
+        };
+        let llm = match &config.llm.url {
+            Some(url) => Some(
+                crate::llm::ChatClient::new(
+                    url,
+                    &config.llm.model,
+                    std::time::Duration::from_secs(config.llm.timeout_secs),
+                )
+                .context("the LLM client")?,
+            ),
+            None => None,
+        };
         let recall = Recall {
             store: store.clone(),
             passages,
@@ -162,6 +193,9 @@ impl Engine {
             store,
             views,
             recall,
+            tenants,
+            chat_template,
+            llm,
             dataflow: Mutex::new(Some(dataflow)),
             writer: Mutex::new(Some(writer)),
             stop,
@@ -174,8 +208,17 @@ impl Engine {
         Ok(engine)
     }
 
-    /// Ingests the demo conversation; its fixed event ids make this a no-op after the first time.
+    /// Where the demo tenant's API key is kept (created on the first start with the demo).
+    pub fn demo_key_file(&self) -> std::path::PathBuf {
+        self.config.data_dir.join("demo-api-key")
+    }
+
+    /// Ingests the demo conversation (its fixed event ids make this a no-op after the first
+    /// time) and makes sure the `demo` tenant has a key in [`Engine::demo_key_file`].
     fn load_demo(&self) -> anyhow::Result<()> {
+        self.tenants
+            .ensure_key_file("demo", &self.demo_key_file())?;
+        tracing::info!(key_file = %self.demo_key_file().display(), "the demo tenant's API key");
         let items: Vec<serde_json::Value> = DEMO_EVENTS
             .lines()
             .filter(|l| !l.trim().is_empty())

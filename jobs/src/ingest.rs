@@ -38,6 +38,27 @@ pub fn validate_item(item: &Value, original_len: usize) -> Result<Event, EventEr
     check_event_size(original_len).and_then(|_| parse_event_value(item, None))
 }
 
+/// A JSON body (one event or an array of events) as validated events, each with its input text.
+fn parse_body(body: &[u8]) -> (Vec<Result<Event, EventError>>, Vec<String>) {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                let text = v.to_string();
+                (validate_item(v, text.len()), text)
+            })
+            .unzip(),
+        Ok(v) => (
+            vec![validate_item(&v, body.len())],
+            vec![String::from_utf8_lossy(body).into_owned()],
+        ),
+        Err(e) => (
+            vec![Err(EventError::new("$", format!("not valid JSON: {e}")))],
+            vec![String::from_utf8_lossy(body).into_owned()],
+        ),
+    }
+}
+
 pub struct Ingestor {
     log: Arc<EventLog>,
     rejects: Arc<RejectLog>,
@@ -80,23 +101,32 @@ impl Ingestor {
 
     /// Ingests a JSON body: one event or an array of events.
     pub fn ingest_body(&self, source: &str, body: &[u8]) -> Result<IngestReport, LogError> {
-        let (parsed, originals): (Vec<_>, Vec<_>) = match serde_json::from_slice::<Value>(body) {
-            Ok(Value::Array(items)) => items
-                .iter()
-                .map(|v| {
-                    let text = v.to_string();
-                    (validate_item(v, text.len()), text)
-                })
-                .unzip(),
-            Ok(v) => (
-                vec![validate_item(&v, body.len())],
-                vec![String::from_utf8_lossy(body).into_owned()],
-            ),
-            Err(e) => (
-                vec![Err(EventError::new("$", format!("not valid JSON: {e}")))],
-                vec![String::from_utf8_lossy(body).into_owned()],
-            ),
-        };
+        let (parsed, originals) = parse_body(body);
+        self.ingest_parsed(source, parsed, &originals)
+    }
+
+    /// Like [`Ingestor::ingest_body`] for a caller whose API key belongs to `tenant`: an event
+    /// of any other tenant is rejected (field `tenant`), the others are ingested.
+    pub fn ingest_body_as(
+        &self,
+        source: &str,
+        body: &[u8],
+        tenant: &str,
+    ) -> Result<IngestReport, LogError> {
+        let (parsed, originals) = parse_body(body);
+        let parsed = parsed
+            .into_iter()
+            .map(|p| match p {
+                Ok(e) if e.header.tenant != tenant => Err(EventError::new(
+                    "tenant",
+                    format!(
+                        "the API key belongs to tenant {tenant:?}; it cannot write events of tenant {:?}",
+                        e.header.tenant
+                    ),
+                )),
+                other => other,
+            })
+            .collect();
         self.ingest_parsed(source, parsed, &originals)
     }
 

@@ -9,11 +9,14 @@ pub mod kafka;
 pub mod llm;
 pub mod log_source;
 pub mod longmemeval;
+pub mod openapi;
 pub mod passages;
+pub mod prompt;
 pub mod recall;
 pub mod replay;
 pub mod server;
 pub mod session_ranking;
+pub mod tenants;
 pub mod time_window;
 
 pub use config::Config;

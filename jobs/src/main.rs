@@ -80,9 +80,30 @@ enum Command {
     },
     /// Print the effective configuration (file + environment) as TOML.
     Config,
+    /// Tenants and their API keys (kept in DATA_DIR/tenants.json; a running server picks up
+    /// changes at once).
+    Tenant {
+        /// Data folder.
+        #[arg(long, global = true)]
+        data_dir: Option<PathBuf>,
+        #[command(subcommand)]
+        action: TenantCommand,
+    },
     /// Offline benchmarks.
     #[command(subcommand)]
     Bench(BenchCommand),
+}
+
+#[derive(Subcommand)]
+enum TenantCommand {
+    /// Create a tenant and print its first API key (shown this once; only a digest is kept).
+    Create { tenant: String },
+    /// Issue another key for a tenant (to rotate: issue, switch clients over, revoke the old).
+    Key { tenant: String },
+    /// Revoke a key by its id (as `list` shows it) or the key itself.
+    Revoke { tenant: String, key_id: String },
+    /// List tenants and their key ids.
+    List,
 }
 
 #[derive(Subcommand)]
@@ -137,6 +158,26 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Config => {
             print!("{}", toml::to_string_pretty(&config)?);
+            Ok(())
+        }
+        Command::Tenant { data_dir, action } => {
+            if let Some(d) = data_dir {
+                config.data_dir = d;
+            }
+            let registry = engram_jobs::tenants::TenantRegistry::open(&config.data_dir)?;
+            match action {
+                TenantCommand::Create { tenant } => println!("{}", registry.create(&tenant)?),
+                TenantCommand::Key { tenant } => println!("{}", registry.issue_key(&tenant)?),
+                TenantCommand::Revoke { tenant, key_id } => {
+                    registry.revoke_key(&tenant, &key_id)?
+                }
+                TenantCommand::List => {
+                    for (name, t) in registry.list() {
+                        let ids: Vec<_> = t.keys.iter().map(|k| k.id.as_str()).collect();
+                        println!("{name}\tcreated {}\tkeys {}", t.created, ids.join(" "));
+                    }
+                }
+            }
             Ok(())
         }
         Command::Bench(BenchCommand::Longmemeval {

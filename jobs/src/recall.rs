@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct RecallRequest {
+    /// Filled in from the API key over HTTP (a different tenant here is refused).
+    #[serde(default)]
     pub tenant: String,
     pub user: String,
     pub query: String,

@@ -1,32 +1,218 @@
 //! The HTTP API (see README): events in, recall, status, metrics.
 
 use crate::engine::Engine;
+use crate::prompt::{PromptError, PromptRequest};
 use crate::recall::{RecallError, RecallRequest};
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{header, StatusCode};
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::routing::{delete, get, post};
+use axum::{Extension, Json, Router};
 use engram_operators::math::beta::{user_posterior, ShrinkageParams};
 use engram_operators::math::decay::{LifecycleState, LifecycleThresholds};
-use serde_json::json;
+use engram_operators::math::skills::STYLE_DIMENSION_NAMES;
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Largest request body accepted (an array of events).
 pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
 
+/// The routes. Tenant routes need a tenant's API key (`Authorization: Bearer …` or
+/// `X-API-Key`); admin routes need the admin key; health, status and metrics (no tenant data)
+/// need none.
 pub fn router(engine: Arc<Engine>) -> Router {
-    Router::new()
+    let tenant_routes = Router::new()
         .route("/v1/events", post(post_events))
         .route("/v1/recall", post(post_recall))
         .route("/v1/memory", post(post_memory))
+        .route("/v1/prompt", post(post_prompt))
+        .route("/v1/chat", post(post_chat))
+        .route("/v1/feedback", post(post_feedback))
+        .route_layer(middleware::from_fn_with_state(
+            engine.clone(),
+            require_tenant_key,
+        ));
+    let admin_routes = Router::new()
+        .route("/v1/admin/tenants", post(create_tenant).get(list_tenants))
+        .route("/v1/admin/tenants/{tenant}/keys", post(issue_key))
+        .route(
+            "/v1/admin/tenants/{tenant}/keys/{key_id}",
+            delete(revoke_key),
+        )
+        .route_layer(middleware::from_fn_with_state(
+            engine.clone(),
+            require_admin_key,
+        ));
+    Router::new()
+        .merge(tenant_routes)
+        .merge(admin_routes)
         .route("/v1/status", get(get_status))
+        .route("/v1/openapi.json", get(get_openapi))
         .route("/healthz", get(|| async { "ok" }))
         .route("/metrics", get(get_metrics))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(engine)
+}
+
+/// The tenant the request's API key belongs to.
+#[derive(Debug, Clone)]
+pub struct AuthTenant(pub String);
+
+fn presented_key(headers: &HeaderMap) -> Option<&str> {
+    if let Some(v) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    {
+        return v.strip_prefix("Bearer ").map(str::trim);
+    }
+    headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+}
+
+fn unauthorized(reason: &str) -> Response {
+    let mut resp = error(StatusCode::UNAUTHORIZED, "authorization", reason);
+    resp.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        header::HeaderValue::from_static("Bearer"),
+    );
+    resp
+}
+
+async fn require_tenant_key(
+    State(engine): State<Arc<Engine>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let Some(key) = presented_key(req.headers()) else {
+        return unauthorized(
+            "no API key: send `Authorization: Bearer <key>` (or `X-API-Key: <key>`) with the tenant's key",
+        );
+    };
+    match engine.tenants.authenticate(key) {
+        Some(tenant) => {
+            req.extensions_mut().insert(AuthTenant(tenant));
+            next.run(req).await
+        }
+        None => unauthorized("unknown or revoked API key"),
+    }
+}
+
+async fn require_admin_key(
+    State(engine): State<Arc<Engine>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let Some(admin) = engine.config.admin_key.as_deref() else {
+        return error(
+            StatusCode::FORBIDDEN,
+            "authorization",
+            "the admin API is off: set ENGRAM_ADMIN_KEY (or admin_key in the config file)",
+        );
+    };
+    match presented_key(req.headers()) {
+        // compare digests, so the time taken says nothing about how much of the key matched
+        Some(key) if crate::tenants::same_secret(key, admin) => next.run(req).await,
+        Some(_) => unauthorized("wrong admin key"),
+        None => unauthorized("no admin key: send `Authorization: Bearer <admin key>`"),
+    }
+}
+
+/// A body's `tenant` must be the key's tenant when it is given at all.
+fn check_tenant(body_tenant: &str, auth: &AuthTenant) -> Result<(), Response> {
+    if body_tenant.is_empty() || body_tenant == auth.0 {
+        Ok(())
+    } else {
+        Err(error(
+            StatusCode::FORBIDDEN,
+            "tenant",
+            format!(
+                "the API key belongs to tenant {:?}, not {body_tenant:?}",
+                auth.0
+            ),
+        ))
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct CreateTenant {
+    tenant: String,
+}
+
+fn tenant_error(err: crate::tenants::TenantError) -> Response {
+    use crate::tenants::TenantError as E;
+    match err {
+        E::InvalidName { .. } => error(StatusCode::BAD_REQUEST, "tenant", err),
+        E::Exists(_) => error(StatusCode::CONFLICT, "tenant", err),
+        E::Unknown(_) | E::UnknownKey { .. } => error(StatusCode::NOT_FOUND, "tenant", err),
+        E::File { .. } => {
+            tracing::error!(%err, "tenant registry");
+            error(StatusCode::INTERNAL_SERVER_ERROR, "$", err)
+        }
+    }
+}
+
+async fn create_tenant(State(engine): State<Arc<Engine>>, body: Bytes) -> Response {
+    let req: CreateTenant = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "$",
+                format!("expected {{\"tenant\": NAME}}: {e}"),
+            )
+        }
+    };
+    match engine.tenants.create(&req.tenant) {
+        Ok(key) => (
+            StatusCode::CREATED,
+            Json(json!({"tenant": req.tenant, "api_key": key})),
+        )
+            .into_response(),
+        Err(e) => tenant_error(e),
+    }
+}
+
+async fn list_tenants(State(engine): State<Arc<Engine>>) -> Response {
+    let tenants: Vec<_> = engine
+        .tenants
+        .list()
+        .into_iter()
+        .map(|(name, t)| {
+            let keys: Vec<_> = t
+                .keys
+                .iter()
+                .map(|k| json!({"key_id": k.id, "created": k.created}))
+                .collect();
+            json!({"tenant": name, "created": t.created, "keys": keys})
+        })
+        .collect();
+    Json(json!({ "tenants": tenants })).into_response()
+}
+
+async fn issue_key(State(engine): State<Arc<Engine>>, Path(tenant): Path<String>) -> Response {
+    match engine.tenants.issue_key(&tenant) {
+        Ok(key) => (
+            StatusCode::CREATED,
+            Json(json!({"tenant": tenant, "api_key": key})),
+        )
+            .into_response(),
+        Err(e) => tenant_error(e),
+    }
+}
+
+async fn revoke_key(
+    State(engine): State<Arc<Engine>>,
+    Path((tenant, key_id)): Path<(String, String)>,
+) -> Response {
+    match engine.tenants.revoke_key(&tenant, &key_id) {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(e) => tenant_error(e),
+    }
 }
 
 fn error(status: StatusCode, field: &str, reason: impl std::fmt::Display) -> Response {
@@ -37,10 +223,15 @@ fn error(status: StatusCode, field: &str, reason: impl std::fmt::Display) -> Res
         .into_response()
 }
 
-async fn post_events(State(engine): State<Arc<Engine>>, body: Bytes) -> Response {
+async fn post_events(
+    State(engine): State<Arc<Engine>>,
+    Extension(auth): Extension<AuthTenant>,
+    body: Bytes,
+) -> Response {
     let ingestor = engine.ingestor.clone();
     // Appending fsyncs: keep it off the async threads.
-    let result = tokio::task::spawn_blocking(move || ingestor.ingest_body("http", &body)).await;
+    let result =
+        tokio::task::spawn_blocking(move || ingestor.ingest_body_as("http", &body, &auth.0)).await;
     match result {
         Ok(Ok(report)) => {
             let status = if report.rejected.is_empty() {
@@ -62,23 +253,18 @@ async fn post_events(State(engine): State<Arc<Engine>>, body: Bytes) -> Response
     }
 }
 
-async fn post_recall(State(engine): State<Arc<Engine>>, body: Bytes) -> Response {
-    let req: RecallRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => {
-            let field = e
-                .to_string()
-                .split('`')
-                .nth(1)
-                .map(str::to_string)
-                .unwrap_or_else(|| "$".into());
-            return error(
-                StatusCode::BAD_REQUEST,
-                &field,
-                format!("invalid recall request: {e}"),
-            );
-        }
-    };
+async fn post_recall(
+    State(engine): State<Arc<Engine>>,
+    Extension(auth): Extension<AuthTenant>,
+    body: Bytes,
+) -> Response {
+    let req: RecallRequest =
+        match parse_for_tenant(&body, "recall", &auth, |r: &mut RecallRequest| {
+            &mut r.tenant
+        }) {
+            Ok(r) => r,
+            Err(resp) => return resp,
+        };
     match engine.recall.recall(&req).await {
         Ok(resp) => Json(resp).into_response(),
         Err(RecallError::Invalid(e)) => error(StatusCode::BAD_REQUEST, &e.field, &e.reason),
@@ -91,6 +277,7 @@ async fn post_recall(State(engine): State<Arc<Engine>>, body: Bytes) -> Response
 
 #[derive(serde::Deserialize)]
 struct MemoryRequest {
+    #[serde(default)]
     tenant: String,
     user: String,
 }
@@ -104,21 +291,20 @@ fn micros_to_rfc3339(micros: i64) -> String {
 /// One user's facts (every version, with validity and supersession), entities, co-mentions and
 /// skill posteriors (own votes, shrunk towards the tenant's other users), read from the views at
 /// one timestamp.
-async fn post_memory(State(engine): State<Arc<Engine>>, body: Bytes) -> Response {
-    let req: MemoryRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "$",
-                format!("invalid memory request: {e}"),
-            )
-        }
-    };
-    for (field, value) in [("tenant", &req.tenant), ("user", &req.user)] {
-        if let Err(reason) = engram_schemas::validate_name(value) {
-            return error(StatusCode::BAD_REQUEST, field, reason);
-        }
+async fn post_memory(
+    State(engine): State<Arc<Engine>>,
+    Extension(auth): Extension<AuthTenant>,
+    body: Bytes,
+) -> Response {
+    let req: MemoryRequest =
+        match parse_for_tenant(&body, "memory", &auth, |r: &mut MemoryRequest| {
+            &mut r.tenant
+        }) {
+            Ok(r) => r,
+            Err(resp) => return resp,
+        };
+    if let Err(reason) = engram_schemas::validate_name(&req.user) {
+        return error(StatusCode::BAD_REQUEST, "user", reason);
     }
     let views = engine.views.read();
     let empty = Default::default();
@@ -217,7 +403,29 @@ async fn post_memory(State(engine): State<Arc<Engine>>, body: Bytes) -> Response
             })
         })
         .collect();
+    let style = memory.style.map(|s| {
+        let v = s.style();
+        let by_name: serde_json::Map<String, Value> = STYLE_DIMENSION_NAMES
+            .iter()
+            .zip(v)
+            .map(|(name, x)| (name.to_string(), json!(x)))
+            .collect();
+        json!({"vector": by_name, "feedback_count": s.feedback_count})
+    });
+    let corrections: Vec<_> = memory
+        .corrections
+        .values()
+        .map(|n| {
+            json!({
+                "id": n.correction_id, "session": n.session, "type": n.correction_type,
+                "ts": micros_to_rfc3339(n.ts_micros), "original": n.original,
+                "corrected": n.corrected, "expected_behavior": n.expected_behavior,
+                "confidence": f64::from(n.confidence_milli) / 1000.0,
+            })
+        })
+        .collect();
     Json(json!({
+        "style": style, "corrections": corrections,
         "tenant": req.tenant, "user": req.user, "views_as_of": views.as_of,
         "engine_time": micros_to_rfc3339(now * 1_000_000),
         "facts": facts, "entities": entities, "co_mentions": co_mentions, "skills": skills,
@@ -261,4 +469,261 @@ async fn get_metrics(State(engine): State<Arc<Engine>>) -> Response {
         s.unindexed_rows,
     );
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+}
+
+/// A JSON body as `T`, or a 400 naming the field serde complained about.
+fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Result<T, Response> {
+    serde_json::from_slice(body).map_err(|e| {
+        let field = e
+            .to_string()
+            .split('`')
+            .nth(1)
+            .map(str::to_string)
+            .unwrap_or_else(|| "$".into());
+        error(
+            StatusCode::BAD_REQUEST,
+            &field,
+            format!("invalid {what} request: {e}"),
+        )
+    })
+}
+
+/// A request body for the key's tenant: parsed (400 naming the field), its `tenant` checked
+/// against the key (403) and filled in from it.
+fn parse_for_tenant<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    what: &str,
+    auth: &AuthTenant,
+    tenant: fn(&mut T) -> &mut String,
+) -> Result<T, Response> {
+    let mut req: T = parse_body(body, what)?;
+    check_tenant(tenant(&mut req), auth)?;
+    *tenant(&mut req) = auth.0.clone();
+    Ok(req)
+}
+
+/// Validates and appends events (a JSON value: one event or an array) for `tenant`; any
+/// rejection is an error response naming the field.
+async fn store_events(
+    engine: &Engine,
+    source: &'static str,
+    tenant: &str,
+    events: &Value,
+) -> Result<crate::ingest::IngestReport, Response> {
+    let ingestor = engine.ingestor.clone();
+    let bytes = serde_json::to_vec(events).expect("JSON");
+    let tenant = tenant.to_string();
+    match tokio::task::spawn_blocking(move || ingestor.ingest_body_as(source, &bytes, &tenant))
+        .await
+    {
+        Ok(Ok(report)) => match report.rejected.first() {
+            None => Ok(report),
+            Some(r) => Err(error(
+                StatusCode::BAD_REQUEST,
+                &r.error.field,
+                &r.error.reason,
+            )),
+        },
+        Ok(Err(err)) => Err(error(StatusCode::SERVICE_UNAVAILABLE, "$", err)),
+        Err(err) => Err(error(StatusCode::INTERNAL_SERVER_ERROR, "$", err)),
+    }
+}
+
+fn prompt_error(err: PromptError, tenant: &str) -> Response {
+    match err {
+        PromptError::Invalid(e) | PromptError::Recall(RecallError::Invalid(e)) => {
+            error(StatusCode::BAD_REQUEST, &e.field, &e.reason)
+        }
+        PromptError::BudgetTooSmall { .. } => {
+            error(StatusCode::UNPROCESSABLE_ENTITY, "budget_tokens", err)
+        }
+        PromptError::NoTokenizer(_) => error(StatusCode::SERVICE_UNAVAILABLE, "$", err),
+        err => {
+            tracing::error!(%err, tenant, "prompt assembly failed");
+            error(StatusCode::INTERNAL_SERVER_ERROR, "$", err)
+        }
+    }
+}
+
+/// Assembles the Qwen3 prompt for a query (see `prompt.rs`), with its provenance.
+async fn post_prompt(
+    State(engine): State<Arc<Engine>>,
+    Extension(auth): Extension<AuthTenant>,
+    body: Bytes,
+) -> Response {
+    let req: PromptRequest =
+        match parse_for_tenant(&body, "prompt", &auth, |r: &mut PromptRequest| {
+            &mut r.tenant
+        }) {
+            Ok(r) => r,
+            Err(resp) => return resp,
+        };
+    match engine.assemble_prompt(&req).await {
+        Ok(p) => Json(p).into_response(),
+        Err(e) => prompt_error(e, &req.tenant),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct ChatRequest {
+    #[serde(flatten)]
+    prompt: PromptRequest,
+    /// Id of this exchange: the query is stored as event `{id}.q`, the answer as `{id}.a` (the
+    /// `message_id` to give feedback on). Default: a new UUID.
+    #[serde(default)]
+    exchange_id: Option<String>,
+}
+
+/// Assembles the prompt, asks the configured chat server, stores the query and the answer as
+/// interaction events of the session, and returns the answer with the prompt's provenance.
+async fn post_chat(
+    State(engine): State<Arc<Engine>>,
+    Extension(auth): Extension<AuthTenant>,
+    body: Bytes,
+) -> Response {
+    let ChatRequest {
+        prompt: mut req,
+        exchange_id,
+    } = match parse_for_tenant(&body, "chat", &auth, |r: &mut ChatRequest| {
+        &mut r.prompt.tenant
+    }) {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    let Some(session) = req.session.clone() else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "session",
+            "a chat needs a session: the exchange is stored in it",
+        );
+    };
+    let exchange = exchange_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    if let Err(reason) = engram_schemas::validate_name(&exchange) {
+        return error(StatusCode::BAD_REQUEST, "exchange_id", reason);
+    }
+    let Some(llm) = &engine.llm else {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "$",
+            "no chat server configured: set llm.url (ENGRAM_LLM_URL) to an OpenAI-compatible endpoint",
+        );
+    };
+    // The chat client asks with thinking off; count the prompt the same way.
+    req.enable_thinking = Some(false);
+    let asked_at = chrono::Utc::now();
+    let assembled = match engine.assemble_prompt(&req).await {
+        Ok(p) => p,
+        Err(e) => return prompt_error(e, &req.tenant),
+    };
+    let messages: Vec<crate::llm::ChatMessage> = assembled
+        .messages
+        .iter()
+        .map(|m| crate::llm::ChatMessage::new(&m.role, m.content.clone()))
+        .collect();
+    let answer = match llm.complete(&messages, engine.config.llm.max_tokens).await {
+        Ok(a) => a,
+        Err(err) => {
+            tracing::warn!(%err, tenant = %req.tenant, "the chat server failed");
+            return error(StatusCode::BAD_GATEWAY, "$", err);
+        }
+    };
+    let skill_id = assembled
+        .provenance
+        .skill
+        .as_ref()
+        .map(|s| s.skill_id.clone())
+        .unwrap_or_default();
+    let answered_at = chrono::Utc::now().max(asked_at + chrono::Duration::microseconds(1));
+    let events = json!([
+        {"kind": "interaction", "event_id": format!("{exchange}.q"), "tenant": req.tenant,
+         "user": req.user, "session": session, "ts": asked_at, "role": "user", "content": req.query},
+        {"kind": "interaction", "event_id": format!("{exchange}.a"), "tenant": req.tenant,
+         "user": req.user, "session": session, "ts": answered_at, "role": "assistant",
+         "content": answer, "skill_id": skill_id,
+         "meta": {"prompt_tokens": assembled.tokens.total}},
+    ]);
+    let stored = match store_events(&engine, "chat", &req.tenant, &events).await {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    Json(json!({
+        "answer": answer,
+        "message_id": format!("{exchange}.a"),
+        "query_event_id": format!("{exchange}.q"),
+        "skill_id": skill_id,
+        "tokens": assembled.tokens,
+        "provenance": assembled.provenance,
+        "stored": {"accepted": stored.accepted, "duplicates": stored.duplicates, "log_end": stored.log_end},
+    }))
+    .into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct FeedbackRequest {
+    #[serde(default)]
+    tenant: String,
+    user: String,
+    message_id: String,
+    skill_id: String,
+    reward: i64,
+    #[serde(default)]
+    context: Option<engram_schemas::FeedbackContext>,
+    #[serde(default)]
+    session: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    free_text: Option<String>,
+    /// Idempotency key (default: a new id; each vote is stored, the latest on a message counts).
+    #[serde(default)]
+    event_id: Option<String>,
+}
+
+/// A thumbs up/down on an answer, stored as a feedback event; the posteriors and the user's
+/// style move through the dataflow.
+async fn post_feedback(
+    State(engine): State<Arc<Engine>>,
+    Extension(auth): Extension<AuthTenant>,
+    body: Bytes,
+) -> Response {
+    let req: FeedbackRequest =
+        match parse_for_tenant(&body, "feedback", &auth, |r: &mut FeedbackRequest| {
+            &mut r.tenant
+        }) {
+            Ok(r) => r,
+            Err(resp) => return resp,
+        };
+    let event_id = req
+        .event_id
+        .unwrap_or_else(|| format!("fb-{}", uuid::Uuid::new_v4()));
+    let mut event = json!({
+        "kind": "feedback", "event_id": event_id, "tenant": req.tenant, "user": req.user,
+        "ts": chrono::Utc::now(), "message_id": req.message_id, "skill_id": req.skill_id,
+        "reward": req.reward,
+    });
+    for (field, value) in [
+        ("session", req.session.map(Value::from)),
+        ("reason", req.reason.map(Value::from)),
+        ("free_text", req.free_text.map(Value::from)),
+        ("context", req.context.map(|c| json!(c))),
+    ] {
+        if let Some(v) = value {
+            event[field] = v;
+        }
+    }
+    match store_events(&engine, "http", &req.tenant, &event).await {
+        Ok(report) => Json(json!({"event_id": event_id, "accepted": report.accepted,
+            "duplicates": report.duplicates, "log_end": report.log_end}))
+        .into_response(),
+        Err(resp) => resp,
+    }
+}
+
+/// The OpenAPI document of this API.
+async fn get_openapi() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        crate::openapi::OPENAPI_JSON,
+    )
+        .into_response()
 }

@@ -3,9 +3,11 @@
 
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The `engram` binary: `$ENGRAM_BIN` (the test command sets it), else next to the test binary.
@@ -28,7 +30,21 @@ pub struct Server {
     child: Child,
     pub base: String,
     pub data_dir: PathBuf,
+    /// The admin key this server was started with (random per start).
+    pub admin_key: String,
+    /// API keys the harness has obtained, by tenant.
+    keys: std::sync::Mutex<BTreeMap<String, String>>,
     http: reqwest::blocking::Client,
+}
+
+/// The tenant a request body is for: its `tenant`, or its first event's; requests that name
+/// none (malformed bodies) go with the key of the tenant `harness`.
+fn tenant_of(body: &Value) -> String {
+    body.get("tenant")
+        .or_else(|| body.get(0).and_then(|e| e.get("tenant")))
+        .and_then(Value::as_str)
+        .unwrap_or("harness")
+        .to_string()
 }
 
 impl Server {
@@ -44,6 +60,7 @@ impl Server {
 
     /// Like [`Server::start_with`], with extra environment variables.
     pub fn start_with_env(data_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
+        let admin_key = format!("admin-{:032x}", rand::random::<u128>());
         let mut child = Command::new(engram_bin())
             .args([
                 "serve",
@@ -55,6 +72,7 @@ impl Server {
             .arg(data_dir)
             .args(extra)
             .env("ENGRAM_LOG", "warn")
+            .env("ENGRAM_ADMIN_KEY", &admin_key)
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -76,6 +94,8 @@ impl Server {
             child,
             base,
             data_dir: data_dir.to_path_buf(),
+            admin_key,
+            keys: Default::default(),
             http: reqwest::blocking::Client::builder()
                 .timeout(Duration::from_secs(60))
                 .build()
@@ -83,33 +103,86 @@ impl Server {
         }
     }
 
-    pub fn post(&self, path: &str, body: &Value) -> (u16, Value) {
-        let resp = self
-            .http
-            .post(format!("{}{}", self.base, path))
-            .json(body)
-            .send()
-            .expect("request");
+    /// The API key of `tenant` (the tenant is created through the admin API on first use; a
+    /// restarted server on the same data folder issues the harness a new key).
+    pub fn try_key_for(&self, tenant: &str) -> Result<String, reqwest::Error> {
+        if let Some(k) = self.keys.lock().unwrap().get(tenant) {
+            return Ok(k.clone());
+        }
+        let admin = |path: String, body: Option<Value>| {
+            let req = self
+                .http
+                .post(format!("{}{}", self.base, path))
+                .bearer_auth(&self.admin_key);
+            let req = match body {
+                Some(b) => req.json(&b),
+                None => req,
+            };
+            req.send()
+        };
+        let mut resp = admin(
+            "/v1/admin/tenants".into(),
+            Some(json!({ "tenant": tenant })),
+        )?;
+        if resp.status().as_u16() == 409 {
+            resp = admin(format!("/v1/admin/tenants/{tenant}/keys"), None)?;
+        }
         let status = resp.status().as_u16();
-        (status, resp.json().unwrap_or(Value::Null))
+        let body: Value = resp.json()?;
+        assert_eq!(status, 201, "creating tenant {tenant}: {body}");
+        let key = body["api_key"].as_str().unwrap().to_string();
+        self.keys
+            .lock()
+            .unwrap()
+            .insert(tenant.to_string(), key.clone());
+        Ok(key)
+    }
+
+    pub fn key_for(&self, tenant: &str) -> String {
+        self.try_key_for(tenant).expect("admin API")
+    }
+
+    /// POSTs `body` with the API key of the tenant it names (see [`tenant_of`]).
+    pub fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        self.try_post(path, body).expect("request")
     }
 
     /// Like `post`, but a failed connection is an `Err` instead of a panic.
     pub fn try_post(&self, path: &str, body: &Value) -> Result<(u16, Value), reqwest::Error> {
-        let resp = self
-            .http
-            .post(format!("{}{}", self.base, path))
-            .json(body)
-            .send()?;
+        let key = self.try_key_for(&tenant_of(body))?;
+        self.try_post_as(Some(&key), path, body)
+    }
+
+    /// POSTs `body` with exactly this API key (or none).
+    pub fn post_as(&self, key: Option<&str>, path: &str, body: &Value) -> (u16, Value) {
+        self.try_post_as(key, path, body).expect("request")
+    }
+
+    pub fn try_post_as(
+        &self,
+        key: Option<&str>,
+        path: &str,
+        body: &Value,
+    ) -> Result<(u16, Value), reqwest::Error> {
+        let mut req = self.http.post(format!("{}{}", self.base, path)).json(body);
+        if let Some(k) = key {
+            req = req.bearer_auth(k);
+        }
+        let resp = req.send()?;
         let status = resp.status().as_u16();
         Ok((status, resp.json().unwrap_or(Value::Null)))
     }
 
+    /// POSTs a raw body with the key of the tenant it names (or of `harness`).
     pub fn post_raw(&self, path: &str, body: &str) -> (u16, Value) {
+        let tenant = serde_json::from_str(body)
+            .map(|v: Value| tenant_of(&v))
+            .unwrap_or_else(|_| "harness".into());
         let resp = self
             .http
             .post(format!("{}{}", self.base, path))
             .header("content-type", "application/json")
+            .bearer_auth(self.key_for(&tenant))
             .body(body.to_string())
             .send()
             .expect("request");
@@ -243,4 +316,72 @@ pub fn mock_kafka(
         mock.create_topic(topic, 2, 1).expect("mock topic");
     }
     mock
+}
+
+/// A loopback stand-in for an OpenAI-compatible chat server: answers every
+/// `POST /v1/chat/completions` with a fixed answer (wrapped in a Qwen3 `<think>` block) and
+/// keeps the request bodies. Serves at most `max_requests`, and stops after `deadline`.
+pub fn stand_in_llm(max_requests: usize, deadline: Duration) -> (String, Arc<Mutex<Vec<Value>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    std::thread::spawn(move || {
+        let started = Instant::now();
+        let mut served = 0;
+        while served < max_requests && started.elapsed() < deadline {
+            let Ok((stream, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            };
+            stream.set_nonblocking(false).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request_line = String::new();
+            reader.read_line(&mut request_line).unwrap();
+            let mut length = 0;
+            loop {
+                let mut header = String::new();
+                reader.read_line(&mut header).unwrap();
+                if header.trim().is_empty() {
+                    break;
+                }
+                if let Some((name, value)) = header.split_once(':') {
+                    if name.eq_ignore_ascii_case("content-length") {
+                        length = value.trim().parse().unwrap();
+                    }
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let (status, answer) = if request_line.starts_with("POST /v1/chat/completions ") {
+                record
+                    .lock()
+                    .unwrap()
+                    .push(serde_json::from_slice(&body).unwrap());
+                let content = "<think>\nlooking at the memories\n</think>\n\nstand-in answer";
+                (
+                    "200 OK",
+                    json!({"id": "x", "object": "chat.completion", "choices": [
+                        {"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}]}),
+                )
+            } else {
+                ("404 Not Found", json!({"error": "not found"}))
+            };
+            let payload = answer.to_string();
+            let mut stream = stream;
+            write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{payload}",
+                payload.len()
+            )
+            .unwrap();
+            served += 1;
+        }
+    });
+    (url, seen)
 }

@@ -50,18 +50,21 @@ fn events_in_recall_out_isolated_per_user_and_tenant() {
             1,
             "I moved to Berlin and my cat is called Tigre."
         ),
-        interaction(
-            "globex",
-            "alice",
-            "g1",
-            "s1",
-            1,
-            "I moved to Tokyo; secret project Falcon starts soon."
-        ),
     ]);
     let (status, body) = server.post("/v1/events", &events);
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["accepted"], 5);
+    assert_eq!(body["accepted"], 4);
+    // another tenant's events go with that tenant's key
+    let globex = json!([interaction(
+        "globex",
+        "alice",
+        "g1",
+        "s1",
+        1,
+        "I moved to Tokyo; secret project Falcon starts soon."
+    )]);
+    let (status, body) = server.post("/v1/events", &globex);
+    assert_eq!(status, 200, "{body}");
     let took = server.wait_caught_up(Duration::from_secs(30));
     eprintln!("visible in recall after {took:?}");
 

@@ -3,13 +3,10 @@
 //! are found, and with `--llm` each question is answered through an OpenAI-compatible server
 //! (a stand-in on loopback that speaks the same API) with the recalled memory in the prompt.
 
-use engram_tests::engram_bin;
+use engram_tests::{engram_bin, stand_in_llm};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const FILLER: [&str; 6] = [
     "Can you suggest a weekly workout plan for a beginner who likes swimming?",
@@ -80,74 +77,6 @@ fn question(i: usize) -> Value {
         "haystack_sessions": sessions,
         "answer_session_ids": answers,
     })
-}
-
-/// A loopback stand-in for an OpenAI-compatible chat server: answers every
-/// `POST /v1/chat/completions` with a fixed answer (wrapped in a Qwen3 `<think>` block) and
-/// keeps the request bodies. Serves at most `max_requests`, and stops after `deadline`.
-fn stand_in_llm(max_requests: usize, deadline: Duration) -> (String, Arc<Mutex<Vec<Value>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let record = seen.clone();
-    std::thread::spawn(move || {
-        let started = Instant::now();
-        let mut served = 0;
-        while served < max_requests && started.elapsed() < deadline {
-            let Ok((stream, _)) = listener.accept() else {
-                std::thread::sleep(Duration::from_millis(10));
-                continue;
-            };
-            stream.set_nonblocking(false).unwrap();
-            stream
-                .set_read_timeout(Some(Duration::from_secs(10)))
-                .unwrap();
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut request_line = String::new();
-            reader.read_line(&mut request_line).unwrap();
-            let mut length = 0;
-            loop {
-                let mut header = String::new();
-                reader.read_line(&mut header).unwrap();
-                if header.trim().is_empty() {
-                    break;
-                }
-                if let Some((name, value)) = header.split_once(':') {
-                    if name.eq_ignore_ascii_case("content-length") {
-                        length = value.trim().parse().unwrap();
-                    }
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            let (status, answer) = if request_line.starts_with("POST /v1/chat/completions ") {
-                record
-                    .lock()
-                    .unwrap()
-                    .push(serde_json::from_slice(&body).unwrap());
-                let content = "<think>\nlooking at the memories\n</think>\n\nstand-in answer";
-                (
-                    "200 OK",
-                    json!({"id": "x", "object": "chat.completion", "choices": [
-                        {"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": content}}]}),
-                )
-            } else {
-                ("404 Not Found", json!({"error": "not found"}))
-            };
-            let payload = answer.to_string();
-            let mut stream = stream;
-            write!(
-                stream,
-                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{payload}",
-                payload.len()
-            )
-            .unwrap();
-            served += 1;
-        }
-    });
-    (url, seen)
 }
 
 #[test]

@@ -1,0 +1,362 @@
+//! Prompt assembly, chat and feedback through the real server: the prompt's token count equals
+//! the Qwen3 tokenizer's (an independent Python `tokenizers` count), it stays within its budget,
+//! preferences learned from corrections and this session's corrections become instructions at
+//! once, and a chat round trip goes through a loopback OpenAI-compatible stand-in, is stored as
+//! events, and takes feedback that moves the skill posterior and the user's style.
+
+use chrono::{Duration as Days, Utc};
+use engram_tests::{stand_in_llm, Server};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn models_dir() -> PathBuf {
+    std::env::var_os("ENGRAM_MODELS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/engram/models")
+        })
+}
+
+/// Token count of `text` by the reference tokenizer (Python `tokenizers`, installed by
+/// scripts/setup next to the model), not by engram's code.
+fn reference_token_count(text: &str) -> usize {
+    let models = models_dir();
+    let script = "import sys\nfrom tokenizers import Tokenizer\n\
+                  t = Tokenizer.from_file(sys.argv[1])\n\
+                  print(len(t.encode(sys.stdin.read(), add_special_tokens=False).ids))\n";
+    let mut child = Command::new("python3")
+        .args(["-c", script])
+        .arg(models.join("qwen3/tokenizer.json"))
+        .env("PYTHONPATH", models.join("pyref"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the reference tokenizer failed (run scripts/setup): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn event(kind: &str, id: &str, user: &str, session: &str, days_ago: i64, body: Value) -> Value {
+    let mut e = json!({
+        "kind": kind, "event_id": id, "tenant": "acme", "user": user, "session": session,
+        "ts": (Utc::now() - Days::days(days_ago)).to_rfc3339(),
+    });
+    e.as_object_mut()
+        .unwrap()
+        .extend(body.as_object().unwrap().clone());
+    e
+}
+
+fn say(id: &str, session: &str, days_ago: i64, role: &str, content: &str) -> Value {
+    event(
+        "interaction",
+        id,
+        "alice",
+        session,
+        days_ago,
+        json!({"role": role, "content": content}),
+    )
+}
+
+fn brevity_correction(id: &str, days_ago: i64, session: &str) -> Value {
+    event(
+        "correction",
+        id,
+        "alice",
+        session,
+        days_ago,
+        json!({
+            "target_event_id": "x", "correction_type": "LENGTH",
+            "original": "Well, there are many considerations to weigh here, and first of all I would like to say",
+            "corrected": "Berlin.",
+            "expected_behavior": "Answer briefly, in one or two sentences.",
+        }),
+    )
+}
+
+#[test]
+fn prompts_fit_their_budget_count_tokens_like_qwen3_and_carry_preferences_and_provenance() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let events = json!([
+        say(
+            "old1",
+            "s0",
+            20,
+            "user",
+            "I moved to Berlin last spring and my dog is called Rex."
+        ),
+        say(
+            "old2",
+            "s0",
+            20,
+            "assistant",
+            "Congratulations on the move! Rex must love the parks."
+        ),
+        say(
+            "old3",
+            "s0",
+            19,
+            "user",
+            "My favourite café is Kaffeehaus Lindner near the Spree."
+        ),
+        // a pattern: the same correction on three days
+        brevity_correction("c1", 5, "s0"),
+        brevity_correction("c2", 3, "s0"),
+        brevity_correction("c3", 1, "s0"),
+        say("t1", "s1", 0, "user", "I need to plan a weekend trip."),
+        say(
+            "t2",
+            "s1",
+            0,
+            "assistant",
+            "Happy to help: where would you like to go?"
+        ),
+    ]);
+    let (status, body) = server.post("/v1/events", &events);
+    assert_eq!(status, 200, "{body}");
+    server.wait_caught_up(Duration::from_secs(60));
+
+    let ask = |budget: usize| {
+        server.post(
+            "/v1/prompt",
+            &json!({"tenant": "acme", "user": "alice", "session": "s1", "query": "Where do I live now, and what is my dog called?",
+                    "budget_tokens": budget, "seed": 7}),
+        )
+    };
+    let (status, p) = ask(3000);
+    assert_eq!(status, 200, "{p}");
+    let prompt = p["prompt"].as_str().unwrap();
+    assert!(prompt.starts_with("<|im_start|>system\n"), "{prompt}");
+    assert!(prompt.ends_with("<|im_start|>assistant\n"), "{prompt}");
+    let total = p["tokens"]["total"].as_u64().unwrap() as usize;
+    assert_eq!(total, reference_token_count(prompt), "token count");
+    assert!(total <= 3000);
+    // the learned preference is an instruction, with the corrections behind it
+    let prefs = p["provenance"]["preferences"].as_array().unwrap();
+    assert_eq!(prefs.len(), 1, "{p}");
+    assert!(prefs[0]["instruction"]
+        .as_str()
+        .unwrap()
+        .starts_with("Answer briefly"));
+    assert!(prefs[0]["confidence"].as_f64().unwrap() >= 0.75);
+    let mut behind: Vec<&str> = prefs[0]["corrections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    behind.sort();
+    assert_eq!(behind, ["c1", "c2", "c3"]);
+    let system = p["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("User preferences indicate:\n- Answer briefly"),
+        "{system}"
+    );
+    assert!(
+        system.contains("not like “Well, there are many"),
+        "do X, not Y: {system}"
+    );
+    // memory with dates, recent turns verbatim, the query last
+    assert!(
+        prompt.contains("Berlin") && prompt.contains("Rex"),
+        "{prompt}"
+    );
+    let messages = p["messages"].as_array().unwrap();
+    let n = messages.len();
+    assert_eq!(
+        messages[n - 1]["content"],
+        "Where do I live now, and what is my dog called?"
+    );
+    assert_eq!(messages[n - 2]["role"], "assistant");
+    assert_eq!(
+        messages[n - 2]["content"],
+        "Happy to help: where would you like to go?"
+    );
+    assert_eq!(messages[n - 3]["content"], "I need to plan a weekend trip.");
+    assert_eq!(p["provenance"]["recent_turns"].as_array().unwrap().len(), 2);
+    assert!(!p["provenance"]["memories"].as_array().unwrap().is_empty());
+    // the three corrections say the same: one example
+    assert_eq!(
+        p["provenance"]["few_shot"].as_array().unwrap().len(),
+        1,
+        "{p}"
+    );
+    let skill = &p["provenance"]["skill"];
+    assert!(skill["skill_id"].is_string() && !skill["candidates"].as_array().unwrap().is_empty());
+    assert!(system.contains("Response style ("), "{system}");
+
+    // a small budget drops memory first, and the count is still exact
+    let (status, small) = ask(260);
+    assert_eq!(status, 200, "{small}");
+    let small_prompt = small["prompt"].as_str().unwrap();
+    let small_total = small["tokens"]["total"].as_u64().unwrap() as usize;
+    assert!(small_total <= 260, "{small_total}");
+    assert_eq!(small_total, reference_token_count(small_prompt));
+    assert!(!small["dropped"].as_object().unwrap().is_empty(), "{small}");
+    // too small for the system part and the query: a clear error
+    let (status, err) = ask(20);
+    assert_eq!(status, 422, "{err}");
+    assert_eq!(err["error"]["field"], "budget_tokens");
+
+    // a correction made now takes effect in the very next prompt of the session
+    let fix = event(
+        "correction",
+        "c-now",
+        "alice",
+        "s1",
+        0,
+        json!({"target_event_id": "t2", "correction_type": "TONE", "original": "Happy to help!",
+               "expected_behavior": "Never use exclamation marks."}),
+    );
+    assert_eq!(server.post("/v1/events", &fix).0, 200);
+    let (status, next) = ask(3000);
+    assert_eq!(status, 200, "{next}");
+    assert!(next["consistent"].as_bool().unwrap());
+    assert_eq!(next["provenance"]["session_corrections"], json!(["c-now"]));
+    assert!(next["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("follow these from now on:\n- Never use exclamation marks."));
+    // and not in another session
+    let (_, other) = server.post(
+        "/v1/prompt",
+        &json!({"tenant": "acme", "user": "alice", "session": "s2", "query": "hello"}),
+    );
+    assert_eq!(other["provenance"]["session_corrections"], json!([]));
+
+    // bad requests name the field
+    for (body, field) in [
+        (
+            json!({"tenant": "acme", "user": "alice", "query": ""}),
+            "query",
+        ),
+        (
+            json!({"tenant": "acme", "user": "alice", "query": "q", "skill_id": "nope"}),
+            "skill_id",
+        ),
+        (
+            json!({"tenant": "acme", "user": "al ice", "query": "q"}),
+            "user",
+        ),
+        (
+            json!({"tenant": "acme", "user": "alice", "query": "q", "budget_tokens": 0}),
+            "budget_tokens",
+        ),
+    ] {
+        let (status, err) = server.post("/v1/prompt", &body);
+        assert_eq!(status, 400, "{body}: {err}");
+        assert_eq!(err["error"]["field"], field, "{body}: {err}");
+    }
+}
+
+#[test]
+fn chat_goes_through_the_stand_in_is_stored_and_feedback_moves_the_posterior() {
+    let (llm_url, seen) = stand_in_llm(10, Duration::from_secs(300));
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with_env(dir.path(), &[], &[("ENGRAM_LLM_URL", &llm_url)]);
+    let facts = json!([say(
+        "f1",
+        "s0",
+        2,
+        "user",
+        "My sister Mara lives in Lisbon."
+    )]);
+    assert_eq!(server.post("/v1/events", &facts).0, 200);
+    server.wait_caught_up(Duration::from_secs(60));
+
+    let (status, chat) = server.post(
+        "/v1/chat",
+        &json!({"tenant": "acme", "user": "alice", "session": "s9", "query": "Where does my sister live?",
+                "exchange_id": "x1", "context": {"intent": "question", "sentiment": "neutral", "time_of_day": "morning"}}),
+    );
+    assert_eq!(status, 200, "{chat}");
+    assert_eq!(chat["answer"], "stand-in answer");
+    assert_eq!(chat["message_id"], "x1.a");
+    let skill = chat["skill_id"].as_str().unwrap().to_string();
+    // the stand-in got the assembled messages: memory in them, the query last
+    let request = seen.lock().unwrap()[0].clone();
+    let sent = request["messages"].as_array().unwrap();
+    assert_eq!(sent[0]["role"], "system");
+    assert_eq!(
+        sent.last().unwrap()["content"],
+        "Where does my sister live?"
+    );
+    assert!(request.to_string().contains("Lisbon"), "{request}");
+    assert!(!chat["provenance"]["memories"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+
+    // the exchange is stored: the next prompt of the session shows it verbatim
+    server.wait_caught_up(Duration::from_secs(60));
+    let (_, next) = server.post(
+        "/v1/prompt",
+        &json!({"tenant": "acme", "user": "alice", "session": "s9", "query": "thanks"}),
+    );
+    let recent = next["provenance"]["recent_turns"].as_array().unwrap();
+    assert_eq!(recent.len(), 2, "{next}");
+    let msgs = next["messages"].as_array().unwrap();
+    assert_eq!(msgs[msgs.len() - 2]["content"], "stand-in answer");
+
+    // feedback on the answer: the user's tally and style move through the dataflow
+    let (status, fb) = server.post(
+        "/v1/feedback",
+        &json!({"tenant": "acme", "user": "alice", "message_id": "x1.a", "skill_id": skill, "reward": 1,
+                "context": {"intent": "question", "sentiment": "neutral", "time_of_day": "morning"}}),
+    );
+    assert_eq!(status, 200, "{fb}");
+    server.wait_caught_up(Duration::from_secs(60));
+    let (_, memory) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "alice"}));
+    let skills = memory["skills"].as_array().unwrap();
+    assert_eq!(skills.len(), 1, "{memory}");
+    assert_eq!(skills[0]["skill_id"], skill.as_str());
+    assert_eq!(skills[0]["successes"], 1);
+    assert!(skills[0]["posterior"]["mean"].as_f64().unwrap() > 0.5);
+    assert_eq!(memory["style"]["feedback_count"], 1);
+
+    // bad feedback is refused with the field named; another tenant's key cannot vote here
+    let (status, err) = server.post(
+        "/v1/feedback",
+        &json!({"tenant": "acme", "user": "alice", "message_id": "x1.a", "skill_id": skill, "reward": 5}),
+    );
+    assert_eq!(status, 400, "{err}");
+    assert_eq!(err["error"]["field"], "reward");
+    let other = server.key_for("globex");
+    let (status, _) = server.post_as(
+        Some(&other),
+        "/v1/feedback",
+        &json!({"tenant": "acme", "user": "alice", "message_id": "x1.a", "skill_id": skill, "reward": -1}),
+    );
+    assert_eq!(status, 403);
+    // a chat without a session is refused before the model is asked
+    let asked = seen.lock().unwrap().len();
+    let (status, err) = server.post(
+        "/v1/chat",
+        &json!({"tenant": "acme", "user": "alice", "query": "hi"}),
+    );
+    assert_eq!(
+        (status, err["error"]["field"].as_str()),
+        (400, Some("session"))
+    );
+    assert_eq!(seen.lock().unwrap().len(), asked);
+}

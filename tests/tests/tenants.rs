@@ -1,0 +1,242 @@
+//! Red team: cross-user and cross-tenant attempts against the real server, with concurrent
+//! writers. Every request goes over HTTP with an API key; the server decides the tenant from
+//! the key. The same user names exist in both tenants, so a tenant mix-up would show.
+
+use engram_tests::{interaction, Server};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const TENANTS: [&str; 2] = ["acme", "globex"];
+const USERS: [&str; 2] = ["u1", "u2"];
+
+/// The marker every one of `(tenant, user)`'s texts carries.
+fn marker(tenant: &str, user: &str) -> String {
+    format!("from {tenant}/{user}:")
+}
+
+fn note(tenant: &str, user: &str, n: u32) -> Value {
+    interaction(
+        tenant,
+        user,
+        &format!("{tenant}-{user}-{n}"),
+        &format!("s{}", n / 10),
+        n,
+        &format!(
+            "Note {n} {} my codeword is {tenant}{user}word{n}, keep it secret",
+            marker(tenant, user)
+        ),
+    )
+}
+
+/// Texts in a recall or memory answer that are not `(tenant, user)`'s own.
+fn foreign_texts(answer: &Value, tenant: &str, user: &str) -> Vec<String> {
+    let own = marker(tenant, user);
+    let mut texts = Vec::new();
+    collect_strings(answer, &mut texts);
+    texts
+        .into_iter()
+        .filter(|t| t.contains("from ") && t.contains('/') && t.contains(':'))
+        .filter(|t| TENANTS.iter().any(|tn| t.contains(&format!("from {tn}/"))))
+        .filter(|t| !t.contains(&own))
+        .collect()
+}
+
+fn collect_strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
+        Value::Object(o) => o.values().for_each(|x| collect_strings(x, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn requests_without_a_valid_key_are_refused_and_keys_only_open_their_own_tenant() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let acme = server.key_for("acme");
+    let globex = server.key_for("globex");
+    let event = note("acme", "u1", 1);
+    let recall = json!({"tenant": "acme", "user": "u1", "query": "codeword"});
+
+    for path in ["/v1/events", "/v1/recall", "/v1/memory"] {
+        let body = if path == "/v1/events" {
+            &event
+        } else {
+            &recall
+        };
+        let (status, answer) = server.post_as(None, path, body);
+        assert_eq!(status, 401, "{path} without a key: {answer}");
+        assert_eq!(answer["error"]["field"], "authorization");
+        let (status, _) = server.post_as(Some("engram_not-a-key"), path, body);
+        assert_eq!(status, 401, "{path} with a made-up key");
+        // another tenant's key
+        let (status, answer) = server.post_as(Some(&globex), path, body);
+        assert!(
+            status == 403 || status == 422,
+            "{path} with globex's key for acme: {status} {answer}"
+        );
+    }
+    // globex's key wrote nothing for acme: the event above was refused, field `tenant`
+    let (status, answer) = server.post_as(Some(&globex), "/v1/events", &json!([event]));
+    assert_eq!(status, 422, "{answer}");
+    assert_eq!(answer["rejected"][0]["field"], "tenant");
+    assert_eq!(answer["accepted"], 0);
+
+    // a tenant key is not an admin key, and the admin API refuses a wrong one
+    for key in [acme.as_str(), "admin-wrong-key-0000000000"] {
+        let (status, _) = server.post_as(
+            Some(key),
+            "/v1/admin/tenants",
+            &json!({"tenant": "intruder"}),
+        );
+        assert_eq!(status, 401);
+    }
+
+    // the key's tenant is used when the body names none
+    let (status, answer) = server.post_as(Some(&acme), "/v1/events", &json!([event]));
+    assert_eq!(status, 200, "{answer}");
+    server.wait_caught_up(Duration::from_secs(60));
+    let (status, answer) = server.post_as(
+        Some(&acme),
+        "/v1/recall",
+        &json!({"user": "u1", "query": "codeword"}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["results"].as_array().unwrap().len(), 1);
+    // globex's own u1 has nothing
+    let (status, answer) = server.post_as(
+        Some(&globex),
+        "/v1/recall",
+        &json!({"user": "u1", "query": "codeword"}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["results"], json!([]));
+
+    // names that try to widen a filter are refused before they reach Lance
+    for user in ["u1' OR '1'='1", "u1\" OR true", "*", "u1%", ""] {
+        let (status, answer) = server.post_as(
+            Some(&acme),
+            "/v1/recall",
+            &json!({"user": user, "query": "codeword"}),
+        );
+        assert_eq!(status, 400, "user {user:?}: {answer}");
+        assert_eq!(answer["error"]["field"], "user");
+    }
+
+    // a revoked key stops working at once; a rotated one works
+    let new_key = server.key_for("acme");
+    assert_eq!(new_key, acme);
+    let key_id = &acme[..15];
+    let resp = reqwest::blocking::Client::new()
+        .delete(format!(
+            "{}/v1/admin/tenants/acme/keys/{key_id}",
+            server.base
+        ))
+        .bearer_auth(&server.admin_key)
+        .send()
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 204);
+    let (status, _) = server.post_as(Some(&acme), "/v1/recall", &recall);
+    assert_eq!(status, 401, "revoked key still accepted");
+}
+
+#[test]
+fn concurrent_writers_and_readers_never_see_another_users_or_tenants_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with(dir.path(), &["--workers", "2"]);
+    let pairs: Vec<(&str, &str)> = TENANTS
+        .iter()
+        .flat_map(|t| USERS.iter().map(move |u| (*t, *u)))
+        .collect();
+    for (t, _) in &pairs {
+        server.key_for(t);
+    }
+    const NOTES: u32 = 40;
+    let mut checked = 0usize;
+    let mut leaks = Vec::new();
+    std::thread::scope(|scope| {
+        // one writer per (tenant, user), in batches of 5
+        for &(t, u) in &pairs {
+            let server = &server;
+            scope.spawn(move || {
+                for start in (0..NOTES).step_by(5) {
+                    let batch: Vec<_> = (start..start + 5).map(|n| note(t, u, n)).collect();
+                    let (status, answer) = server.post("/v1/events", &json!(batch));
+                    assert_eq!(status, 200, "{answer}");
+                }
+            });
+        }
+        // readers ask, while the writers write, for every user's codewords, naming the others
+        let readers: Vec<_> = pairs
+            .iter()
+            .map(|&(t, u)| {
+                let server = &server;
+                let pairs = &pairs;
+                scope.spawn(move || {
+                    let mut found = (0usize, Vec::new());
+                    for round in 0..12 {
+                        let (ot, ou) = pairs[round % pairs.len()];
+                        let query = format!("codeword {ot}{ou}word{round} from {ot}/{ou}");
+                        let (status, answer) = server.post(
+                            "/v1/recall",
+                            &json!({"tenant": t, "user": u, "query": query, "k": 50}),
+                        );
+                        assert_eq!(status, 200, "{answer}");
+                        found.0 += answer["results"].as_array().unwrap().len();
+                        found.1.extend(foreign_texts(&answer, t, u));
+                        let (status, memory) =
+                            server.post("/v1/memory", &json!({"tenant": t, "user": u}));
+                        assert_eq!(status, 200, "{memory}");
+                        found.1.extend(foreign_texts(&memory, t, u));
+                        std::thread::sleep(Duration::from_millis(30));
+                    }
+                    found
+                })
+            })
+            .collect();
+        for r in readers {
+            let (n, foreign) = r.join().unwrap();
+            checked += n;
+            leaks.extend(foreign);
+        }
+    });
+    server.wait_caught_up(Duration::from_secs(120));
+    // after the writes: every user sees all of their own notes and nothing else
+    for &(t, u) in &pairs {
+        for &(ot, ou) in &pairs {
+            let query = format!("my codeword is {ot}{ou}word7 {}", marker(ot, ou));
+            let answer = server.post(
+                "/v1/recall",
+                &json!({"tenant": t, "user": u, "query": query, "k": 200}),
+            );
+            assert_eq!(answer.0, 200, "{}", answer.1);
+            let results = answer.1["results"].as_array().unwrap();
+            assert_eq!(results.len(), NOTES as usize, "{t}/{u} sees all its notes");
+            checked += results.len();
+            leaks.extend(foreign_texts(&answer.1, t, u));
+        }
+        let (_, memory) = server.post("/v1/memory", &json!({"tenant": t, "user": u}));
+        assert!(
+            !memory["facts"].as_array().unwrap().is_empty(),
+            "{t}/{u} has facts: {memory}"
+        );
+        leaks.extend(foreign_texts(&memory, t, u));
+        let facts = memory["facts"].to_string();
+        for &(ot, ou) in &pairs {
+            if (ot, ou) != (t, u) {
+                assert!(
+                    !facts.contains(&format!("{ot}{ou}word")),
+                    "{t}/{u}'s facts hold {ot}/{ou}'s codeword: {facts}"
+                );
+            }
+        }
+    }
+    assert!(checked > 600, "only {checked} results checked");
+    assert!(
+        leaks.is_empty(),
+        "{} leaks: {:?}",
+        leaks.len(),
+        &leaks[..leaks.len().min(5)]
+    );
+}
