@@ -179,6 +179,14 @@ impl Embedder {
         self.dim
     }
 
+    /// Forgets every cached text and vector (after an erase, no text of the erased stays in
+    /// memory here).
+    pub fn clear_cache(&self) {
+        if let Some(cache) = &self.cache {
+            cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        }
+    }
+
     /// Texts run through the model since load (cache hits not counted).
     pub fn model_texts(&self) -> u64 {
         self.model_texts.load(std::sync::atomic::Ordering::Relaxed)

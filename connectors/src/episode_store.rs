@@ -126,6 +126,9 @@ pub struct EpisodeStore {
     state: RwLock<StoreState>,
     /// Lance's caches, bounded by the policy; every version of the dataset shares them.
     session: Arc<lance::session::Session>,
+    /// `(tenant, user)` (user empty: the whole tenant) → rows from offsets below this were
+    /// erased, and are dropped if they arrive late.
+    erased: RwLock<HashMap<(String, String), u64>>,
 }
 
 #[derive(Default)]
@@ -205,6 +208,7 @@ impl EpisodeStore {
             dataset: RwLock::new(None),
             write: Mutex::new(()),
             state: RwLock::new(StoreState::default()),
+            erased: RwLock::new(HashMap::new()),
             session,
         };
         if dir.join("_versions").exists() {
@@ -317,9 +321,18 @@ impl EpisodeStore {
     pub async fn append(&self, rows: Vec<EpisodeRow>) -> Result<usize, StoreError> {
         let _w = self.write.lock().await;
         let watermark = self.watermark();
+        let erased = self.erased.read().unwrap().clone();
+        let is_erased = |r: &EpisodeRow| {
+            [r.user.as_str(), ""].iter().any(|u| {
+                erased
+                    .get(&(r.tenant.clone(), u.to_string()))
+                    .is_some_and(|before| r.log_offset < *before)
+            })
+        };
         let mut rows: Vec<EpisodeRow> = rows
             .into_iter()
             .filter(|r| watermark.is_none_or(|w| r.log_offset > w))
+            .filter(|r| !is_erased(r))
             .collect();
         if rows.is_empty() {
             return Ok(0);
@@ -366,6 +379,156 @@ impl EpisodeStore {
         Ok(rows.len())
     }
 
+    /// Erases every row of a tenant (`user: None`) or of one of its users, so that nothing of
+    /// them is left on disk: the rows are deleted, the fragments that held them rewritten
+    /// without them, every index rebuilt over what is left (the full-text index held their
+    /// words, the vector index their codes), and every older version removed. Returns the
+    /// rows erased. Rows of the same tenant (and user) from log offsets below `before` that
+    /// arrive later (still on their way from the dataflow) are dropped, not stored.
+    pub async fn erase(
+        &self,
+        tenant: &str,
+        user: Option<&str>,
+        before: u64,
+    ) -> Result<usize, StoreError> {
+        let _w = self.write.lock().await;
+        {
+            let mut erased = self.erased.write().unwrap();
+            let at = erased
+                .entry((tenant.to_string(), user.unwrap_or("").to_string()))
+                .or_default();
+            *at = (*at).max(before);
+        }
+        let Some(ds) = self.snapshot() else {
+            return Ok(0);
+        };
+        let filter = match user {
+            Some(u) => user_filter(tenant, u),
+            None => format!("{} = {}", col::TENANT, quote(tenant)),
+        };
+        let mut ds = (*ds).clone();
+        let erased = ds
+            .count_rows(Some(filter.clone()))
+            .await
+            .map_err(|e| self.err("count rows to erase", e))?;
+        if erased > 0 {
+            ds.delete(&filter).await.map_err(|e| self.err("erase", e))?;
+            let options = CompactionOptions {
+                materialize_deletions: true,
+                materialize_deletions_threshold: 0.0,
+                ..Default::default()
+            };
+            compact_files(&mut ds, options, None)
+                .await
+                .map_err(|e| self.err("erase: rewrite fragments", e))?;
+            let indexes = ds
+                .load_indices()
+                .await
+                .map_err(|e| self.err("load indexes", e))?;
+            let names: Vec<String> = indexes.iter().map(|i| i.name.clone()).collect();
+            let rows = ds
+                .count_rows(None)
+                .await
+                .map_err(|e| self.err("count rows", e))?;
+            for name in names {
+                if name == ANN_INDEX && rows < 256 {
+                    // too few rows left to train on: search is exact below the threshold anyway
+                    ds.drop_index(ANN_INDEX)
+                        .await
+                        .map_err(|e| self.err("erase: drop vector index", e))?;
+                    continue;
+                }
+                self.build_index(&mut ds, &name, rows).await?;
+            }
+        }
+        // Old versions (and the files only they use) hold the erased rows: remove them all.
+        ds.cleanup_old_versions(chrono::TimeDelta::zero(), Some(true), Some(false))
+            .await
+            .map_err(|e| self.err("erase: remove old versions", e))?;
+        {
+            let mut st = self.state.write().unwrap();
+            let mut removed = 0;
+            st.rows_per_user.retain(|(t, u), n| {
+                let hit = t == tenant && user.is_none_or(|x| x == u);
+                if hit {
+                    removed += *n;
+                }
+                !hit
+            });
+            st.rows = st.rows.saturating_sub(removed);
+        }
+        *self.dataset.write().unwrap() = Some(Arc::new(ds));
+        Ok(erased)
+    }
+
+    /// Builds index `name` (from scratch, replacing any old one) over the current `rows`.
+    async fn build_index(
+        &self,
+        ds: &mut Dataset,
+        name: &str,
+        rows: usize,
+    ) -> Result<(), StoreError> {
+        let result = match name {
+            FTS_INDEX => {
+                ds.create_index(
+                    &[col::CONTENT],
+                    IndexType::Inverted,
+                    Some(FTS_INDEX.into()),
+                    &InvertedIndexParams::default(),
+                    true,
+                )
+                .await
+            }
+            USER_INDEX => {
+                ds.create_index(
+                    &[col::USER],
+                    IndexType::BTree,
+                    Some(USER_INDEX.into()),
+                    &ScalarIndexParams::default(),
+                    true,
+                )
+                .await
+            }
+            ANN_INDEX => {
+                let partitions = (rows / 4096).clamp(1, 1024);
+                let sub_vectors = pq_sub_vectors(self.dim);
+                tracing::info!(
+                    rows,
+                    partitions,
+                    sub_vectors,
+                    "training the episodes vector index"
+                );
+                let params = lance::index::vector::VectorIndexParams::ivf_pq(
+                    partitions,
+                    8,
+                    sub_vectors,
+                    lance_linalg::distance::MetricType::Cosine,
+                    50,
+                );
+                let built = ds
+                    .create_index(
+                        &[col::VECTOR],
+                        IndexType::Vector,
+                        Some(ANN_INDEX.into()),
+                        &params,
+                        true,
+                    )
+                    .await;
+                if built.is_ok() {
+                    let mut st = self.state.write().unwrap();
+                    st.rows_at_last_ann_build = rows;
+                    st.unindexed_rows = 0;
+                }
+                built
+            }
+            other => {
+                tracing::warn!(index = other, "unknown index left as it is");
+                return Ok(());
+            }
+        };
+        result.map(|_| ()).map_err(|e| self.err("build index", e))
+    }
+
     /// Builds missing indexes, folds unindexed rows in and compacts small files, as the
     /// policy says. Called with the write lock held.
     async fn maintain_locked(&self) -> Result<(), StoreError> {
@@ -384,60 +547,17 @@ impl EpisodeStore {
         };
         let mut changed = false;
         if self.policy.full_text && !has(FTS_INDEX) {
-            let params = InvertedIndexParams::default();
-            ds.create_index(
-                &[col::CONTENT],
-                IndexType::Inverted,
-                Some(FTS_INDEX.into()),
-                &params,
-                true,
-            )
-            .await
-            .map_err(|e| self.err("create full-text index", e))?;
+            self.build_index(&mut ds, FTS_INDEX, rows).await?;
             changed = true;
         }
         if !has(USER_INDEX) {
-            ds.create_index(
-                &[col::USER],
-                IndexType::BTree,
-                Some(USER_INDEX.into()),
-                &ScalarIndexParams::default(),
-                true,
-            )
-            .await
-            .map_err(|e| self.err("create user index", e))?;
+            self.build_index(&mut ds, USER_INDEX, rows).await?;
             changed = true;
         }
         // (Re)train the vector index when the table reaches the threshold and again each time
         // it doubles, so partitions keep fitting the data.
         if rows >= self.policy.ann_min_rows && (!has(ANN_INDEX) || rows >= 2 * last_ann) {
-            let partitions = (rows / 4096).clamp(1, 1024);
-            let sub_vectors = pq_sub_vectors(self.dim);
-            let params = lance::index::vector::VectorIndexParams::ivf_pq(
-                partitions,
-                8,
-                sub_vectors,
-                lance_linalg::distance::MetricType::Cosine,
-                50,
-            );
-            tracing::info!(
-                rows,
-                partitions,
-                sub_vectors,
-                "training the episodes vector index"
-            );
-            ds.create_index(
-                &[col::VECTOR],
-                IndexType::Vector,
-                Some(ANN_INDEX.into()),
-                &params,
-                true,
-            )
-            .await
-            .map_err(|e| self.err("create vector index", e))?;
-            let mut st = self.state.write().unwrap();
-            st.rows_at_last_ann_build = rows;
-            st.unindexed_rows = 0;
+            self.build_index(&mut ds, ANN_INDEX, rows).await?;
             changed = true;
         } else if unindexed >= self.policy.reindex_after_rows {
             ds.optimize_indices(&OptimizeOptions::default())

@@ -48,7 +48,8 @@ pub struct EventLog {
 }
 
 impl EventLog {
-    /// Opens (or creates) `dir/events.log`, checks every record, and cuts off a torn tail.
+    /// Opens (or creates) `dir/events.log`, finishes a redaction a crash interrupted, checks
+    /// every record, and cuts off a torn tail.
     pub fn open(dir: &Path) -> Result<Self, LogError> {
         let path = dir.join("events.log");
         let io = |source| LogError::Io {
@@ -56,6 +57,7 @@ impl EventLog {
             source,
         };
         std::fs::create_dir_all(dir).map_err(io)?;
+        replay_redaction_journal(&path).map_err(io)?;
         let mut file = OpenOptions::new()
             .create(true)
             .read(true)
@@ -208,6 +210,180 @@ impl EventLog {
 
 /// Reads every record header, checking lengths and checksums; returns the record positions and
 /// the length of the valid prefix.
+/// The journal of a redaction in progress: the records to overwrite, written and synced before
+/// the first overwrite, removed after the last. A crash in between leaves it, and the next open
+/// applies it again (overwrites are idempotent), so a half-written record is never taken for a
+/// torn tail.
+fn journal_path(log: &Path) -> PathBuf {
+    log.with_extension("redact-journal")
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct JournalEntry {
+    /// Byte position of the record.
+    position: u64,
+    /// The whole new record: header and payload.
+    record: Vec<u8>,
+}
+
+fn apply_journal(log: &Path, entries: &[JournalEntry]) -> std::io::Result<()> {
+    let file = OpenOptions::new().write(true).open(log)?;
+    for e in entries {
+        file.write_all_at(&e.record, e.position)?;
+    }
+    file.sync_data()?;
+    std::fs::remove_file(journal_path(log))
+}
+
+fn replay_redaction_journal(log: &Path) -> std::io::Result<()> {
+    match std::fs::read(journal_path(log)) {
+        Ok(bytes) => match serde_json::from_slice::<Vec<JournalEntry>>(&bytes) {
+            Ok(entries) => apply_journal(log, &entries),
+            // torn while being written: no overwrite had started
+            Err(_) => std::fs::remove_file(journal_path(log)),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+impl EventLog {
+    /// Overwrites the payloads of the records at `offsets` in place, each with `replacement`
+    /// of its old payload padded with spaces to the old length (offsets, positions and the
+    /// records around them stay as they are). A replacement longer than the record it replaces
+    /// is an error. Durable when it returns; a crash midway is completed on the next open.
+    pub fn redact(
+        &self,
+        offsets: &[u64],
+        replacement: impl Fn(&[u8]) -> Vec<u8>,
+    ) -> Result<usize, LogError> {
+        let entries = self.plan_redaction(offsets, replacement)?;
+        if entries.is_empty() {
+            return Ok(0);
+        }
+        let io = |source| LogError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        write_journal(&self.path, &entries).map_err(io)?;
+        apply_journal(&self.path, &entries).map_err(io)?;
+        Ok(entries.len())
+    }
+
+    /// The overwrites a redaction makes (see [`EventLog::redact`]).
+    fn plan_redaction(
+        &self,
+        offsets: &[u64],
+        replacement: impl Fn(&[u8]) -> Vec<u8>,
+    ) -> Result<Vec<JournalEntry>, LogError> {
+        // appends go on; they never touch records that already exist
+        let positions = self
+            .positions
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let mut entries = Vec::new();
+        for &offset in offsets {
+            let Some(&pos) = positions.get(offset as usize) else {
+                return Err(LogError::OutOfRange {
+                    path: self.path.clone(),
+                    offset,
+                    end: positions.len() as u64,
+                });
+            };
+            let old = self.read(offset, 1)?.remove(0).1;
+            let mut payload = replacement(&old);
+            if payload.len() > old.len() {
+                return Err(LogError::TooLarge {
+                    path: self.path.clone(),
+                    len: payload.len(),
+                });
+            }
+            payload.resize(old.len(), b' ');
+            let mut record = Vec::with_capacity(HEADER + payload.len());
+            record.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+            record.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+            record.extend_from_slice(&payload);
+            entries.push(JournalEntry {
+                position: pos,
+                record,
+            });
+        }
+        Ok(entries)
+    }
+}
+
+fn write_journal(log: &Path, entries: &[JournalEntry]) -> std::io::Result<()> {
+    let mut f = File::create(journal_path(log))?;
+    f.write_all(&serde_json::to_vec(entries).expect("journal serializes"))?;
+    f.sync_all()
+}
+
+#[cfg(test)]
+mod redaction_tests {
+    use super::*;
+
+    fn all(log: &EventLog) -> Vec<Vec<u8>> {
+        log.read(0, 100)
+            .unwrap()
+            .into_iter()
+            .map(|(_, b)| b)
+            .collect()
+    }
+
+    #[test]
+    fn redacted_records_keep_their_offsets_and_length_and_the_rest_is_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = EventLog::open(dir.path()).unwrap();
+        log.append(&["first secret", "second secret", "third"])
+            .unwrap();
+        assert_eq!(log.redact(&[1], |_| b"gone".to_vec()).unwrap(), 1);
+        assert!(
+            log.redact(&[0], |_| vec![b'x'; 100]).is_err(),
+            "longer than the record"
+        );
+        log.append(&["fourth"]).unwrap();
+        drop(log);
+        let log = EventLog::open(dir.path()).unwrap();
+        assert_eq!(log.truncated_bytes(), 0);
+        assert_eq!(
+            all(&log),
+            vec![
+                b"first secret".to_vec(),
+                b"gone         ".to_vec(),
+                b"third".to_vec(),
+                b"fourth".to_vec()
+            ]
+        );
+    }
+
+    #[test]
+    fn a_crash_in_the_middle_of_an_overwrite_is_finished_on_open_not_cut_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = EventLog::open(dir.path()).unwrap();
+        log.append(&["aaaa secret one", "bbbb secret two", "cccc"])
+            .unwrap();
+        let entries = log.plan_redaction(&[0, 1], |_| b"r".to_vec()).unwrap();
+        write_journal(&log.path, &entries).unwrap();
+        // the crash: half of the first overwrite reached the file, the second none
+        let half = &entries[0].record[..entries[0].record.len() / 2];
+        let f = OpenOptions::new().write(true).open(&log.path).unwrap();
+        f.write_all_at(half, entries[0].position).unwrap();
+        drop((f, log));
+        let log = EventLog::open(dir.path()).unwrap();
+        assert_eq!(log.truncated_bytes(), 0);
+        assert_eq!(
+            all(&log),
+            vec![
+                b"r              ".to_vec(),
+                b"r              ".to_vec(),
+                b"cccc".to_vec()
+            ]
+        );
+        assert!(!journal_path(&log.path).exists());
+    }
+}
+
 fn scan(file: &mut File) -> std::io::Result<(Vec<u64>, u64)> {
     file.seek(SeekFrom::Start(0))?;
     let mut data = Vec::new();
@@ -303,6 +479,45 @@ impl RejectLog {
             std::sync::atomic::Ordering::Relaxed,
         );
         Ok(())
+    }
+
+    /// Removes every rejection for which `erase` is true (the file is rewritten and replaced
+    /// atomically); returns how many were removed.
+    pub fn purge(&self, erase: impl Fn(&Rejection) -> bool) -> Result<usize, LogError> {
+        let io = |source| LogError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let text = std::fs::read_to_string(&self.path).map_err(io)?;
+        let mut kept = String::new();
+        let mut removed = 0;
+        for line in text.lines() {
+            match serde_json::from_str::<Rejection>(line) {
+                Ok(r) if erase(&r) => removed += 1,
+                _ => {
+                    kept.push_str(line);
+                    kept.push('\n');
+                }
+            }
+        }
+        if removed == 0 {
+            return Ok(0);
+        }
+        let tmp = self.path.with_extension("jsonl.tmp");
+        let mut f = File::create(&tmp).map_err(io)?;
+        f.write_all(kept.as_bytes())
+            .and_then(|_| f.sync_all())
+            .map_err(io)?;
+        std::fs::rename(&tmp, &self.path).map_err(io)?;
+        *file = OpenOptions::new()
+            .append(true)
+            .read(true)
+            .open(&self.path)
+            .map_err(io)?;
+        self.count
+            .fetch_sub(removed as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(removed)
     }
 
     /// Every rejection recorded, oldest first.

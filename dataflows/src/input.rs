@@ -202,8 +202,9 @@ impl InputRecord {
 /// A worker's share of the input. Offsets are positions in the input log; they are the
 /// dataflow's timestamps, so views are "as of log offset N".
 pub trait InputSource: Send {
-    /// Returns, without blocking, the next records of this worker's share and the offset up to
-    /// which the worker has now read everything (records at offsets below it will never come).
-    /// `None` when nothing new has arrived.
-    fn poll(&mut self) -> Option<(Vec<(u64, InputRecord)>, u64)>;
+    /// Returns, without blocking, the next changes of this worker's share (`(offset, record,
+    /// diff)`: +1 adds a record, −1 retracts one added before, e.g. when its user is erased)
+    /// and the offset up to which the worker has now read everything (changes at offsets below
+    /// it will never come). `None` when nothing new has arrived.
+    fn poll(&mut self) -> Option<(Vec<(u64, InputRecord, isize)>, u64)>;
 }

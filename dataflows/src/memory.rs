@@ -262,9 +262,11 @@ where
         let mut published_engine_time = 0u64;
         while !stop2.load(Ordering::Acquire) {
             if let Some((records, upto)) = source.poll() {
-                for (_offset, record) in records {
-                    engine_time.saw_event_at(record.event_time_micros());
-                    inputs.insert(record);
+                for (_offset, record, diff) in records {
+                    if diff > 0 {
+                        engine_time.saw_event_at(record.event_time_micros());
+                    }
+                    inputs.update(record, diff);
                 }
                 inputs.advance_to(upto);
             }
@@ -330,13 +332,13 @@ struct Inputs {
 }
 
 impl Inputs {
-    fn insert(&mut self, record: InputRecord) {
+    fn update(&mut self, record: InputRecord, diff: isize) {
         match record {
-            InputRecord::Episode(key, episode) => self.episodes.insert((key, episode)),
-            InputRecord::Fact(key, assertion) => self.facts.insert((key, assertion)),
-            InputRecord::Feedback(key, vote) => self.votes.insert((key, vote)),
-            InputRecord::Correction(user, point) => self.corrections.insert((user, point)),
-            InputRecord::CorrectionNote(user, note) => self.notes.insert((user, note)),
+            InputRecord::Episode(key, episode) => self.episodes.update((key, episode), diff),
+            InputRecord::Fact(key, assertion) => self.facts.update((key, assertion), diff),
+            InputRecord::Feedback(key, vote) => self.votes.update((key, vote), diff),
+            InputRecord::Correction(user, point) => self.corrections.update((user, point), diff),
+            InputRecord::CorrectionNote(user, note) => self.notes.update((user, note), diff),
         }
     }
 

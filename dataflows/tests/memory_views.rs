@@ -28,7 +28,7 @@ struct VecSource {
 }
 
 impl InputSource for VecSource {
-    fn poll(&mut self) -> Option<(Vec<(u64, InputRecord)>, u64)> {
+    fn poll(&mut self) -> Option<(Vec<(u64, InputRecord, isize)>, u64)> {
         let log = self.log.lock().unwrap();
         if log.len() <= self.cursor {
             return None;
@@ -39,12 +39,12 @@ impl InputSource for VecSource {
             if owner == self.worker {
                 if let Body::Correction(c) = &e.body {
                     let vector = topic_vector(engram_dataflows::correction_text(c));
-                    out.extend(InputRecord::correction(e, &vector).map(|r| (offset as u64, r)));
+                    out.extend(InputRecord::correction(e, &vector).map(|r| (offset as u64, r, 1)));
                 }
                 out.extend(
                     InputRecord::from_event(e, offset as u64)
                         .into_iter()
-                        .map(|r| (offset as u64, r)),
+                        .map(|r| (offset as u64, r, 1)),
                 );
             }
         }

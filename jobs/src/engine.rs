@@ -205,6 +205,15 @@ impl Engine {
         if engine.config.demo {
             engine.load_demo()?;
         }
+        // An erase a crash interrupted is finished once the views have caught up with it.
+        let resuming = engine.clone();
+        tokio::spawn(async move {
+            match resuming.resume_erasures().await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(erasures = n, "finished interrupted erasures"),
+                Err(err) => tracing::error!(%err, "finishing interrupted erasures failed"),
+            }
+        });
         Ok(engine)
     }
 

@@ -75,6 +75,11 @@ impl Ingestor {
         while at < end {
             let chunk = log.read(at, 8192)?;
             for (offset, bytes) in &chunk {
+                if let Some(r) = engram_schemas::Redacted::from_record(bytes) {
+                    // an erased event stays accepted: a redelivery must not bring it back
+                    seen.insert((r.tenant, r.event_id));
+                    continue;
+                }
                 match Event::from_canonical_json(bytes) {
                     Ok(e) => {
                         seen.insert((e.header.tenant, e.header.event_id));

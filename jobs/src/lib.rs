@@ -4,6 +4,7 @@
 pub mod config;
 pub mod engine;
 pub mod episode_writer;
+pub mod gdpr;
 pub mod ingest;
 pub mod kafka;
 pub mod llm;

@@ -7,7 +7,8 @@
 
 use engram_connectors::{Embedder, EventLog};
 use engram_dataflows::{correction_text, InputRecord, InputSource};
-use engram_schemas::{Body, Event};
+use engram_schemas::{Body, ControlAction, ControlScope, Event, Redacted};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Records read per poll: bounds memory and keeps the views publishing while catching up.
@@ -20,6 +21,12 @@ pub struct LogSource {
     cursor: u64,
     worker: usize,
     peers: usize,
+    /// The correction records sent, per `(tenant, user)`: an erase retracts them exactly as
+    /// they were sent (embedding the text again need not give the same bits).
+    sent_corrections: HashMap<(String, String), Vec<(u64, InputRecord)>>,
+    /// Offset of the last erase applied, per `(tenant, user)` and per `(tenant, "")` for a
+    /// whole tenant: what was before it has been retracted already.
+    erased_at: HashMap<(String, String), u64>,
 }
 
 impl LogSource {
@@ -35,6 +42,8 @@ impl LogSource {
             cursor: 0,
             worker,
             peers,
+            sent_corrections: HashMap::new(),
+            erased_at: HashMap::new(),
         }
     }
 }
@@ -74,8 +83,97 @@ impl LogSource {
     }
 }
 
+impl LogSource {
+    /// Embeds the corrections gathered so far and adds their records to `records`, keeping a
+    /// copy for a later erase.
+    fn flush_corrections(
+        &mut self,
+        corrections: &mut Vec<(u64, Event)>,
+        records: &mut Vec<(u64, InputRecord, isize)>,
+    ) {
+        for (offset, record) in self.embedded_corrections(corrections) {
+            if let InputRecord::Correction((tenant, user), _) = &record {
+                self.sent_corrections
+                    .entry((tenant.clone(), user.clone()))
+                    .or_default()
+                    .push((offset, record.clone()));
+            }
+            records.push((offset, record, 1));
+        }
+        corrections.clear();
+    }
+
+    /// The retractions an erase at `at` makes on this worker: every record sent for the
+    /// tenant's events (of `user` only, when given) that no earlier erase retracted, read again
+    /// from the log and derived as when they were sent.
+    fn erase(
+        &mut self,
+        tenant: &str,
+        user: Option<&str>,
+        at: u64,
+    ) -> Vec<(u64, InputRecord, isize)> {
+        let since = |erased: &HashMap<(String, String), u64>, u: &str| {
+            let a = erased.get(&(tenant.to_string(), u.to_string())).copied();
+            let b = erased.get(&(tenant.to_string(), String::new())).copied();
+            a.max(b)
+        };
+        let mut out = Vec::new();
+        let mut offset = 0;
+        while offset < at {
+            let chunk = match self
+                .log
+                .read(offset, READ_CHUNK.min((at - offset) as usize))
+            {
+                Ok(c) => c,
+                Err(err) => {
+                    tracing::error!(%err, offset, "reading the event log for an erase failed; retrying");
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    continue;
+                }
+            };
+            offset += chunk.len() as u64;
+            for (o, bytes) in chunk {
+                let Ok(event) = Event::from_canonical_json(&bytes) else {
+                    continue;
+                };
+                let h = &event.header;
+                if h.tenant != tenant
+                    || user.is_some_and(|u| u != h.user)
+                    || matches!(event.body, Body::Control(_))
+                    || worker_for(&event.key(), self.peers) != self.worker
+                    || since(&self.erased_at, &h.user).is_some_and(|s| o <= s)
+                {
+                    continue;
+                }
+                out.extend(
+                    InputRecord::from_event(&event, o)
+                        .into_iter()
+                        .map(|r| (at, r, -1)),
+                );
+            }
+        }
+        let erased_at = self.erased_at.clone();
+        for ((t, u), sent) in self.sent_corrections.iter_mut() {
+            if t != tenant || user.is_some_and(|x| x != u) {
+                continue;
+            }
+            let since = since(&erased_at, u);
+            sent.retain(|(o, record)| {
+                let retract = *o < at && since.is_none_or(|s| *o > s);
+                if retract {
+                    out.push((at, record.clone(), -1));
+                }
+                !retract
+            });
+        }
+        self.erased_at
+            .insert((tenant.to_string(), user.unwrap_or("").to_string()), at);
+        out
+    }
+}
+
 impl InputSource for LogSource {
-    fn poll(&mut self) -> Option<(Vec<(u64, InputRecord)>, u64)> {
+    fn poll(&mut self) -> Option<(Vec<(u64, InputRecord, isize)>, u64)> {
         if self.log.end_offset() <= self.cursor {
             return None;
         }
@@ -89,25 +187,128 @@ impl InputSource for LogSource {
         let mut records = Vec::new();
         let mut corrections = Vec::new();
         for (offset, bytes) in &chunk {
+            if Redacted::from_record(bytes).is_some() {
+                continue;
+            }
             match Event::from_canonical_json(bytes) {
-                Ok(event) if worker_for(&event.key(), self.peers) == self.worker => {
+                Ok(event) => {
+                    if let Body::Control(c) = &event.body {
+                        if c.action == ControlAction::Erase {
+                            // what came before the erase must be in before it is retracted
+                            self.flush_corrections(&mut corrections, &mut records);
+                            let user = (c.scope == ControlScope::User)
+                                .then_some(event.header.user.as_str());
+                            records.extend(self.erase(&event.header.tenant, user, *offset));
+                        }
+                        continue;
+                    }
+                    if worker_for(&event.key(), self.peers) != self.worker {
+                        continue;
+                    }
                     records.extend(
                         InputRecord::from_event(&event, *offset)
                             .into_iter()
-                            .map(|r| (*offset, r)),
+                            .map(|r| (*offset, r, 1)),
                     );
                     if matches!(event.body, Body::Correction(_)) {
                         corrections.push((*offset, event));
                     }
                 }
-                Ok(_) => {}
                 Err(err) => {
                     tracing::error!(offset, %err, "unreadable record in the event log; skipped")
                 }
             }
         }
-        records.extend(self.embedded_corrections(&corrections));
+        self.flush_corrections(&mut corrections, &mut records);
         self.cursor += chunk.len() as u64;
         Some((records, self.cursor))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+    use serde_json::json;
+    use std::collections::BTreeMap;
+
+    /// A random log: interactions, facts, feedback and corrections of three users in two
+    /// tenants, with erases of a user or a whole tenant among them.
+    fn random_log(seed: u64) -> Vec<serde_json::Value> {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let users = [("t1", "a"), ("t1", "b"), ("t2", "a")];
+        (0..120)
+            .map(|i| {
+                let (tenant, user) = users[rng.gen_range(0..users.len())];
+                let ts = format!("2025-01-01T00:{:02}:{:02}Z", i / 60, i % 60);
+                let header = json!({"event_id": format!("e{i}"), "tenant": tenant, "user": user,
+                                    "ts": ts, "session": "s"});
+                let body = match rng.gen_range(0..10) {
+                    0 => json!({"kind": "control", "action": "erase", "scope": "user"}),
+                    1 if rng.gen_bool(0.3) => {
+                        json!({"kind": "control", "action": "erase", "scope": "tenant"})
+                    }
+                    2 => json!({"kind": "fact", "subject": "user", "attribute": "city",
+                                "value": format!("c{i}")}),
+                    3 => json!({"kind": "feedback", "message_id": format!("m{}", i % 4),
+                                "skill_id": "concise", "reward": 1}),
+                    4 => json!({"kind": "correction", "target_event_id": "x", "original": "o",
+                                "corrected": format!("fix {i}"), "correction_type": "STYLE"}),
+                    _ => json!({"kind": "interaction", "role": "user",
+                                "content": format!("I moved to Town{i}. My dog is Rex{i}.")}),
+                };
+                let mut e = header;
+                e.as_object_mut()
+                    .unwrap()
+                    .extend(body.as_object().unwrap().clone());
+                e
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_erase_retracts_exactly_what_was_sent_before_it_for_the_erased() {
+        for seed in 0..30 {
+            let dir = tempfile::tempdir().unwrap();
+            let log = Arc::new(EventLog::open(dir.path()).unwrap());
+            let events: Vec<Event> = random_log(seed)
+                .iter()
+                .map(|v| engram_schemas::parse_event_value(v, None).unwrap())
+                .collect();
+            let lines: Vec<String> = events.iter().map(Event::to_json).collect();
+            // appended in pieces, so erases meet records sent in earlier polls
+            for piece in lines.chunks(17) {
+                log.append(piece).unwrap();
+            }
+            let mut got: BTreeMap<String, isize> = BTreeMap::new();
+            for worker in 0..2 {
+                let mut source = LogSource::new(log.clone(), None, worker, 2);
+                while let Some((records, _)) = source.poll() {
+                    for (_, record, diff) in records {
+                        *got.entry(format!("{record:?}")).or_default() += diff;
+                    }
+                }
+            }
+            got.retain(|_, d| *d != 0);
+            // the definition: every record of every event that no later erase covers
+            let mut want: BTreeMap<String, isize> = BTreeMap::new();
+            for (o, e) in events.iter().enumerate() {
+                let erased = events[o + 1..].iter().any(|later| match &later.body {
+                    Body::Control(c) if c.action == ControlAction::Erase => {
+                        later.header.tenant == e.header.tenant
+                            && (c.scope == ControlScope::Tenant
+                                || later.header.user == e.header.user)
+                    }
+                    _ => false,
+                });
+                if !erased {
+                    for r in InputRecord::from_event(e, o as u64) {
+                        *want.entry(format!("{r:?}")).or_default() += 1;
+                    }
+                }
+            }
+            assert_eq!(got, want, "seed {seed}");
+        }
     }
 }

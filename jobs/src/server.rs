@@ -31,12 +31,15 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .route("/v1/prompt", post(post_prompt))
         .route("/v1/chat", post(post_chat))
         .route("/v1/feedback", post(post_feedback))
+        .route("/v1/export", post(post_export))
+        .route("/v1/erase", post(post_erase))
         .route_layer(middleware::from_fn_with_state(
             engine.clone(),
             require_tenant_key,
         ));
     let admin_routes = Router::new()
         .route("/v1/admin/tenants", post(create_tenant).get(list_tenants))
+        .route("/v1/admin/tenants/{tenant}", delete(erase_tenant))
         .route("/v1/admin/tenants/{tenant}/keys", post(issue_key))
         .route(
             "/v1/admin/tenants/{tenant}/keys/{key_id}",
@@ -306,11 +309,15 @@ async fn post_memory(
     if let Err(reason) = engram_schemas::validate_name(&req.user) {
         return error(StatusCode::BAD_REQUEST, "user", reason);
     }
-    let views = engine.views.read();
+    Json(memory_json(&engine.views.read(), &req.tenant, &req.user)).into_response()
+}
+
+/// One user's part of the views (see `/v1/memory` in the README).
+pub fn memory_json(views: &engram_dataflows::MemoryViews, tenant: &str, user: &str) -> Value {
     let empty = Default::default();
     let memory = views
         .users
-        .get(&(req.tenant.clone(), req.user.clone()))
+        .get(&(tenant.to_string(), user.to_string()))
         .unwrap_or(&empty);
     let facts: Vec<_> = memory
         .facts
@@ -348,7 +355,7 @@ async fn post_memory(
         .map(|((bucket, skill), tally)| {
             let population = views
                 .population
-                .get(&(req.tenant.clone(), *bucket, skill.clone()))
+                .get(&(tenant.to_string(), *bucket, skill.clone()))
                 .copied()
                 .unwrap_or(*tally);
             let posterior = user_posterior(
@@ -424,14 +431,13 @@ async fn post_memory(
             })
         })
         .collect();
-    Json(json!({
+    json!({
         "style": style, "corrections": corrections,
-        "tenant": req.tenant, "user": req.user, "views_as_of": views.as_of,
+        "tenant": tenant, "user": user, "views_as_of": views.as_of,
         "engine_time": micros_to_rfc3339(now * 1_000_000),
         "facts": facts, "entities": entities, "co_mentions": co_mentions, "skills": skills,
         "correction_clusters": correction_clusters, "preferences": preferences,
-    }))
-    .into_response()
+    })
 }
 
 fn lifecycle_name(state: LifecycleState) -> &'static str {
@@ -726,4 +732,66 @@ async fn get_openapi() -> Response {
         crate::openapi::OPENAPI_JSON,
     )
         .into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct UserRequest {
+    #[serde(default)]
+    tenant: String,
+    user: String,
+}
+
+fn user_request(body: &[u8], what: &str, auth: &AuthTenant) -> Result<UserRequest, Response> {
+    let req = parse_for_tenant(body, what, auth, |r: &mut UserRequest| &mut r.tenant)?;
+    engram_schemas::validate_name(&req.user)
+        .map_err(|reason| error(StatusCode::BAD_REQUEST, "user", reason))?;
+    Ok(req)
+}
+
+fn gdpr_error(err: crate::gdpr::GdprError) -> Response {
+    tracing::error!(%err, "export or erase failed");
+    error(StatusCode::INTERNAL_SERVER_ERROR, "$", err)
+}
+
+/// A user's whole subgraph as JSON.
+async fn post_export(
+    State(engine): State<Arc<Engine>>,
+    Extension(auth): Extension<AuthTenant>,
+    body: Bytes,
+) -> Response {
+    let req = match user_request(&body, "export", &auth) {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    match engine.export_user(&req.tenant, &req.user).await {
+        Ok(v) => Json(v).into_response(),
+        Err(e) => gdpr_error(e),
+    }
+}
+
+/// Erases a user of the key's tenant everywhere; answers with the receipt once done.
+async fn post_erase(
+    State(engine): State<Arc<Engine>>,
+    Extension(auth): Extension<AuthTenant>,
+    body: Bytes,
+) -> Response {
+    let req = match user_request(&body, "erase", &auth) {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    match engine.erase(&req.tenant, Some(&req.user)).await {
+        Ok(receipt) => Json(receipt).into_response(),
+        Err(e) => gdpr_error(e),
+    }
+}
+
+/// Erases a whole tenant (its users' data and its keys).
+async fn erase_tenant(State(engine): State<Arc<Engine>>, Path(tenant): Path<String>) -> Response {
+    if let Err(reason) = engram_schemas::validate_name(&tenant) {
+        return error(StatusCode::BAD_REQUEST, "tenant", reason);
+    }
+    match engine.erase(&tenant, None).await {
+        Ok(receipt) => Json(receipt).into_response(),
+        Err(e) => gdpr_error(e),
+    }
 }

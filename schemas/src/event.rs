@@ -262,3 +262,35 @@ pub struct Control {
     pub action: ControlAction,
     pub scope: ControlScope,
 }
+
+/// What an erased event's log record becomes: its tenant and id only, so a redelivery of the
+/// event is still recognised as already accepted (and not stored again), while nothing of its
+/// content, user or time is left.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Redacted {
+    pub redacted: bool,
+    pub tenant: String,
+    pub event_id: String,
+}
+
+impl Redacted {
+    pub fn new(tenant: &str, event_id: &str) -> Self {
+        Redacted {
+            redacted: true,
+            tenant: tenant.to_string(),
+            event_id: event_id.to_string(),
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a redaction serializes")
+    }
+
+    /// The redaction a log record holds, if it holds one (trailing padding allowed).
+    pub fn from_record(bytes: &[u8]) -> Option<Self> {
+        if !bytes.starts_with(b"{\"redacted\":true") {
+            return None;
+        }
+        serde_json::from_slice(bytes).ok()
+    }
+}

@@ -172,7 +172,7 @@ struct PreparedSource {
 }
 
 impl InputSource for PreparedSource {
-    fn poll(&mut self) -> Option<(Vec<(u64, InputRecord)>, u64)> {
+    fn poll(&mut self) -> Option<(Vec<(u64, InputRecord, isize)>, u64)> {
         let limit = self.released.load(Ordering::Acquire);
         let start = self.next;
         while self.next < self.records.len()
@@ -189,7 +189,11 @@ impl InputSource for PreparedSource {
             return None;
         }
         self.reported = upto;
-        Some((self.records[start..self.next].to_vec(), upto))
+        let batch = self.records[start..self.next]
+            .iter()
+            .map(|(offset, record)| (*offset, record.clone(), 1))
+            .collect();
+        Some((batch, upto))
     }
 }
 

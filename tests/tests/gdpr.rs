@@ -1,0 +1,195 @@
+//! Export and erase through the real server: an export holds the user's whole subgraph; after
+//! an erase nothing of the user is left in any view, in any file under the data folder (the
+//! event log, the reject log, every Lance dataset with every retained version and index), nor
+//! after a restart, while other users and tenants keep everything. Erasing a tenant also
+//! revokes its keys.
+
+use chrono::{Duration as Days, Utc};
+use engram_tests::Server;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::Duration;
+
+/// Every file under `dir` whose bytes contain `needle`.
+fn files_containing(dir: &Path, needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                if bytes.windows(needle.len()).any(|w| w == needle.as_bytes()) {
+                    found.push(path.display().to_string());
+                }
+            }
+        }
+    }
+    found
+}
+
+/// A user's events, every text carrying `marker` (lower case: the full-text index keeps
+/// lower-cased words).
+fn history(tenant: &str, user: &str, marker: &str) -> Vec<Value> {
+    let at = |days: i64| (Utc::now() - Days::days(days)).to_rfc3339();
+    let mut events = vec![
+        json!({"kind": "interaction", "event_id": format!("{user}-1"), "tenant": tenant, "user": user,
+               "session": "s1", "ts": at(9), "role": "user",
+               "content": format!("I moved to Porto and my locker code is {marker}. Also, my cat is called Tiberius {marker} the Second, and he hates the rain in winter.")}),
+        json!({"kind": "interaction", "event_id": format!("{user}-2"), "tenant": tenant, "user": user,
+               "session": "s1", "ts": at(9), "role": "assistant",
+               "content": format!("Noted: {marker} is your locker code.")}),
+        json!({"kind": "fact", "event_id": format!("{user}-3"), "tenant": tenant, "user": user,
+               "ts": at(8), "subject": "user", "attribute": "password hint", "value": marker}),
+        json!({"kind": "feedback", "event_id": format!("{user}-4"), "tenant": tenant, "user": user,
+               "ts": at(8), "message_id": format!("{user}-2"), "skill_id": "concise", "reward": 1}),
+    ];
+    for (i, days) in [7, 5, 3].into_iter().enumerate() {
+        events.push(json!({"kind": "correction", "event_id": format!("{user}-c{i}"), "tenant": tenant,
+            "user": user, "session": "s1", "ts": at(days), "target_event_id": format!("{user}-2"),
+            "correction_type": "STYLE", "original": format!("Noted: {marker} is your locker code."),
+            "corrected": format!("Got it ({marker})."), "expected_behavior": "Keep confirmations short."}));
+    }
+    events
+}
+
+#[test]
+fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start_with(&data, &["--workers", "2"]);
+    let users = [
+        ("acme", "alice", "zqalicemark"),
+        ("acme", "bob", "zqbobmark"),
+        ("globex", "alice", "zqglobexmark"),
+    ];
+    for (tenant, user, marker) in users {
+        let (status, body) = server.post("/v1/events", &json!(history(tenant, user, marker)));
+        assert_eq!(status, 200, "{body}");
+        // a rejected input of the user, kept in the reject log with its text
+        let bad = json!({"kind": "interaction", "event_id": format!("{user}-bad"), "tenant": tenant,
+            "user": user, "ts": Utc::now().to_rfc3339(), "role": "narrator", "content": marker});
+        assert_eq!(server.post("/v1/events", &bad).0, 422);
+    }
+    server.wait_caught_up(Duration::from_secs(60));
+    let data = &server.data_dir;
+    for (_, _, marker) in users {
+        assert!(
+            files_containing(&data.join("lance/episodes.lance/data"), marker).len() > 0,
+            "{marker} is stored in Lance (the search can see stored text)"
+        );
+        assert!(!files_containing(&data.join("log"), marker).is_empty());
+    }
+
+    // the export holds the user's whole subgraph, and only theirs
+    let (status, export) = server.post("/v1/export", &json!({"tenant": "acme", "user": "alice"}));
+    assert_eq!(status, 200, "{export}");
+    assert_eq!(export["episodes"].as_array().unwrap().len(), 2);
+    let text = export.to_string();
+    assert!(text.contains("zqalicemark"));
+    assert!(!text.contains("zqbobmark") && !text.contains("zqglobexmark"));
+    assert_eq!(export["corrections"].as_array().unwrap().len(), 3);
+    assert!(!export["facts"].as_array().unwrap().is_empty());
+    assert!(!export["skills"].as_array().unwrap().is_empty());
+    assert_eq!(
+        export["correction_clusters"][0]["pattern"]["size"], 3,
+        "{export}"
+    );
+
+    // erase
+    let (status, receipt) = server.post("/v1/erase", &json!({"tenant": "acme", "user": "alice"}));
+    assert_eq!(status, 200, "{receipt}");
+    assert_eq!(receipt["episodes_erased"], 2, "{receipt}");
+    assert!(
+        receipt["passages_erased"].as_u64().unwrap() > 0,
+        "{receipt}"
+    );
+    assert_eq!(receipt["log_records_redacted"], 7, "{receipt}");
+    assert_eq!(receipt["rejections_removed"], 1, "{receipt}");
+
+    let assert_gone = |server: &Server| {
+        let (_, export) = server.post("/v1/export", &json!({"tenant": "acme", "user": "alice"}));
+        for view in [
+            "episodes",
+            "facts",
+            "entities",
+            "co_mentions",
+            "skills",
+            "correction_clusters",
+            "preferences",
+            "corrections",
+        ] {
+            assert_eq!(export[view], json!([]), "{view} after the erase: {export}");
+        }
+        assert_eq!(export["style"], Value::Null);
+        let recall = server.recall("acme", "alice", "what is my locker code", 10);
+        assert_eq!(recall["results"], json!([]));
+        let (_, prompt) = server.post(
+            "/v1/prompt",
+            &json!({"tenant": "acme", "user": "alice", "session": "s1", "query": "locker code?"}),
+        );
+        assert!(!prompt.to_string().contains("zqalicemark"), "{prompt}");
+        let files = files_containing(&server.data_dir, "zqalicemark");
+        assert!(files.is_empty(), "alice's text is still in {files:?}");
+        // everyone else keeps everything
+        for (tenant, user, marker) in [
+            ("acme", "bob", "zqbobmark"),
+            ("globex", "alice", "zqglobexmark"),
+        ] {
+            let r = server.recall(tenant, user, "what is my locker code", 10);
+            assert_eq!(
+                r["results"].as_array().unwrap().len(),
+                2,
+                "{tenant}/{user}: {r}"
+            );
+            assert!(r.to_string().contains(marker));
+            assert!(
+                !files_containing(&server.data_dir.join("lance/episodes.lance/data"), marker)
+                    .is_empty()
+            );
+        }
+        let (_, bob) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "bob"}));
+        assert_eq!(bob["corrections"].as_array().unwrap().len(), 3);
+    };
+    assert_gone(&server);
+
+    // after a crash and restart (the log replayed) it stays gone, and a redelivery of an
+    // erased event is recognised, not stored again
+    server.kill9();
+    let server = Server::start_with(&dir.path().join("data"), &["--workers", "2"]);
+    server.wait_caught_up(Duration::from_secs(60));
+    let (status, again) = server.post(
+        "/v1/events",
+        &json!(history("acme", "alice", "zqalicemark")[..1]),
+    );
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["duplicates"], 1, "{again}");
+    server.wait_caught_up(Duration::from_secs(60));
+    assert_gone(&server);
+
+    // erasing a tenant removes its data and its keys
+    let globex = server.key_for("globex");
+    let resp = reqwest::blocking::Client::new()
+        .delete(format!("{}/v1/admin/tenants/globex", server.base))
+        .bearer_auth(&server.admin_key)
+        .timeout(Duration::from_secs(120))
+        .send()
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let receipt: Value = resp.json().unwrap();
+    assert_eq!(receipt["tenant_keys_removed"], true, "{receipt}");
+    assert_eq!(receipt["episodes_erased"], 2, "{receipt}");
+    let (status, _) = server.post_as(
+        Some(&globex),
+        "/v1/recall",
+        &json!({"user": "alice", "query": "locker"}),
+    );
+    assert_eq!(status, 401);
+    assert!(files_containing(&server.data_dir, "zqglobexmark").is_empty());
+    assert!(!files_containing(
+        &server.data_dir.join("lance/episodes.lance/data"),
+        "zqbobmark"
+    )
+    .is_empty());
+}
