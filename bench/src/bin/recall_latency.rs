@@ -1,9 +1,12 @@
 //! Recall latency over N episodes (default 10,000) and embedding throughput, in one run.
 //!
-//!     cargo run --release -p engram-bench --bin recall_latency -- [episodes] [users] [queries]
+//!     recall_latency [episodes] [users] [queries] [distinct_texts]
 //!
 //! Prints p50/p95/p99 of: the whole recall (query embedding + vector + full-text + fusion), the
 //! search alone (query pre-embedded), and the embedder's throughput on the same machine.
+//! Embedding a million texts would take hours here, so at most `distinct_texts` (default
+//! 20,000) sentences are embedded; episode i is sentence i mod that with its own words added
+//! ("note i") and its vector with a little noise of its own, so no two rows are the same.
 
 use engram_bench::{numeric_args, percentile, question, sentence};
 use engram_connectors::{Embedder, EmbedderConfig, EpisodeRow, EpisodeStore, IndexPolicy};
@@ -21,6 +24,7 @@ async fn main() -> anyhow::Result<()> {
     let episodes = args.first().copied().unwrap_or(10_000);
     let users = args.get(1).copied().unwrap_or(20);
     let queries = args.get(2).copied().unwrap_or(300);
+    let distinct = args.get(3).copied().unwrap_or(20_000).min(episodes).max(1);
     let models = std::env::var("ENGRAM_MODELS_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|_| {
@@ -29,16 +33,16 @@ async fn main() -> anyhow::Result<()> {
     let embedder = Arc::new(Embedder::load(&EmbedderConfig::from_models_dir(&models))?);
     let mut rng = StdRng::seed_from_u64(11);
 
-    let texts: Vec<String> = (0..episodes).map(|_| sentence(&mut rng)).collect();
+    let texts: Vec<String> = (0..distinct).map(|_| sentence(&mut rng)).collect();
     let t = Instant::now();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let vectors = embedder.embed(&refs)?;
     let embed_secs = t.elapsed().as_secs_f64();
     println!(
         "embedding: {} sentences in {:.1} s = {:.0} sentences/s",
-        episodes,
+        distinct,
         embed_secs,
-        episodes as f64 / embed_secs
+        distinct as f64 / embed_secs
     );
 
     let dir = tempfile::tempdir()?;
@@ -51,8 +55,18 @@ async fn main() -> anyhow::Result<()> {
         .await?,
     );
     let t = Instant::now();
-    let mut rows = Vec::with_capacity(episodes);
-    for (i, (text, vector)) in texts.iter().zip(vectors).enumerate() {
+    let mut appended = 0;
+    let mut rows = Vec::with_capacity(8192);
+    for i in 0..episodes {
+        let text = format!("{} (note {i})", texts[i % distinct]);
+        let mut vector = vectors[i % distinct].clone();
+        if i >= distinct {
+            for x in vector.iter_mut() {
+                *x += rng.gen_range(-0.02..0.02);
+            }
+            let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+            vector.iter_mut().for_each(|x| *x /= norm);
+        }
         rows.push(EpisodeRow {
             id: format!("ep-{i}"),
             event_id: format!("e-{i}"),
@@ -60,17 +74,18 @@ async fn main() -> anyhow::Result<()> {
             user: format!("user{}", i % users),
             session: Some(format!("s{}", i / 25)),
             role: "user".into(),
-            content: text.clone(),
+            content: text,
             ts: chrono::DateTime::from_timestamp(1_700_000_000 + i as i64 * 60, 0).unwrap(),
             turn: None,
             importance: None,
             log_offset: i as u64,
             vector,
         });
+        if rows.len() == 8192 || i + 1 == episodes {
+            appended += store.append(std::mem::take(&mut rows)).await?;
+        }
     }
-    for chunk in rows.chunks(4096) {
-        store.append(chunk.to_vec()).await?;
-    }
+    assert_eq!(appended, episodes);
     println!(
         "lance: {} episodes appended and indexed in {:.1} s",
         episodes,
