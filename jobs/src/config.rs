@@ -139,6 +139,9 @@ pub struct RecallConfig {
     pub candidates_per_k: usize,
     /// Reciprocal-rank-fusion constant.
     pub rrf_k: f32,
+    /// Graph expansion: the heaviest co-mentioned neighbours taken per entity of the query
+    /// (0 turns the expansion off).
+    pub graph_neighbours: usize,
 }
 
 impl Default for RecallConfig {
@@ -148,6 +151,7 @@ impl Default for RecallConfig {
             max_k: 200,
             candidates_per_k: 4,
             rrf_k: 60.0,
+            graph_neighbours: 5,
         }
     }
 }

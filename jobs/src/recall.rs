@@ -43,6 +43,13 @@ pub struct Why {
     /// The passage, when the best span is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub passage: Option<String>,
+    /// Rank in the graph expansion: a full-text search for the entities the query's entities
+    /// lead to in the user's co-mention graph.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graph_rank: Option<usize>,
+    /// How the graph expansion reached this episode ("Rex: co-mentioned with Berlin", …).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub graph_via: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -178,14 +185,148 @@ impl Recall {
             .map(|(id, _)| id.clone())
             .collect();
         let found = self.store.episodes_by_id(tenant, user, &missing).await?;
-        Ok(fuse(
-            by_vector,
-            by_text,
-            by_passage,
-            found,
-            self.config.rrf_k,
-        ))
+        let mut fused = fuse(by_vector, by_text, by_passage, found, self.config.rrf_k);
+        // Graph expansion: episodes naming what the query's entities are connected to.
+        let expansion = if self.config.graph_neighbours > 0 {
+            let views = self.views.read();
+            views
+                .users
+                .get(&(tenant.to_string(), user.to_string()))
+                .map(|m| graph_expansion(m, query, self.config.graph_neighbours))
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        if !expansion.is_empty() {
+            let terms: Vec<&str> = expansion.iter().map(|(e, _)| e.as_str()).collect();
+            let hits = self
+                .store
+                .search_text(tenant, user, &terms.join(" "), candidates, as_of)
+                .await?;
+            add_graph_hits(&mut fused, hits, &expansion, self.config.rrf_k);
+        }
+        Ok(fused)
     }
+}
+
+/// The entities the query's entities lead to in the user's co-mention graph (depth ≤ 2,
+/// entity vertices only), each with why: every neighbour of a query entity (the
+/// `max_neighbours` heaviest per entity) and every entity that joins two query entities (a
+/// path of length 2 through it). The query's own entities are not listed: its words already
+/// find them.
+pub fn graph_expansion(
+    memory: &engram_dataflows::views::UserMemory,
+    query: &str,
+    max_neighbours: usize,
+) -> Vec<(String, String)> {
+    let in_query: Vec<String> = engram_operators::entities::extract_entities(query)
+        .into_iter()
+        .map(|(name, _)| name)
+        .filter(|name| memory.entities.contains_key(name))
+        .collect();
+    if in_query.is_empty() {
+        return Vec::new();
+    }
+    // neighbours of each query entity, heaviest first
+    let mut neighbours: HashMap<&str, Vec<(&str, u64)>> = HashMap::new();
+    for ((a, b), w) in &memory.co_mentions {
+        for (x, y) in [(a, b), (b, a)] {
+            if in_query.iter().any(|q| q == x) {
+                neighbours
+                    .entry(x.as_str())
+                    .or_default()
+                    .push((y.as_str(), *w));
+            }
+        }
+    }
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut add = |entity: &str, why: String| {
+        if in_query.iter().any(|q| q == entity) {
+            return;
+        }
+        match out.iter_mut().find(|(e, _)| e == entity) {
+            Some((_, w)) => {
+                w.push_str("; ");
+                w.push_str(&why);
+            }
+            None => out.push((entity.to_string(), why)),
+        }
+    };
+    for q in &in_query {
+        if let Some(list) = neighbours.get_mut(q.as_str()) {
+            list.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            for (n, w) in list.iter().take(max_neighbours) {
+                add(n, format!("co-mentioned with {q} ({w}×)"));
+            }
+        }
+    }
+    for (i, a) in in_query.iter().enumerate() {
+        for b in &in_query[i + 1..] {
+            let (Some(na), Some(nb)) = (neighbours.get(a.as_str()), neighbours.get(b.as_str()))
+            else {
+                continue;
+            };
+            for (c, _) in na {
+                if nb.iter().any(|(d, _)| d == c) {
+                    add(c, format!("joins {a} and {b}"));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Adds the graph expansion's ranking to fused results and sorts them again. Its reciprocal
+/// ranks count half: it is indirect evidence (an episode about a neighbour of what was asked),
+/// so it reorders close calls and brings in what the direct retrievers missed, without
+/// outvoting them.
+pub const GRAPH_WEIGHT: f32 = 0.5;
+
+/// See [`GRAPH_WEIGHT`].
+fn add_graph_hits(
+    fused: &mut Vec<RecallHit>,
+    hits: Vec<EpisodeHit>,
+    expansion: &[(String, String)],
+    rrf_k: f32,
+) {
+    for (i, hit) in hits.into_iter().enumerate() {
+        let rank = i + 1;
+        let content = hit.episode.content.to_lowercase();
+        let via: Vec<String> = expansion
+            .iter()
+            .filter(|(e, _)| content.contains(e.as_str()))
+            .map(|(e, why)| format!("{e}: {why}"))
+            .collect();
+        let pos = match fused.iter().position(|h| h.id == hit.episode.id) {
+            Some(p) => p,
+            None => {
+                let e = &hit.episode;
+                fused.push(RecallHit {
+                    id: e.id.clone(),
+                    event_id: e.event_id.clone(),
+                    session: e.session.clone(),
+                    role: e.role.clone(),
+                    content: e.content.clone(),
+                    ts: e.ts,
+                    score: 0.0,
+                    why: Why::default(),
+                    prev_id: None,
+                    next_id: None,
+                });
+                fused.len() - 1
+            }
+        };
+        let entry = &mut fused[pos];
+        entry.score += GRAPH_WEIGHT / (rrf_k + rank as f32);
+        entry.why.graph_rank = Some(rank);
+        entry.why.graph_via = via;
+    }
+    fused.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(b.ts.cmp(&a.ts))
+            .then(a.id.cmp(&b.id))
+    });
 }
 
 /// Passage hits (best first) as their episodes' ranking: each episode once, at its best
@@ -291,6 +432,51 @@ pub fn fuse(
 mod tests {
     use super::*;
     use engram_connectors::EpisodeRow;
+
+    #[test]
+    fn graph_expansion_follows_co_mentions_of_the_query_entities() {
+        let mut m = engram_dataflows::views::UserMemory::default();
+        for name in ["mara", "lisbon", "porto", "rex", "berlin"] {
+            let stats = engram_operators::entities::EntityStats {
+                first_seen_micros: 0,
+                last_seen_micros: 0,
+                mention_count: 1,
+                kind: engram_operators::entities::EntityKind::Named,
+            };
+            m.entities.insert(name.into(), stats);
+        }
+        for (a, b, w) in [
+            ("lisbon", "mara", 3),
+            ("mara", "porto", 1),
+            ("berlin", "rex", 2),
+            ("lisbon", "rex", 1),
+            ("berlin", "lisbon", 1),
+        ] {
+            m.co_mentions.insert((a.into(), b.into()), w);
+        }
+        let got = graph_expansion(&m, "Where does Mara live now?", 5);
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "lisbon".to_string(),
+                    "co-mentioned with mara (3×)".to_string()
+                ),
+                (
+                    "porto".to_string(),
+                    "co-mentioned with mara (1×)".to_string()
+                ),
+            ]
+        );
+        // one neighbour per entity at most, and what joins two query entities
+        let got = graph_expansion(&m, "Did Rex like Lisbon?", 1);
+        let names: Vec<&str> = got.iter().map(|(e, _)| e.as_str()).collect();
+        assert_eq!(names, ["berlin", "mara"]);
+        assert!(
+            got[0].1.contains("joins lisbon and rex") || got[0].1.contains("joins rex and lisbon")
+        );
+        assert!(graph_expansion(&m, "nothing known here", 5).is_empty());
+    }
 
     fn row(id: &str, content: &str) -> EpisodeRow {
         EpisodeRow {
