@@ -2,7 +2,9 @@
 //! the durable log, and keep every rejected input with its reason.
 
 use engram_connectors::{EventLog, LogError, RejectLog, Rejection};
-use engram_schemas::{check_event_size, parse_event_value, Event, EventError};
+use engram_schemas::{
+    check_event_size, parse_event_value, Body, ControlAction, ControlScope, Event, EventError,
+};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -16,6 +18,9 @@ pub struct IngestReport {
     /// Events whose `(tenant, event_id)` was already accepted: nothing was written again.
     pub duplicates: usize,
     pub rejected: Vec<RejectedItem>,
+    /// Events of restricted users: kept, not processed until the restriction is lifted.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub held: usize,
     /// Log offset of the first accepted event.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_offset: Option<u64>,
@@ -36,6 +41,26 @@ pub struct RejectedItem {
 /// same checks for HTTP bodies and replayed files.
 pub fn validate_item(item: &Value, original_len: usize) -> Result<Event, EventError> {
     check_event_size(original_len).and_then(|_| parse_event_value(item, None))
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// `(tenant, user)`, or `(tenant, "")` for a whole tenant.
+type Scope = (String, String);
+
+fn scope_of(event: &Event, scope: ControlScope) -> Scope {
+    let h = &event.header;
+    match scope {
+        ControlScope::User => (h.tenant.clone(), h.user.clone()),
+        ControlScope::Tenant => (h.tenant.clone(), String::new()),
+    }
+}
+
+fn is_restricted(restricted: &HashSet<Scope>, tenant: &str, user: &str) -> bool {
+    restricted.contains(&(tenant.to_string(), user.to_string()))
+        || restricted.contains(&(tenant.to_string(), String::new()))
 }
 
 /// A JSON body (one event or an array of events) as validated events, each with its input text.
@@ -64,12 +89,19 @@ pub struct Ingestor {
     rejects: Arc<RejectLog>,
     /// `(tenant, event_id)` of every accepted event.
     seen: Mutex<HashSet<(String, String)>>,
+    /// Users (and tenants) whose processing is restricted (`control` `restrict` events).
+    restricted: Mutex<HashSet<Scope>>,
+    /// Their events since, in order (canonical JSON), kept in `held.jsonl` next to the log
+    /// until the restriction is lifted, then appended to the log.
+    held: Mutex<Vec<(Scope, String)>>,
+    held_path: std::path::PathBuf,
 }
 
 impl Ingestor {
     /// Rebuilds the set of accepted event ids from the log.
     pub fn open(log: Arc<EventLog>, rejects: Arc<RejectLog>) -> Result<Self, LogError> {
         let mut seen = HashSet::new();
+        let mut restricted = HashSet::new();
         let end = log.end_offset();
         let mut at = 0;
         while at < end {
@@ -82,6 +114,17 @@ impl Ingestor {
                 }
                 match Event::from_canonical_json(bytes) {
                     Ok(e) => {
+                        if let Body::Control(c) = &e.body {
+                            match c.action {
+                                ControlAction::Restrict => {
+                                    restricted.insert(scope_of(&e, c.scope));
+                                }
+                                ControlAction::Unrestrict => {
+                                    restricted.remove(&scope_of(&e, c.scope));
+                                }
+                                ControlAction::Erase => {}
+                            }
+                        }
                         seen.insert((e.header.tenant, e.header.event_id));
                     }
                     Err(err) => tracing::error!(offset, %err, "unreadable record in the event log"),
@@ -89,11 +132,59 @@ impl Ingestor {
             }
             at += chunk.len() as u64;
         }
-        Ok(Ingestor {
+        let held_path = log
+            .path()
+            .parent()
+            .unwrap_or(std::path::Path::new("."))
+            .join("held.jsonl");
+        let mut held = Vec::new();
+        if let Ok(text) = std::fs::read_to_string(&held_path) {
+            for line in text.lines() {
+                if let Ok(e) = Event::from_canonical_json(line.as_bytes()) {
+                    seen.insert((e.header.tenant.clone(), e.header.event_id.clone()));
+                    let scope = (e.header.tenant.clone(), e.header.user.clone());
+                    held.push((scope, line.to_string()));
+                }
+            }
+        }
+        let ingestor = Ingestor {
             log,
             rejects,
             seen: Mutex::new(seen),
-        })
+            restricted: Mutex::new(restricted),
+            held: Mutex::new(held),
+            held_path,
+        };
+        // events held for a restriction lifted just before a crash go to the log now
+        ingestor.ingest_parsed("held", Vec::new(), &[])?;
+        Ok(ingestor)
+    }
+
+    /// Whether processing of `(tenant, user)` is restricted.
+    pub fn is_restricted(&self, tenant: &str, user: &str) -> bool {
+        is_restricted(
+            &self.restricted.lock().unwrap_or_else(|p| p.into_inner()),
+            tenant,
+            user,
+        )
+    }
+
+    fn write_held(&self, held: &[(Scope, String)]) -> Result<(), LogError> {
+        let io = |source| LogError::Io {
+            path: self.held_path.clone(),
+            source,
+        };
+        let tmp = self.held_path.with_extension("jsonl.tmp");
+        let mut text = String::new();
+        for (_, line) in held {
+            text.push_str(line);
+            text.push('\n');
+        }
+        let mut f = std::fs::File::create(&tmp).map_err(io)?;
+        std::io::Write::write_all(&mut f, text.as_bytes())
+            .and_then(|_| f.sync_all())
+            .map_err(io)?;
+        std::fs::rename(&tmp, &self.held_path).map_err(io)
     }
 
     pub fn log(&self) -> &Arc<EventLog> {
@@ -147,14 +238,62 @@ impl Ingestor {
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
         let mut batch_keys = HashSet::new();
         let mut records = Vec::new();
+        let mut restricted = self.restricted.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held_changed = false;
+        // held events whose restriction is lifted go to the log (also after a crash)
+        let release = |held: &mut Vec<(Scope, String)>,
+                       restricted: &HashSet<Scope>,
+                       records: &mut Vec<String>| {
+            let mut released = 0;
+            held.retain(|((t, u), line)| {
+                let free = !is_restricted(restricted, t, u);
+                if free {
+                    records.push(line.clone());
+                    released += 1;
+                }
+                !free
+            });
+            released
+        };
+        let mut released = release(&mut held, &restricted, &mut records);
         for (index, p) in parsed.into_iter().enumerate() {
             match p {
                 Ok(event) => {
                     let key = (event.header.tenant.clone(), event.header.event_id.clone());
                     if seen.contains(&key) || !batch_keys.insert(key) {
                         report.duplicates += 1;
-                    } else {
-                        records.push(event.to_json());
+                        continue;
+                    }
+                    let (tenant, user) = (&event.header.tenant, &event.header.user);
+                    match &event.body {
+                        Body::Control(c) => {
+                            records.push(event.to_json());
+                            match c.action {
+                                ControlAction::Restrict => {
+                                    restricted.insert(scope_of(&event, c.scope));
+                                }
+                                ControlAction::Unrestrict => {
+                                    restricted.remove(&scope_of(&event, c.scope));
+                                    released += release(&mut held, &restricted, &mut records);
+                                }
+                                ControlAction::Erase => {
+                                    // held events of the erased are dropped unseen
+                                    let before = held.len();
+                                    held.retain(|((t, u), _)| {
+                                        !(t == tenant
+                                            && (c.scope == ControlScope::Tenant || u == user))
+                                    });
+                                    held_changed |= held.len() != before;
+                                }
+                            }
+                        }
+                        _ if is_restricted(&restricted, tenant, user) => {
+                            held.push(((tenant.clone(), user.clone()), event.to_json()));
+                            held_changed = true;
+                            report.held += 1;
+                        }
+                        _ => records.push(event.to_json()),
                     }
                 }
                 Err(error) => {
@@ -171,12 +310,18 @@ impl Ingestor {
             }
         }
         self.rejects.record(&rejections)?;
+        // The log first: a crash before the held file is rewritten leaves released events in
+        // both, and the next start drops the held copies as duplicates.
         if !records.is_empty() {
             let first = self.log.append(&records)?;
-            seen.extend(batch_keys);
-            report.accepted = records.len();
+            // released events were accepted (and counted) when they were held
+            report.accepted = records.len() - released;
             report.first_offset = Some(first);
         }
+        if held_changed || released > 0 {
+            self.write_held(&held)?;
+        }
+        seen.extend(batch_keys);
         report.log_end = self.log.end_offset();
         Ok(report)
     }

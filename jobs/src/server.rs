@@ -125,6 +125,19 @@ async fn require_admin_key(
     }
 }
 
+/// `423` for a user (or tenant) whose processing is restricted: their memory is not used.
+fn check_not_restricted(engine: &Engine, tenant: &str, user: &str) -> Result<(), Response> {
+    if engine.ingestor.is_restricted(tenant, user) {
+        Err(error(
+            StatusCode::LOCKED,
+            "user",
+            "processing of this user's data is restricted (a `restrict` control event); their events are kept, not used, until an `unrestrict` event",
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 /// A body's `tenant` must be the key's tenant when it is given at all.
 fn check_tenant(body_tenant: &str, auth: &AuthTenant) -> Result<(), Response> {
     if body_tenant.is_empty() || body_tenant == auth.0 {
@@ -268,6 +281,9 @@ async fn post_recall(
             Ok(r) => r,
             Err(resp) => return resp,
         };
+    if let Err(resp) = check_not_restricted(&engine, &req.tenant, &req.user) {
+        return resp;
+    }
     match engine.recall.recall(&req).await {
         Ok(resp) => Json(resp).into_response(),
         Err(RecallError::Invalid(e)) => error(StatusCode::BAD_REQUEST, &e.field, &e.reason),
@@ -308,6 +324,9 @@ async fn post_memory(
         };
     if let Err(reason) = engram_schemas::validate_name(&req.user) {
         return error(StatusCode::BAD_REQUEST, "user", reason);
+    }
+    if let Err(resp) = check_not_restricted(&engine, &req.tenant, &req.user) {
+        return resp;
     }
     Json(memory_json(&engine.views.read(), &req.tenant, &req.user)).into_response()
 }
@@ -564,6 +583,9 @@ async fn post_prompt(
             Ok(r) => r,
             Err(resp) => return resp,
         };
+    if let Err(resp) = check_not_restricted(&engine, &req.tenant, &req.user) {
+        return resp;
+    }
     match engine.assemble_prompt(&req).await {
         Ok(p) => Json(p).into_response(),
         Err(e) => prompt_error(e, &req.tenant),
@@ -603,6 +625,9 @@ async fn post_chat(
             "a chat needs a session: the exchange is stored in it",
         );
     };
+    if let Err(resp) = check_not_restricted(&engine, &req.tenant, &req.user) {
+        return resp;
+    }
     let exchange = exchange_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     if let Err(reason) = engram_schemas::validate_name(&exchange) {
         return error(StatusCode::BAD_REQUEST, "exchange_id", reason);

@@ -193,3 +193,92 @@ fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
     )
     .is_empty());
 }
+
+fn control(id: &str, action: &str) -> Value {
+    json!({"kind": "control", "event_id": id, "tenant": "acme", "user": "alice",
+           "ts": Utc::now().to_rfc3339(), "action": action, "scope": "user"})
+}
+
+fn note(id: &str, content: &str) -> Value {
+    json!({"kind": "interaction", "event_id": id, "tenant": "acme", "user": "alice",
+           "session": "s1", "ts": Utc::now().to_rfc3339(), "role": "user", "content": content})
+}
+
+#[test]
+fn a_restricted_user_is_kept_but_not_used_until_the_restriction_is_lifted() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&data);
+    let episodes = |server: &Server| {
+        let (status, export) =
+            server.post("/v1/export", &json!({"tenant": "acme", "user": "alice"}));
+        assert_eq!(status, 200, "{export}");
+        export["episodes"].as_array().unwrap().len()
+    };
+    assert_eq!(
+        server.post("/v1/events", &note("n1", "I live in Porto.")).0,
+        200
+    );
+    server.wait_caught_up(Duration::from_secs(60));
+    assert_eq!(
+        server.recall("acme", "alice", "where do I live", 5)["results"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+
+    assert_eq!(server.post("/v1/events", &control("r1", "restrict")).0, 200);
+    let locked = |server: &Server| {
+        for (path, body) in [
+            (
+                "/v1/recall",
+                json!({"tenant": "acme", "user": "alice", "query": "where"}),
+            ),
+            ("/v1/memory", json!({"tenant": "acme", "user": "alice"})),
+            (
+                "/v1/prompt",
+                json!({"tenant": "acme", "user": "alice", "query": "where"}),
+            ),
+        ] {
+            let (status, answer) = server.post(path, &body);
+            assert_eq!(status, 423, "{path}: {answer}");
+        }
+    };
+    locked(&server);
+    // new events are kept, not processed
+    let (status, report) =
+        server.post("/v1/events", &note("n2", "Now I live in Oslo, zqheldmark."));
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(
+        (report["held"].as_u64(), report["accepted"].as_u64()),
+        (Some(1), Some(0)),
+        "{report}"
+    );
+    // a redelivery while held is a duplicate
+    let (_, again) = server.post("/v1/events", &note("n2", "Now I live in Oslo, zqheldmark."));
+    assert_eq!(again["duplicates"], 1, "{again}");
+    server.wait_caught_up(Duration::from_secs(60));
+    assert_eq!(episodes(&server), 1);
+    // others are not affected
+    let bob = json!({"kind": "interaction", "event_id": "b1", "tenant": "acme", "user": "bob",
+                     "ts": Utc::now().to_rfc3339(), "role": "user", "content": "hi"});
+    assert_eq!(server.post("/v1/events", &bob).1["accepted"], 1);
+
+    // the restriction and the held event survive a crash
+    server.kill9();
+    let server = Server::start(&data);
+    server.wait_caught_up(Duration::from_secs(60));
+    locked(&server);
+    assert_eq!(episodes(&server), 1);
+
+    // lifted: the held event is processed, the memory is used again
+    assert_eq!(
+        server.post("/v1/events", &control("u1", "unrestrict")).0,
+        200
+    );
+    server.wait_caught_up(Duration::from_secs(60));
+    assert_eq!(episodes(&server), 2);
+    let r = server.recall("acme", "alice", "where do I live now", 5);
+    assert!(r.to_string().contains("zqheldmark"), "{r}");
+}
