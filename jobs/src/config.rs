@@ -142,6 +142,11 @@ pub struct RecallConfig {
     /// Graph expansion: the heaviest co-mentioned neighbours taken per entity of the query
     /// (0 turns the expansion off).
     pub graph_neighbours: usize,
+    /// `fusion` (reciprocal ranks) or `relevance` (SPEC §5: 0.7·similarity + 0.2·recency +
+    /// 0.1·importance); both are reported in every result's `why`.
+    pub rank_by: crate::recall::RankBy,
+    /// Recency time scale λ of the §5 score, in days.
+    pub recency_scale_days: f64,
 }
 
 impl Default for RecallConfig {
@@ -152,6 +157,8 @@ impl Default for RecallConfig {
             candidates_per_k: 4,
             rrf_k: 60.0,
             graph_neighbours: 5,
+            rank_by: crate::recall::RankBy::Fusion,
+            recency_scale_days: 7.0,
         }
     }
 }

@@ -50,6 +50,13 @@ pub struct Why {
     /// How the graph expansion reached this episode ("Rex: co-mentioned with Berlin", …).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub graph_via: Vec<String>,
+    /// SPEC §5: e^(−Δt/λ) of the episode's age at the recall's time (λ = `recency_scale_days`).
+    pub recency: f64,
+    /// The episode's importance (0.5 when it has none).
+    pub importance: f64,
+    /// SPEC §5 score: 0.7·similarity (the best of the episode's and its passages' cosine; 0
+    /// when only the text or graph search found it) + 0.2·recency + 0.1·importance.
+    pub relevance: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -122,6 +129,17 @@ impl Recall {
         let mut results = self
             .fused_candidates(&req.tenant, &req.user, &req.query, candidates, req.as_of)
             .await?;
+        let at = req.as_of.unwrap_or_else(chrono::Utc::now);
+        score_relevance(&mut results, at, self.config.recency_scale_days);
+        if self.config.rank_by == RankBy::Relevance {
+            results.sort_by(|a, b| {
+                b.why
+                    .relevance
+                    .total_cmp(&a.why.relevance)
+                    .then(b.score.total_cmp(&a.score))
+                    .then(a.id.cmp(&b.id))
+            });
+        }
         results.truncate(k);
         let views = self.views.read();
         for r in &mut results {
@@ -309,7 +327,10 @@ fn add_graph_hits(
                     content: e.content.clone(),
                     ts: e.ts,
                     score: 0.0,
-                    why: Why::default(),
+                    why: Why {
+                        importance: e.importance.map_or(0.5, f64::from),
+                        ..Why::default()
+                    },
                     prev_id: None,
                     next_id: None,
                 });
@@ -327,6 +348,35 @@ fn add_graph_hits(
             .then(b.ts.cmp(&a.ts))
             .then(a.id.cmp(&b.id))
     });
+}
+
+/// How recall orders its results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum RankBy {
+    /// By the fused reciprocal ranks (every retriever's vote).
+    #[default]
+    Fusion,
+    /// By the SPEC §5 score (similarity, recency, importance), fusion breaking ties.
+    Relevance,
+}
+
+/// Fills each result's recency (at `at`), and its §5 relevance score.
+pub fn score_relevance(
+    results: &mut [RecallHit],
+    at: chrono::DateTime<chrono::Utc>,
+    scale_days: f64,
+) {
+    use engram_operators::math::decay::{recall_score, recency, SECONDS_PER_DAY};
+    for r in results {
+        let age = (at - r.ts).num_milliseconds() as f64 / 1000.0;
+        r.why.recency = recency(age, scale_days * SECONDS_PER_DAY);
+        let similarity = [r.why.vector_similarity, r.why.span_similarity]
+            .into_iter()
+            .flatten()
+            .fold(0.0f64, |best, s| best.max(f64::from(s)));
+        r.why.relevance = recall_score(similarity, r.why.recency, r.why.importance);
+    }
 }
 
 /// Passage hits (best first) as their episodes' ranking: each episode once, at its best
@@ -383,7 +433,10 @@ pub fn fuse(
         content: e.content.clone(),
         ts: e.ts,
         score: 0.0,
-        why: Why::default(),
+        why: Why {
+            importance: e.importance.map_or(0.5, f64::from),
+            ..Why::default()
+        },
         prev_id: None,
         next_id: None,
     };
@@ -432,6 +485,27 @@ pub fn fuse(
 mod tests {
     use super::*;
     use engram_connectors::EpisodeRow;
+
+    #[test]
+    fn relevance_is_the_spec_score_of_similarity_recency_and_importance() {
+        let at = chrono::DateTime::parse_from_rfc3339("2025-01-08T00:00:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        let mut hits = fuse(
+            vec![hit("new", "a", 0.8), hit("old", "b", 0.6)],
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            60.0,
+        );
+        hits[0].ts = at; // "new": now
+        hits[1].ts = at - chrono::Duration::days(7); // "old": one time scale ago
+        score_relevance(&mut hits, at, 7.0);
+        assert!((hits[0].why.relevance - (0.7 * 0.8 + 0.2 * 1.0 + 0.1 * 0.5)).abs() < 1e-6);
+        let e_minus_1 = 0.367_879_441_171_442;
+        assert!((hits[1].why.recency - e_minus_1).abs() < 1e-9);
+        assert!((hits[1].why.relevance - (0.7 * 0.6 + 0.2 * e_minus_1 + 0.1 * 0.5)).abs() < 1e-6);
+    }
 
     #[test]
     fn graph_expansion_follows_co_mentions_of_the_query_entities() {
