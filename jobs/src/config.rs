@@ -63,6 +63,8 @@ pub struct PromptConfig {
     pub recent_turns: usize,
     /// How long a prompt waits for what was accepted before it to reach the views and Lance.
     pub consistency_wait_ms: u64,
+    /// Recall the tenant's domain-wide memories (those of user `_domain`) into prompts too.
+    pub domain_memories: bool,
 }
 
 impl Default for PromptConfig {
@@ -80,6 +82,7 @@ impl Default for PromptConfig {
             max_memory_chars: 1200,
             recent_turns: 6,
             consistency_wait_ms: 2000,
+            domain_memories: true,
         }
     }
 }

@@ -94,6 +94,9 @@ pub struct CorrectionUsed {
 #[derive(Debug, Clone, Serialize)]
 pub struct MemoryUsed {
     pub id: String,
+    /// A domain-wide memory of the tenant, not the user's own.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub domain: bool,
     pub event_id: String,
     pub ts: chrono::DateTime<chrono::Utc>,
     pub score: f32,
@@ -476,6 +479,7 @@ impl Engine {
             query: req.query.clone(),
             k: Some(cfg.memories),
             as_of: req.as_of,
+            include_domain: cfg.domain_memories,
         };
         let recent = async {
             match &req.session {
@@ -667,8 +671,9 @@ impl Engine {
             .collect();
         for (i, h) in memories.iter().enumerate() {
             let text = format!(
-                "- [{}] {}: {}\n",
+                "- [{}] {}{}: {}\n",
                 h.ts.format("%Y-%m-%d %H:%M"),
+                if h.domain { "shared knowledge, " } else { "" },
                 h.role,
                 shorten(&h.content, cfg.max_memory_chars)
             );
@@ -785,6 +790,7 @@ impl Engine {
                     let h = memories[piece.index];
                     provenance.memories.push(MemoryUsed {
                         id: h.id.clone(),
+                        domain: h.domain,
                         event_id: h.event_id.clone(),
                         ts: h.ts,
                         score: h.score,

@@ -21,7 +21,15 @@ pub struct RecallRequest {
     /// Recall as of this moment: only episodes whose event time is at or before it.
     #[serde(default)]
     pub as_of: Option<chrono::DateTime<chrono::Utc>>,
+    /// Also recall the tenant's domain-wide memories: the episodes written for the reserved
+    /// user [`DOMAIN_USER`], and only those (nothing any other user wrote is shared).
+    #[serde(default)]
+    pub include_domain: bool,
 }
+
+/// The user whose memories are the tenant's domain-wide ones: what a tenant writes for this
+/// user is explicitly marked as shared with all its users (never with other tenants).
+pub const DOMAIN_USER: &str = "_domain";
 
 /// Why a result was chosen: its rank and raw score in each retriever that found it.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -75,6 +83,9 @@ pub struct RecallHit {
     pub prev_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_id: Option<String>,
+    /// A domain-wide memory of the tenant (see [`DOMAIN_USER`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub domain: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -126,9 +137,28 @@ impl Recall {
         let started = std::time::Instant::now();
         let k = self.validate(req)?;
         let candidates = k * self.config.candidates_per_k.max(1);
-        let mut results = self
-            .fused_candidates(&req.tenant, &req.user, &req.query, candidates, req.as_of)
-            .await?;
+        let own = self.fused_candidates(&req.tenant, &req.user, &req.query, candidates, req.as_of);
+        let domain = async {
+            if req.include_domain && req.user != DOMAIN_USER {
+                self.fused_candidates(&req.tenant, DOMAIN_USER, &req.query, k, req.as_of)
+                    .await
+            } else {
+                Ok(Vec::new())
+            }
+        };
+        let (own, domain) = tokio::join!(own, domain);
+        let mut results = own?;
+        // Both lists are scored by the same reciprocal-rank fusion, so they merge by score.
+        results.extend(domain?.into_iter().map(|mut h| {
+            h.domain = true;
+            h
+        }));
+        results.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(b.ts.cmp(&a.ts))
+                .then(a.id.cmp(&b.id))
+        });
         let at = req.as_of.unwrap_or_else(chrono::Utc::now);
         score_relevance(&mut results, at, self.config.recency_scale_days);
         if self.config.rank_by == RankBy::Relevance {
@@ -333,6 +363,7 @@ fn add_graph_hits(
                     },
                     prev_id: None,
                     next_id: None,
+                    domain: false,
                 });
                 fused.len() - 1
             }
@@ -439,6 +470,7 @@ pub fn fuse(
         },
         prev_id: None,
         next_id: None,
+        domain: false,
     };
     for (list, vector) in [(by_vector, true), (by_text, false)] {
         for (i, hit) in list.into_iter().enumerate() {

@@ -83,6 +83,7 @@ mod tests {
             why: Why::default(),
             prev_id: None,
             next_id: None,
+            domain: false,
         }
     }
 

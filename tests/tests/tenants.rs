@@ -240,3 +240,72 @@ fn concurrent_writers_and_readers_never_see_another_users_or_tenants_memory() {
         &leaks[..leaks.len().min(5)]
     );
 }
+
+#[test]
+fn domain_wide_memories_are_shared_only_inside_their_tenant_and_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let shared = |tenant: &str, marker: &str| {
+        interaction(
+            tenant,
+            "_domain",
+            &format!("{tenant}-d1"),
+            "kb",
+            1,
+            &format!("Company policy {marker}: refunds are possible within 30 days."),
+        )
+    };
+    for (tenant, marker) in [("acme", "zqacmepolicy"), ("globex", "zqglobexpolicy")] {
+        assert_eq!(
+            server
+                .post("/v1/events", &json!([shared(tenant, marker)]))
+                .0,
+            200
+        );
+        assert_eq!(
+            server.post("/v1/events", &json!([note(tenant, "u1", 1)])).0,
+            200
+        );
+    }
+    server.wait_caught_up(Duration::from_secs(60));
+    let ask = |tenant: &str, include: bool| {
+        let (status, body) = server.post(
+            "/v1/recall",
+            &json!({"tenant": tenant, "user": "u1", "query": "what is the refund policy",
+                    "k": 10, "include_domain": include}),
+        );
+        assert_eq!(status, 200, "{body}");
+        body
+    };
+    let acme = ask("acme", true);
+    let text = acme.to_string();
+    assert!(text.contains("zqacmepolicy"), "{acme}");
+    assert!(
+        !text.contains("zqglobexpolicy"),
+        "another tenant's domain memory: {acme}"
+    );
+    let shared_hits: Vec<&Value> = acme["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["domain"] == true)
+        .collect();
+    assert_eq!(shared_hits.len(), 1);
+    // not asked for: not there; and a user's own memories are never shared as domain ones
+    assert!(!ask("acme", false).to_string().contains("zqacmepolicy"));
+    let globex = ask("globex", true).to_string();
+    assert!(globex.contains("zqglobexpolicy") && !globex.contains("zqacmepolicy"));
+    assert!(!globex.contains(&marker("acme", "u1")));
+    // prompts include them, marked
+    let (_, prompt) = server.post(
+        "/v1/prompt",
+        &json!({"tenant": "acme", "user": "u1", "query": "what is the refund policy"}),
+    );
+    assert!(
+        prompt["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("shared knowledge, user: Company policy zqacmepolicy"),
+        "{prompt}"
+    );
+}

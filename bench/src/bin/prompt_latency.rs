@@ -100,6 +100,7 @@ async fn main() -> anyhow::Result<()> {
             query: r.query.clone(),
             k: Some(engine.config.prompt.memories),
             as_of: None,
+            include_domain: true,
         };
         let t = Instant::now();
         engine.recall.recall(&req).await?;

@@ -113,6 +113,7 @@ async fn main() -> anyhow::Result<()> {
         query: q.to_string(),
         k: Some(10),
         as_of: None,
+        include_domain: false,
     };
     // warm-up: caches and index files
     for (user, q) in qs.iter().take(10) {
