@@ -110,6 +110,9 @@ impl Default for LlmConfig {
     }
 }
 
+/// Texts whose vectors `serve` keeps (about 1.6 KiB each).
+pub const SERVE_EMBEDDING_CACHE: usize = 20_000;
+
 /// Sentences of long episodes embedded on their own (see `passages.rs`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -284,10 +287,15 @@ impl Config {
         Ok(())
     }
 
+    /// The embedder configuration: as given, else derived from `models_dir` with a cache of
+    /// [`SERVE_EMBEDDING_CACHE`] texts (a prompt embeds its query, the preferences and the
+    /// correction examples it compares, again and again; the recall before it has just
+    /// embedded the same query).
     pub fn embedder_config(&self) -> EmbedderConfig {
-        self.embedder
-            .clone()
-            .unwrap_or_else(|| EmbedderConfig::from_models_dir(&self.models_dir))
+        self.embedder.clone().unwrap_or_else(|| EmbedderConfig {
+            cache_entries: SERVE_EMBEDDING_CACHE,
+            ..EmbedderConfig::from_models_dir(&self.models_dir)
+        })
     }
 
     pub fn log_dir(&self) -> PathBuf {
