@@ -72,7 +72,8 @@ async fn main() -> anyhow::Result<()> {
             tenant: "bench".into(),
             user: format!("user{}", rng.gen_range(0..users)),
             session: Some(format!("s{}", rng.gen_range(0..(turns / 20).max(1)))),
-            query: question(&mut rng),
+            // each query distinct, so none is served from the embedding cache when it comes in
+            query: format!("{} (question {i})", question(&mut rng)),
             context: None,
             skill_id: None,
             budget_tokens: Some(budget),
