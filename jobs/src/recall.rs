@@ -88,6 +88,36 @@ pub struct RecallHit {
     pub domain: bool,
 }
 
+impl RecallHit {
+    /// The episode as a result no retriever has scored yet.
+    pub fn from_row(e: &engram_connectors::EpisodeRow) -> Self {
+        RecallHit {
+            id: e.id.clone(),
+            event_id: e.event_id.clone(),
+            session: e.session.clone(),
+            role: e.role.clone(),
+            content: e.content.clone(),
+            ts: e.ts,
+            score: 0.0,
+            why: Why {
+                importance: e.importance.map_or(0.5, f64::from),
+                ..Why::default()
+            },
+            prev_id: None,
+            next_id: None,
+            domain: false,
+        }
+    }
+
+    /// Best fused score first, then the more recent, then by id (a deterministic order).
+    pub fn by_fused_score(a: &RecallHit, b: &RecallHit) -> std::cmp::Ordering {
+        b.score
+            .total_cmp(&a.score)
+            .then(b.ts.cmp(&a.ts))
+            .then(a.id.cmp(&b.id))
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct RecallResponse {
     pub results: Vec<RecallHit>,
@@ -153,12 +183,7 @@ impl Recall {
             h.domain = true;
             h
         }));
-        results.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then(b.ts.cmp(&a.ts))
-                .then(a.id.cmp(&b.id))
-        });
+        results.sort_by(RecallHit::by_fused_score);
         let at = req.as_of.unwrap_or_else(chrono::Utc::now);
         score_relevance(&mut results, at, self.config.recency_scale_days);
         if self.config.rank_by == RankBy::Relevance {
@@ -348,23 +373,7 @@ fn add_graph_hits(
         let pos = match fused.iter().position(|h| h.id == hit.episode.id) {
             Some(p) => p,
             None => {
-                let e = &hit.episode;
-                fused.push(RecallHit {
-                    id: e.id.clone(),
-                    event_id: e.event_id.clone(),
-                    session: e.session.clone(),
-                    role: e.role.clone(),
-                    content: e.content.clone(),
-                    ts: e.ts,
-                    score: 0.0,
-                    why: Why {
-                        importance: e.importance.map_or(0.5, f64::from),
-                        ..Why::default()
-                    },
-                    prev_id: None,
-                    next_id: None,
-                    domain: false,
-                });
+                fused.push(RecallHit::from_row(&hit.episode));
                 fused.len() - 1
             }
         };
@@ -373,12 +382,7 @@ fn add_graph_hits(
         entry.why.graph_rank = Some(rank);
         entry.why.graph_via = via;
     }
-    fused.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then(b.ts.cmp(&a.ts))
-            .then(a.id.cmp(&b.id))
-    });
+    fused.sort_by(RecallHit::by_fused_score);
 }
 
 /// How recall orders its results.
@@ -456,22 +460,7 @@ pub fn fuse(
     spans.sort_by(|a, b| b.1 .0.total_cmp(&a.1 .0).then(a.0.cmp(&b.0)));
 
     let mut fused: HashMap<String, RecallHit> = HashMap::new();
-    let hit_of = |e: &engram_connectors::EpisodeRow| RecallHit {
-        id: e.id.clone(),
-        event_id: e.event_id.clone(),
-        session: e.session.clone(),
-        role: e.role.clone(),
-        content: e.content.clone(),
-        ts: e.ts,
-        score: 0.0,
-        why: Why {
-            importance: e.importance.map_or(0.5, f64::from),
-            ..Why::default()
-        },
-        prev_id: None,
-        next_id: None,
-        domain: false,
-    };
+    let hit_of = RecallHit::from_row;
     for (list, vector) in [(by_vector, true), (by_text, false)] {
         for (i, hit) in list.into_iter().enumerate() {
             let rank = i + 1;
@@ -504,12 +493,7 @@ pub fn fuse(
         entry.why.passage = passage;
     }
     let mut out: Vec<RecallHit> = fused.into_values().collect();
-    out.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then(b.ts.cmp(&a.ts))
-            .then(a.id.cmp(&b.id))
-    });
+    out.sort_by(RecallHit::by_fused_score);
     out
 }
 
