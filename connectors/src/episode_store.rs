@@ -321,7 +321,7 @@ impl EpisodeStore {
     pub async fn append(&self, rows: Vec<EpisodeRow>) -> Result<usize, StoreError> {
         let _w = self.write.lock().await;
         let watermark = self.watermark();
-        let erased = self.erased.read().unwrap().clone();
+        let erased = self.erased.read().unwrap();
         let is_erased = |r: &EpisodeRow| {
             [r.user.as_str(), ""].iter().any(|u| {
                 erased
@@ -334,6 +334,7 @@ impl EpisodeStore {
             .filter(|r| watermark.is_none_or(|w| r.log_offset > w))
             .filter(|r| !is_erased(r))
             .collect();
+        drop(erased);
         if rows.is_empty() {
             return Ok(0);
         }

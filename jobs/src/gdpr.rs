@@ -10,7 +10,7 @@
 //! keys go. A receipt without content is kept in `DATA_DIR/erasures.jsonl`.
 
 use crate::engine::Engine;
-use engram_schemas::{Body, ControlAction, ControlScope, Event, Redacted};
+use engram_schemas::{Body, Event, Redacted};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -210,39 +210,16 @@ impl Engine {
     /// Finishes erasures a crash interrupted: every erase event in the log without a receipt.
     pub async fn resume_erasures(&self) -> Result<usize, GdprError> {
         let done = self.completed_erasures()?;
-        let log = self.ingestor.log().clone();
-        let pending = tokio::task::spawn_blocking(move || -> Result<Vec<_>, GdprError> {
-            let mut found = Vec::new();
-            let (mut at, end) = (0, log.end_offset());
-            while at < end {
-                let chunk = log.read(at, 4096)?;
-                at += chunk.len() as u64;
-                for (o, bytes) in chunk {
-                    if done.contains(&o) {
-                        continue;
-                    }
-                    if let Ok(e) = Event::from_canonical_json(&bytes) {
-                        if let Body::Control(c) = &e.body {
-                            if c.action == ControlAction::Erase {
-                                let user =
-                                    (c.scope == ControlScope::User).then(|| e.header.user.clone());
-                                found.push((
-                                    e.header.event_id.clone(),
-                                    e.header.tenant.clone(),
-                                    user,
-                                    o,
-                                ));
-                            }
-                        }
-                    }
-                }
-            }
-            Ok(found)
-        })
-        .await
-        .expect("scan task")?;
-        for (id, tenant, user, offset) in &pending {
-            self.complete_erasure(id, tenant, user.as_deref(), *offset)
+        // the log was read once at start-up; its erase events were noted then
+        let pending: Vec<_> = self
+            .ingestor
+            .erases_at_open()
+            .iter()
+            .filter(|e| !done.contains(&e.offset))
+            .cloned()
+            .collect();
+        for e in &pending {
+            self.complete_erasure(&e.event_id, &e.tenant, e.user.as_deref(), e.offset)
                 .await?;
         }
         Ok(pending.len())

@@ -95,6 +95,18 @@ pub struct Ingestor {
     /// until the restriction is lifted, then appended to the log.
     held: Mutex<Vec<(Scope, String)>>,
     held_path: std::path::PathBuf,
+    /// The erase events the log held when it was opened (a crash may have interrupted them).
+    erases_at_open: Vec<LoggedErase>,
+}
+
+/// An erase event as read from the log.
+#[derive(Debug, Clone)]
+pub struct LoggedErase {
+    pub offset: u64,
+    pub event_id: String,
+    pub tenant: String,
+    /// `None` for a whole tenant.
+    pub user: Option<String>,
 }
 
 impl Ingestor {
@@ -102,6 +114,7 @@ impl Ingestor {
     pub fn open(log: Arc<EventLog>, rejects: Arc<RejectLog>) -> Result<Self, LogError> {
         let mut seen = HashSet::new();
         let mut restricted = HashSet::new();
+        let mut erases_at_open = Vec::new();
         let end = log.end_offset();
         let mut at = 0;
         while at < end {
@@ -122,7 +135,13 @@ impl Ingestor {
                                 ControlAction::Unrestrict => {
                                     restricted.remove(&scope_of(&e, c.scope));
                                 }
-                                ControlAction::Erase => {}
+                                ControlAction::Erase => erases_at_open.push(LoggedErase {
+                                    offset: *offset,
+                                    event_id: e.header.event_id.clone(),
+                                    tenant: e.header.tenant.clone(),
+                                    user: (c.scope == ControlScope::User)
+                                        .then(|| e.header.user.clone()),
+                                }),
                             }
                         }
                         seen.insert((e.header.tenant, e.header.event_id));
@@ -154,10 +173,16 @@ impl Ingestor {
             restricted: Mutex::new(restricted),
             held: Mutex::new(held),
             held_path,
+            erases_at_open,
         };
         // events held for a restriction lifted just before a crash go to the log now
-        ingestor.ingest_parsed("held", Vec::new(), &[])?;
+        ingestor.ingest_with("held", Vec::new(), &[], true)?;
         Ok(ingestor)
+    }
+
+    /// The erase events the log held when it was opened, in log order.
+    pub fn erases_at_open(&self) -> &[LoggedErase] {
+        &self.erases_at_open
     }
 
     /// Whether processing of `(tenant, user)` is restricted.
@@ -233,6 +258,18 @@ impl Ingestor {
         parsed: Vec<Result<Event, EventError>>,
         originals: &[String],
     ) -> Result<IngestReport, LogError> {
+        self.ingest_with(source, parsed, originals, false)
+    }
+
+    /// [`Ingestor::ingest_parsed`]; with `release_lifted`, held events whose restriction was
+    /// lifted (a crash came between the lift and rewriting the held file) go to the log first.
+    fn ingest_with(
+        &self,
+        source: &str,
+        parsed: Vec<Result<Event, EventError>>,
+        originals: &[String],
+        release_lifted: bool,
+    ) -> Result<IngestReport, LogError> {
         let mut report = IngestReport::default();
         let mut rejections = Vec::new();
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
@@ -241,7 +278,7 @@ impl Ingestor {
         let mut restricted = self.restricted.lock().unwrap_or_else(|p| p.into_inner());
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         let mut held_changed = false;
-        // held events whose restriction is lifted go to the log (also after a crash)
+        // held events whose restriction is lifted go to the log
         let release = |held: &mut Vec<(Scope, String)>,
                        restricted: &HashSet<Scope>,
                        records: &mut Vec<String>| {
@@ -256,7 +293,11 @@ impl Ingestor {
             });
             released
         };
-        let mut released = release(&mut held, &restricted, &mut records);
+        let mut released = if release_lifted {
+            release(&mut held, &restricted, &mut records)
+        } else {
+            0
+        };
         for (index, p) in parsed.into_iter().enumerate() {
             match p {
                 Ok(event) => {
