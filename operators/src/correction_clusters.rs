@@ -5,12 +5,13 @@
 //!   LSH puts in a common bucket ([`LshHyperplanes`]).
 //! - [`correction_clusters`]: the connected components of the link graph, each named by its
 //!   smallest correction id.
-//! - [`promote_patterns`]: the clusters that meet the default
-//!   [`PromotionCriteria`](crate::math::fusion::PromotionCriteria), with their measurements.
+//! - [`cluster_measures`]: every cluster's size, coherence, span and confidence, and whether it
+//!   meets the default [`PromotionCriteria`](crate::math::fusion::PromotionCriteria).
+//! - [`promote_patterns`] ([`promoted_patterns`] of the measures): the clusters that meet it.
 //!
 //! # Which corrections are present
 //!
-//! All three operators read corrections keyed by `(tenant, user)`; a correction is identified by
+//! The operators read corrections keyed by `(tenant, user)`; a correction is identified by
 //! `(tenant, user, correction_id)`. The **present corrections** are, for every identity that
 //! has at least one record of positive multiplicity, the least such record in
 //! [`CorrectionPoint`] order. So a record with multiplicity m > 1 counts once, one with m ≤ 0
@@ -410,24 +411,57 @@ where
         .map(|((user, id), cluster_id)| (user, (id, cluster_id)))
 }
 
-/// The patterns: clusters that meet the promotion criteria.
+/// The measurements of a cluster, promoted or not: what the promotion criteria look at.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ClusterMeasure {
+    /// The cluster id of the memberships (its smallest correction id).
+    pub cluster_id: String,
+    /// Number of present corrections in the cluster (≥ 1).
+    pub size: u32,
+    /// Mean cosine of the dequantised embeddings to their centroid, in thousandths, rounded to
+    /// nearest (1000 for a single correction).
+    pub coherence_milli: u16,
+    /// Latest minus earliest correction time, microseconds (0 for a single correction).
+    pub span_micros: i64,
+    /// [`preference_confidence`] of the members' confidences, as in [`PatternRecord`].
+    pub confidence_milli: u16,
+    /// Whether the cluster meets the default [`PromotionCriteria`] (then it is a pattern).
+    pub promoted: bool,
+}
+
+impl ClusterMeasure {
+    /// The pattern this cluster is, when it is promoted.
+    pub fn pattern(&self) -> Option<PatternRecord> {
+        self.promoted.then(|| PatternRecord {
+            cluster_id: self.cluster_id.clone(),
+            size: self.size,
+            coherence_milli: self.coherence_milli,
+            span_micros: self.span_micros,
+            confidence_milli: self.confidence_milli,
+        })
+    }
+}
+
+/// Every cluster's measurements, while it forms.
 ///
 /// Input: corrections keyed by `(tenant, user)`, and cluster memberships
 /// `((tenant, user), (correction_id, cluster_id))` as [`correction_clusters`] produces them. A
 /// membership counts once when its multiplicity is positive, and only if its correction is
 /// present (module docs); a correction listed under two cluster ids counts in both.
 ///
-/// Output: `((tenant, user), record)`, multiplicity 1, for every cluster whose present members
-/// meet the default [`PromotionCriteria`] (n ≥ 3, coherence > 0.8, span ≥ 1 day), with
-/// `record` as documented on [`PatternRecord`]. A cluster whose members' embeddings differ in
-/// length is never promoted (their coherence is undefined). When a member is added or
-/// retracted, the cluster's record is replaced or withdrawn.
+/// Output: `((tenant, user), measure)`, multiplicity 1, for every cluster with at least one
+/// present member whose members' embeddings all have one length: its size, coherence (mean
+/// cosine to the centroid, [`crate::math::fusion::coherence`]), span, the
+/// [`preference_confidence`] of its members' confidences (folded in [`CorrectionPoint`]
+/// order), and whether it meets the default [`PromotionCriteria`] (n ≥ 3, coherence > 0.8,
+/// span ≥ 1 day). When a member is added or retracted, the cluster's measure is replaced or
+/// withdrawn.
 ///
 /// Cost: a change to a cluster re-measures that cluster (linear in its size).
-pub fn promote_patterns<'scope, T>(
+pub fn cluster_measures<'scope, T>(
     corrections: VecCollection<'scope, T, (UserKey, CorrectionPoint)>,
     clusters: VecCollection<'scope, T, (UserKey, (String, String))>,
-) -> VecCollection<'scope, T, (UserKey, PatternRecord)>
+) -> VecCollection<'scope, T, (UserKey, ClusterMeasure)>
 where
     T: Timestamp + Lattice + Ord,
 {
@@ -446,17 +480,47 @@ where
                 .filter(|(_, m)| *m > 0)
                 .map(|(point, _)| *point)
                 .collect();
-            if let Some(record) = pattern_of(cluster_id, &present) {
-                output.push((record, 1));
+            if let Some(measure) = measure_of(cluster_id, &present) {
+                output.push((measure, 1));
             }
         })
-        .map(|((user, _cluster_id), record)| (user, record))
+        .map(|((user, _cluster_id), measure)| (user, measure))
 }
 
-/// The pattern that a cluster with these members (in [`CorrectionPoint`] order) forms, or
-/// `None` when it does not meet the default [`PromotionCriteria`] or its embeddings differ in
-/// length.
-fn pattern_of(cluster_id: &str, members: &[&CorrectionPoint]) -> Option<PatternRecord> {
+/// The patterns among the [`cluster_measures`]: `((tenant, user), record)`, multiplicity 1,
+/// for every measure that is `promoted`, with the same numbers.
+pub fn promoted_patterns<'scope, T>(
+    measures: VecCollection<'scope, T, (UserKey, ClusterMeasure)>,
+) -> VecCollection<'scope, T, (UserKey, PatternRecord)>
+where
+    T: Timestamp + Lattice + Ord,
+{
+    measures.flat_map(|(user, measure)| measure.pattern().map(|p| (user, p)))
+}
+
+/// The patterns: clusters that meet the promotion criteria.
+///
+/// Input: as [`cluster_measures`]. Output: `((tenant, user), record)`, multiplicity 1, for
+/// every cluster whose present members meet the default [`PromotionCriteria`] (n ≥ 3,
+/// coherence > 0.8, span ≥ 1 day), with `record` as documented on [`PatternRecord`]. A cluster
+/// whose members' embeddings differ in length is never promoted (their coherence is
+/// undefined). When a member is added or retracted, the cluster's record is replaced or
+/// withdrawn. The same as [`promoted_patterns`] of [`cluster_measures`].
+///
+/// Cost: a change to a cluster re-measures that cluster (linear in its size).
+pub fn promote_patterns<'scope, T>(
+    corrections: VecCollection<'scope, T, (UserKey, CorrectionPoint)>,
+    clusters: VecCollection<'scope, T, (UserKey, (String, String))>,
+) -> VecCollection<'scope, T, (UserKey, PatternRecord)>
+where
+    T: Timestamp + Lattice + Ord,
+{
+    promoted_patterns(cluster_measures(corrections, clusters))
+}
+
+/// The measure of a cluster with these members (in [`CorrectionPoint`] order), or `None` when
+/// it has none or their embeddings differ in length.
+fn measure_of(cluster_id: &str, members: &[&CorrectionPoint]) -> Option<ClusterMeasure> {
     let dims = members.first()?.embedding.dims();
     if members.iter().any(|m| m.embedding.dims() != dims) {
         return None;
@@ -471,19 +535,17 @@ fn pattern_of(cluster_id: &str, members: &[&CorrectionPoint]) -> Option<PatternR
         .map(|m| m.ts_micros.saturating_sub(earliest) as f64 / 1e6)
         .collect();
     let assessment = assess_cluster(&embeddings, &seconds, &PromotionCriteria::default());
-    if !assessment.promotable {
-        return None;
-    }
     let confidences: Vec<f64> = members
         .iter()
         .map(|m| f64::from(m.confidence_milli) / 1000.0)
         .collect();
-    Some(PatternRecord {
+    Some(ClusterMeasure {
         cluster_id: cluster_id.to_string(),
         size: members.len() as u32,
         coherence_milli: to_milli(assessment.coherence),
         span_micros: latest.saturating_sub(earliest),
         confidence_milli: to_milli(preference_confidence(&confidences, DEFAULT_EVIDENCE_WEIGHT)),
+        promoted: assessment.promotable,
     })
 }
 
@@ -650,6 +712,10 @@ mod tests {
         assert!(rate < 0.06, "candidate rate {rate}");
     }
 
+    fn pattern_of(cluster_id: &str, members: &[&CorrectionPoint]) -> Option<PatternRecord> {
+        measure_of(cluster_id, members)?.pattern()
+    }
+
     #[test]
     fn pattern_measurements() {
         let tight = [[1.0_f32, 0.1, 0.0], [1.0, 0.0, 0.1], [0.9, 0.1, 0.1]];
@@ -688,5 +754,27 @@ mod tests {
         ];
         assert_eq!(pattern_of("a", &mixed.iter().collect::<Vec<_>>()), None);
         assert_eq!(pattern_of("a", &[]), None);
+        assert_eq!(measure_of("a", &[]), None);
+        assert_eq!(measure_of("a", &mixed.iter().collect::<Vec<_>>()), None);
+    }
+
+    #[test]
+    fn clusters_are_measured_before_promotion() {
+        // A single correction: its own centroid, no span, not yet a pattern.
+        let one = [point("a", 0.0, 800, &[1.0, 0.0, 0.0])];
+        let m = measure_of("a", &one.iter().collect::<Vec<_>>()).unwrap();
+        assert_eq!((m.size, m.coherence_milli, m.span_micros), (1, 1000, 0));
+        // 1 − (1 − 0.5·0.8) = 0.4
+        assert_eq!(m.confidence_milli, 400);
+        assert!(!m.promoted && m.pattern().is_none());
+        // Two orthogonal corrections half a day apart: centroid at 45° to each, cos = 0.7071.
+        let two = [
+            point("a", 0.0, 800, &[1.0, 0.0, 0.0]),
+            point("b", 0.5, 800, &[0.0, 1.0, 0.0]),
+        ];
+        let m = measure_of("a", &two.iter().collect::<Vec<_>>()).unwrap();
+        assert_eq!((m.size, m.coherence_milli), (2, 707));
+        assert_eq!(m.span_micros, 43_200_000_000);
+        assert!(!m.promoted);
     }
 }

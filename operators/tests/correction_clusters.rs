@@ -1,4 +1,5 @@
-//! `similarity_links`, `correction_clusters`, `promote_patterns` and `preference_traces`
+//! `similarity_links`, `correction_clusters`, `cluster_measures`, `promote_patterns` and
+//! `preference_traces`
 //! maintained incrementally
 //! equal the same definitions computed from scratch, over random streams of corrections drawn
 //! around a few topics (so real clusters form, merge and split), outliers, duplicate records,
@@ -10,8 +11,9 @@ mod common;
 use common::{apply, collect_into, execute, nonzero, settle, update, Sink};
 use differential_dataflow::input::Input;
 use engram_operators::correction_clusters::{
-    correction_clusters, promote_patterns, similarity_links, CorrectionPoint, LshBucket,
-    LshHyperplanes, PatternRecord, QuantisedEmbedding, UserKey, LINK_COSINE_THRESHOLD,
+    cluster_measures, correction_clusters, promote_patterns, similarity_links, ClusterMeasure,
+    CorrectionPoint, LshBucket, LshHyperplanes, PatternRecord, QuantisedEmbedding, UserKey,
+    LINK_COSINE_THRESHOLD,
 };
 use engram_operators::lifecycle::{preference_traces, PreferenceKey, PreferenceTrace};
 use engram_operators::math::decay::{LifecycleThresholds, StabilityParams};
@@ -27,6 +29,7 @@ use timely::dataflow::operators::probe::Handle;
 
 type Pair = (UserKey, (String, String));
 type Pattern = (UserKey, PatternRecord);
+type Measure = (UserKey, ClusterMeasure);
 type Trace = (PreferenceKey, PreferenceTrace);
 /// The input as a multiset: record → multiplicity (never 0).
 type Corrections = BTreeMap<(UserKey, CorrectionPoint), isize>;
@@ -200,9 +203,9 @@ fn clusters_from_scratch(present: &Present, links: &BTreeSet<Pair>) -> BTreeSet<
     clusters
 }
 
-/// Patterns from scratch, with the thresholds of SPEC §4.3: n ≥ 3, coherence > 0.8, span
-/// ≥ 1 day.
-fn patterns_from_scratch(present: &Present, clusters: &BTreeSet<Pair>) -> BTreeSet<Pattern> {
+/// Every cluster's measure from scratch: size, coherence, span, confidence, and the
+/// thresholds of SPEC §4.3 (n ≥ 3, coherence > 0.8, span ≥ 1 day) for `promoted`.
+fn measures_from_scratch(present: &Present, clusters: &BTreeSet<Pair>) -> BTreeSet<Measure> {
     let mut members: BTreeMap<(UserKey, String), Vec<&CorrectionPoint>> = BTreeMap::new();
     for (user, (id, cluster)) in clusters {
         let point = &present[user][id];
@@ -211,7 +214,7 @@ fn patterns_from_scratch(present: &Present, clusters: &BTreeSet<Pair>) -> BTreeS
             .or_default()
             .push(point);
     }
-    let mut patterns = BTreeSet::new();
+    let mut measures = BTreeSet::new();
     for ((user, cluster_id), mut points) in members {
         points.sort();
         let embeddings: Vec<Vec<f32>> = points.iter().map(|p| p.embedding.to_f32()).collect();
@@ -219,25 +222,46 @@ fn patterns_from_scratch(present: &Present, clusters: &BTreeSet<Pair>) -> BTreeS
         let earliest = points.iter().map(|p| p.ts_micros).min().unwrap();
         let latest = points.iter().map(|p| p.ts_micros).max().unwrap();
         let span_micros = latest - earliest;
-        if points.len() >= 3 && coherence > 0.8 && span_micros as f64 / 1e6 >= SECONDS_PER_DAY {
-            let confidences: Vec<f64> = points
-                .iter()
-                .map(|p| f64::from(p.confidence_milli) / 1000.0)
-                .collect();
-            let confidence = preference_confidence(&confidences, DEFAULT_EVIDENCE_WEIGHT);
-            patterns.insert((
-                user,
-                PatternRecord {
-                    cluster_id,
-                    size: points.len() as u32,
-                    coherence_milli: (coherence * 1000.0).round() as u16,
-                    span_micros,
-                    confidence_milli: (confidence * 1000.0).round() as u16,
-                },
-            ));
-        }
+        let confidences: Vec<f64> = points
+            .iter()
+            .map(|p| f64::from(p.confidence_milli) / 1000.0)
+            .collect();
+        let confidence = preference_confidence(&confidences, DEFAULT_EVIDENCE_WEIGHT);
+        measures.insert((
+            user,
+            ClusterMeasure {
+                cluster_id,
+                size: points.len() as u32,
+                coherence_milli: (coherence * 1000.0).round() as u16,
+                span_micros,
+                confidence_milli: (confidence * 1000.0).round() as u16,
+                promoted: points.len() >= 3
+                    && coherence > 0.8
+                    && span_micros as f64 / 1e6 >= SECONDS_PER_DAY,
+            },
+        ));
     }
-    patterns
+    measures
+}
+
+/// Patterns from scratch: the promoted measures.
+fn patterns_from_scratch(measures: &BTreeSet<Measure>) -> BTreeSet<Pattern> {
+    measures
+        .iter()
+        .filter(|(_, m)| m.promoted)
+        .map(|(user, m)| {
+            (
+                user.clone(),
+                PatternRecord {
+                    cluster_id: m.cluster_id.clone(),
+                    size: m.size,
+                    coherence_milli: m.coherence_milli,
+                    span_micros: m.span_micros,
+                    confidence_milli: m.confidence_milli,
+                },
+            )
+        })
+        .collect()
 }
 
 /// Compares what a sink holds with the definition (every record once); `None` when equal.
@@ -317,6 +341,7 @@ fn run(workers: usize, seed: u64, rounds: usize) {
     let links_sink: Sink<Pair> = Default::default();
     let clusters_sink: Sink<Pair> = Default::default();
     let patterns_sink: Sink<Pattern> = Default::default();
+    let measures_sink: Sink<Measure> = Default::default();
     let traces_sink: Sink<Trace> = Default::default();
     execute(workers, move |worker, found| {
         let probe = Handle::new();
@@ -325,6 +350,9 @@ fn run(workers: usize, seed: u64, rounds: usize) {
             let links = similarity_links(corrections.clone());
             let clusters = correction_clusters(corrections.clone(), links.clone());
             let patterns = promote_patterns(corrections.clone(), clusters.clone());
+            cluster_measures(corrections.clone(), clusters.clone())
+                .inspect(collect_into(&measures_sink))
+                .probe_with(&probe);
             preference_traces(corrections, clusters.clone(), patterns.clone())
                 .inspect(collect_into(&traces_sink))
                 .probe_with(&probe);
@@ -358,11 +386,13 @@ fn run(workers: usize, seed: u64, rounds: usize) {
                 let present = present(&current);
                 let links = links_from_scratch(&present, &mut buckets);
                 let clusters = clusters_from_scratch(&present, &links);
-                let patterns = patterns_from_scratch(&present, &clusters);
+                let measures = measures_from_scratch(&present, &clusters);
+                let patterns = patterns_from_scratch(&measures);
                 let traces = traces_from_scratch(&present, &clusters, &patterns);
                 let differences = [
                     difference("links", &links_sink, &links),
                     difference("clusters", &clusters_sink, &clusters),
+                    difference("measures", &measures_sink, &measures),
                     difference("patterns", &patterns_sink, &patterns),
                     difference("traces", &traces_sink, &traces),
                 ];
