@@ -5,7 +5,8 @@ use crate::views::{SharedViews, ViewUpdate};
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::VecCollection;
 use engram_operators::correction_clusters::{
-    correction_clusters, promote_patterns, similarity_links, CorrectionPoint, UserKey,
+    cluster_measures, correction_clusters, promoted_patterns, similarity_links, CorrectionPoint,
+    UserKey,
 };
 use engram_operators::correction_notes::{correction_notes, CorrectionNote};
 use engram_operators::entities::{co_mentions, entity_stats};
@@ -188,7 +189,11 @@ where
             });
             let links = similarity_links(corrections.clone());
             let clusters = correction_clusters(corrections.clone(), links);
-            let patterns = promote_patterns(corrections.clone(), clusters.clone());
+            let measures = cluster_measures(corrections.clone(), clusters.clone());
+            let patterns = promoted_patterns(measures.clone());
+            capture(measures, &cap, &mut probe, |(user, measure)| {
+                ViewUpdate::ClusterMeasure(user.clone(), measure.clone())
+            });
             let traces = preference_traces(corrections, clusters.clone(), patterns.clone());
             let traces_out = new_traces.clone();
             capture(
@@ -396,34 +401,30 @@ fn publish(
     let ready = take_before(captured, frontier);
     let mut episodes = take_before(captured_episodes, frontier);
     let states = take_before(captured_states, frontiers.engine_time);
-    {
-        let mut v = views.write();
-        for (update, _, diff) in ready {
-            v.apply(update, diff);
-        }
-        for ((key, _), _, diff) in &episodes {
-            v.apply(ViewUpdate::SessionEpisode(key.clone()), *diff);
-        }
-        // Scheduled transitions of a trace and the retraction of the rest of its schedule (when
-        // it is reinforced) arrive as separate updates at one time: apply their sum, removals
-        // first, so the order they came in does not matter.
-        let mut net: BTreeMap<(PreferenceKey, LifecycleState), isize> = BTreeMap::new();
-        for (record, _, diff) in states {
-            *net.entry(record).or_insert(0) += diff;
-        }
-        let (removed, added): (Vec<_>, Vec<_>) = net
-            .into_iter()
-            .filter(|(_, d)| *d != 0)
-            .partition(|(_, d)| *d < 0);
-        for ((key, state), diff) in removed.into_iter().chain(added) {
-            v.apply(ViewUpdate::PreferenceState(key, state), diff);
-        }
-        v.as_of = frontier;
-        // the lifecycle views hold the states as of the last second before the frontier
-        if frontiers.engine_time > 0 && frontiers.engine_time < u64::MAX {
-            v.engine_time_secs = frontiers.engine_time - 1;
-        }
+    let mut updates: Vec<(ViewUpdate, isize)> =
+        Vec::with_capacity(ready.len() + episodes.len() + states.len());
+    updates.extend(ready.into_iter().map(|(update, _, diff)| (update, diff)));
+    for ((key, _), _, diff) in &episodes {
+        updates.push((ViewUpdate::SessionEpisode(key.clone()), *diff));
     }
+    // Scheduled transitions of a trace and the retraction of the rest of its schedule (when
+    // it is reinforced) arrive as separate updates at one time: apply their sum, removals
+    // first, so the order they came in does not matter.
+    let mut net: BTreeMap<(PreferenceKey, LifecycleState), isize> = BTreeMap::new();
+    for (record, _, diff) in states {
+        *net.entry(record).or_insert(0) += diff;
+    }
+    let (removed, added): (Vec<_>, Vec<_>) = net
+        .into_iter()
+        .filter(|(_, d)| *d != 0)
+        .partition(|(_, d)| *d < 0);
+    for ((key, state), diff) in removed.into_iter().chain(added) {
+        updates.push((ViewUpdate::PreferenceState(key, state), diff));
+    }
+    // the lifecycle views hold the states as of the last second before the frontier
+    let engine_time = (frontiers.engine_time > 0 && frontiers.engine_time < u64::MAX)
+        .then(|| frontiers.engine_time - 1);
+    views.apply_batch(updates, frontier, engine_time);
     episodes.retain(|(_, _, d)| *d > 0);
     episodes.sort_by_key(|((_, e), _, _)| e.log_offset);
     if !episodes.is_empty() {

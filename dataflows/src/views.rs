@@ -1,7 +1,7 @@
 //! The maintained views as the serving side reads them: one consistent snapshot at one
 //! timestamp (an input-log offset), never a mix of two.
 
-use engram_operators::correction_clusters::{PatternRecord, UserKey};
+use engram_operators::correction_clusters::{ClusterMeasure, PatternRecord, UserKey};
 use engram_operators::correction_notes::CorrectionNote;
 use engram_operators::entities::{CoMentionKey, EntityKey, EntityStats};
 use engram_operators::facts::{FactKey, FactVersion};
@@ -11,7 +11,8 @@ use engram_operators::skill_feedback::{FeedbackTally, PopulationKey, SkillKey};
 use engram_operators::style_preferences::UserStyle;
 use engram_operators::SessionKey;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
+use tokio::sync::broadcast;
 
 /// Every view, as of `as_of`: all input below that log offset is reflected, none above.
 #[derive(Debug, Clone, Default)]
@@ -31,6 +32,8 @@ pub struct MemoryViews {
     pub population: HashMap<PopulationKey, FeedbackTally>,
     /// Engine time (seconds since the Unix epoch) the preference states are as of.
     pub engine_time_secs: u64,
+    /// Batches of updates applied so far: the [`ViewChanges::seq`] of the last one.
+    pub seq: u64,
 }
 
 /// One user's part of the memory graph.
@@ -46,6 +49,8 @@ pub struct UserMemory {
     pub skills: BTreeMap<(u32, String), FeedbackTally>,
     /// Correction id → its cluster (named by the cluster's smallest correction id).
     pub correction_clusters: BTreeMap<String, String>,
+    /// Cluster id → its measurements (size, coherence, span), promoted or not.
+    pub cluster_measures: BTreeMap<String, ClusterMeasure>,
     /// Cluster id → the pattern it was promoted to, for the clusters that were.
     pub patterns: BTreeMap<String, PatternRecord>,
     /// Cluster id → the decay trace of the preference its pattern yields.
@@ -69,6 +74,7 @@ pub enum ViewUpdate {
     SkillTally(SkillKey, FeedbackTally),
     /// `(correction_id, cluster_id)`.
     ClusterMember(UserKey, (String, String)),
+    ClusterMeasure(UserKey, ClusterMeasure),
     Pattern(UserKey, PatternRecord),
     PreferenceTrace(PreferenceKey, PreferenceTrace),
     PreferenceState(PreferenceKey, LifecycleState),
@@ -143,6 +149,14 @@ impl MemoryViews {
                     members.remove(&correction);
                 }
             }
+            ViewUpdate::ClusterMeasure(user, measure) => {
+                let measures = &mut self.users.entry(user).or_default().cluster_measures;
+                if diff > 0 {
+                    measures.insert(measure.cluster_id.clone(), measure);
+                } else if measures.get(&measure.cluster_id) == Some(&measure) {
+                    measures.remove(&measure.cluster_id);
+                }
+            }
             ViewUpdate::Pattern(user, pattern) => {
                 let patterns = &mut self.users.entry(user).or_default().patterns;
                 if diff > 0 {
@@ -207,12 +221,70 @@ impl MemoryViews {
     }
 }
 
+impl ViewUpdate {
+    /// The tenant whose data this update is.
+    pub fn tenant(&self) -> &str {
+        self.owner().0
+    }
+
+    /// The user whose data this update is; `None` for tenant-wide views (population tallies).
+    pub fn user(&self) -> Option<&str> {
+        self.owner().1
+    }
+
+    fn owner(&self) -> (&str, Option<&str>) {
+        let (tenant, user) = match self {
+            ViewUpdate::NextEdge(key, _) | ViewUpdate::SessionEpisode(key) => (&key.0, &key.1),
+            ViewUpdate::Fact(key, _) => (&key.0, &key.1),
+            ViewUpdate::Entity(key, _) => (&key.0, &key.1),
+            ViewUpdate::CoMention(key, _) => (&key.0, &key.1),
+            ViewUpdate::SkillTally(key, _) => (&key.0, &key.1),
+            ViewUpdate::ClusterMember(user, _)
+            | ViewUpdate::ClusterMeasure(user, _)
+            | ViewUpdate::Pattern(user, _)
+            | ViewUpdate::CorrectionNote(user, _)
+            | ViewUpdate::Style(user, _)
+            | ViewUpdate::PreferenceTrace((user, _), _)
+            | ViewUpdate::PreferenceState((user, _), _) => (&user.0, &user.1),
+            ViewUpdate::PopulationTally(key, _) => return (&key.0, None),
+        };
+        (tenant, Some(user))
+    }
+}
+
+/// One batch of view updates as the dataflow applied it: the change feed that live readers (the
+/// dashboard) follow instead of re-reading the views.
+#[derive(Debug)]
+pub struct ViewChanges {
+    /// 1 for the first batch, then one more per batch: a reader that took a snapshot at
+    /// [`MemoryViews::seq`] = s has seen every batch up to s and none after.
+    pub seq: u64,
+    /// The views' timestamp after the batch.
+    pub as_of: u64,
+    /// Engine time of the preference states after the batch.
+    pub engine_time_secs: u64,
+    /// The updates, in the order they were applied, each with its diff.
+    pub updates: Vec<(ViewUpdate, isize)>,
+}
+
+/// Batches a slow reader may fall behind by before it is told it lagged (and must re-read).
+const CHANGE_FEED_CAPACITY: usize = 1024;
+
 /// The views shared between the dataflow and readers. The dataflow applies all updates of a
 /// timestamp under one write lock; a reader holds the read guard for its whole request, so it
-/// sees every view at one timestamp.
-#[derive(Default)]
+/// sees every view at one timestamp. Readers that follow changes [`subscribe`](Self::subscribe).
 pub struct SharedViews {
     current: RwLock<MemoryViews>,
+    changes: broadcast::Sender<Arc<ViewChanges>>,
+}
+
+impl Default for SharedViews {
+    fn default() -> Self {
+        SharedViews {
+            current: RwLock::default(),
+            changes: broadcast::channel(CHANGE_FEED_CAPACITY).0,
+        }
+    }
 }
 
 impl SharedViews {
@@ -220,7 +292,54 @@ impl SharedViews {
         self.current.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, MemoryViews> {
-        self.current.write().unwrap_or_else(|p| p.into_inner())
+    /// The views now, and every batch applied after them: the receiver yields exactly the
+    /// batches with `seq` > the snapshot's [`MemoryViews::seq`], in order (or `Lagged` when the
+    /// reader fell more than 1024 batches behind; it must then take a new snapshot).
+    pub fn subscribe(
+        &self,
+    ) -> (
+        RwLockReadGuard<'_, MemoryViews>,
+        broadcast::Receiver<Arc<ViewChanges>>,
+    ) {
+        // Batches are sent under the write lock, so none can slip between the two.
+        let views = self.read();
+        (views, self.changes.subscribe())
+    }
+
+    /// Whether anyone follows the changes (only then are batches copied for them).
+    pub(crate) fn followed(&self) -> bool {
+        self.changes.receiver_count() > 0
+    }
+
+    /// Applies one batch under the write lock and sends it to the followers.
+    pub(crate) fn apply_batch(
+        &self,
+        updates: Vec<(ViewUpdate, isize)>,
+        as_of: u64,
+        engine_time_secs: Option<u64>,
+    ) {
+        let follow = self.followed();
+        let mut v = self.current.write().unwrap_or_else(|p| p.into_inner());
+        let mut sent = Vec::with_capacity(if follow { updates.len() } else { 0 });
+        for (update, diff) in updates {
+            if follow {
+                sent.push((update.clone(), diff));
+            }
+            v.apply(update, diff);
+        }
+        v.as_of = as_of;
+        if let Some(t) = engine_time_secs {
+            v.engine_time_secs = t;
+        }
+        v.seq += 1;
+        if follow {
+            // An error only means the last follower left meanwhile.
+            let _ = self.changes.send(Arc::new(ViewChanges {
+                seq: v.seq,
+                as_of,
+                engine_time_secs: v.engine_time_secs,
+                updates: sent,
+            }));
+        }
     }
 }

@@ -168,6 +168,8 @@ struct Expected {
     clusters: BTreeMap<(String, String, String), String>,
     /// `(tenant, user, cluster_id)` → size of the pattern it was promoted to.
     patterns: BTreeMap<(String, String, String), u32>,
+    /// `(tenant, user, cluster_id)` → (size, span in microseconds, promoted) of every cluster.
+    measures: BTreeMap<(String, String, String), (u32, i64, bool)>,
     /// `(tenant, user, correction_id)` → what the correction asks for.
     notes: BTreeMap<(String, String, String), String>,
     /// `(tenant, user)` → answers voted on (the style view's feedback count).
@@ -200,7 +202,12 @@ fn cluster_corrections(log: &[Event], expected: &mut Expected) {
         }
         let times = members.iter().map(|(_, ts)| *ts);
         let span = times.clone().max().unwrap() - times.min().unwrap();
-        if members.len() >= 3 && span >= 86_400_000_000 {
+        let promoted = members.len() >= 3 && span >= 86_400_000_000;
+        expected.measures.insert(
+            (tenant.clone(), user.clone(), cluster.clone()),
+            (members.len() as u32, span, promoted),
+        );
+        if promoted {
             expected
                 .patterns
                 .insert((tenant, user, cluster), members.len() as u32);
@@ -309,6 +316,7 @@ fn from_scratch(log: &[Event]) -> Expected {
         population: BTreeMap::new(),
         clusters: BTreeMap::new(),
         patterns: BTreeMap::new(),
+        measures: BTreeMap::new(),
         notes: log
             .iter()
             .filter_map(|e| match &e.body {
@@ -339,6 +347,7 @@ fn published(views: &SharedViews) -> Expected {
     let mut skills = BTreeMap::new();
     let mut clusters = BTreeMap::new();
     let mut patterns = BTreeMap::new();
+    let mut measures = BTreeMap::new();
     let mut notes = BTreeMap::new();
     let mut voted = BTreeMap::new();
     for ((tenant, user), m) in &v.users {
@@ -357,6 +366,12 @@ fn published(views: &SharedViews) -> Expected {
         }
         for (cluster, p) in &m.patterns {
             patterns.insert((tenant.clone(), user.clone(), cluster.clone()), p.size);
+        }
+        for (cluster, c) in &m.cluster_measures {
+            measures.insert(
+                (tenant.clone(), user.clone(), cluster.clone()),
+                (c.size, c.span_micros, c.promoted),
+            );
         }
         for ((bucket, skill), tally) in &m.skills {
             skills.insert(
@@ -399,6 +414,7 @@ fn published(views: &SharedViews) -> Expected {
         population: v.population.clone().into_iter().collect(),
         clusters,
         patterns,
+        measures,
         notes,
         voted,
         user_episodes: v.user_episodes.clone().into_iter().collect(),
