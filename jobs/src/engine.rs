@@ -33,6 +33,12 @@ pub struct Engine {
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     stop: Arc<AtomicBool>,
     started: std::time::Instant,
+    /// Set when the server begins to shut down: long-lived responses (the dashboard stream)
+    /// end then, so the graceful shutdown does not wait for them.
+    closing: tokio::sync::watch::Sender<bool>,
+    /// Pipeline health, sampled once a second for the dashboards that follow it
+    /// ([`crate::dashboard`]); `None` until the first sample.
+    pub(crate) health: tokio::sync::watch::Sender<Option<Arc<serde_json::Value>>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -200,8 +206,11 @@ impl Engine {
             writer: Mutex::new(Some(writer)),
             stop,
             started: std::time::Instant::now(),
+            closing: tokio::sync::watch::channel(false).0,
+            health: tokio::sync::watch::channel(None).0,
             config,
         });
+        crate::dashboard::spawn_health_sampler(&engine);
         if engine.config.demo {
             engine.load_demo()?;
         }
@@ -289,6 +298,16 @@ impl Engine {
             unindexed_rows,
             uptime_seconds: self.started.elapsed().as_secs_f64(),
         }
+    }
+
+    /// Tells long-lived responses to end: the server is shutting down.
+    pub fn begin_closing(&self) {
+        self.closing.send_replace(true);
+    }
+
+    /// Changes to `true` when [`Engine::begin_closing`] is called.
+    pub fn closing(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.closing.subscribe()
     }
 
     /// [`Engine::shutdown`] from async code (it blocks while the threads finish).

@@ -2,6 +2,7 @@
 //! `replay` (historical files through the same path) and the pieces they are made of.
 
 pub mod config;
+pub mod dashboard;
 pub mod engine;
 pub mod episode_writer;
 pub mod gdpr;

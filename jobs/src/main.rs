@@ -307,10 +307,12 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     tracing::info!(addr = %local, "engram listening");
     // Tests and scripts read this line to find the port when started with port 0.
     println!("engram listening on http://{local}");
+    let closing = engine.clone();
     axum::serve(listener, server::router(engine.clone()))
-        .with_graceful_shutdown(async {
+        .with_graceful_shutdown(async move {
             let _ = tokio::signal::ctrl_c().await;
             tracing::info!("shutting down");
+            closing.begin_closing();
         })
         .await?;
     kafka_stop.store(true, Ordering::Release);

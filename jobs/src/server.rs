@@ -33,6 +33,7 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .route("/v1/feedback", post(post_feedback))
         .route("/v1/export", post(post_export))
         .route("/v1/erase", post(post_erase))
+        .route("/v1/dashboard/stream", get(crate::dashboard::get_stream))
         .route_layer(middleware::from_fn_with_state(
             engine.clone(),
             require_tenant_key,
@@ -55,6 +56,7 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .route("/v1/status", get(get_status))
         .route("/v1/openapi.json", get(get_openapi))
         .route("/healthz", get(|| async { "ok" }))
+        .route("/dashboard", get(crate::dashboard::get_page))
         .route("/metrics", get(get_metrics))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(engine)
@@ -64,7 +66,7 @@ pub fn router(engine: Arc<Engine>) -> Router {
 #[derive(Debug, Clone)]
 pub struct AuthTenant(pub String);
 
-fn presented_key(headers: &HeaderMap) -> Option<&str> {
+pub(crate) fn presented_key(headers: &HeaderMap) -> Option<&str> {
     if let Some(v) = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -126,7 +128,11 @@ async fn require_admin_key(
 }
 
 /// `423` for a user (or tenant) whose processing is restricted: their memory is not used.
-fn check_not_restricted(engine: &Engine, tenant: &str, user: &str) -> Result<(), Response> {
+pub(crate) fn check_not_restricted(
+    engine: &Engine,
+    tenant: &str,
+    user: &str,
+) -> Result<(), Response> {
     if engine.ingestor.is_restricted(tenant, user) {
         Err(error(
             StatusCode::LOCKED,
@@ -231,7 +237,7 @@ async fn revoke_key(
     }
 }
 
-fn error(status: StatusCode, field: &str, reason: impl std::fmt::Display) -> Response {
+pub(crate) fn error(status: StatusCode, field: &str, reason: impl std::fmt::Display) -> Response {
     (
         status,
         Json(json!({"error": {"field": field, "reason": reason.to_string()}})),
@@ -301,7 +307,7 @@ struct MemoryRequest {
     user: String,
 }
 
-fn micros_to_rfc3339(micros: i64) -> String {
+pub(crate) fn micros_to_rfc3339(micros: i64) -> String {
     chrono::DateTime::from_timestamp_micros(micros)
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
         .unwrap_or_default()
@@ -459,7 +465,7 @@ pub fn memory_json(views: &engram_dataflows::MemoryViews, tenant: &str, user: &s
     })
 }
 
-fn lifecycle_name(state: LifecycleState) -> &'static str {
+pub(crate) fn lifecycle_name(state: LifecycleState) -> &'static str {
     match state {
         LifecycleState::Active => "active",
         LifecycleState::Inactive => "inactive",
