@@ -1,6 +1,8 @@
 //! A harness for end-to-end tests: starts the real `engram` binary on a loopback port with its
 //! own data folder, talks to it over HTTP, and can kill it with SIGKILL.
 
+pub mod browser;
+
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -231,6 +233,33 @@ impl Server {
         body
     }
 
+    /// Opens a server-sent event stream (`GET path`) with exactly this key (or none); the
+    /// status and JSON body when it is refused. The stream gives up after `limit`.
+    pub fn events(
+        &self,
+        key: Option<&str>,
+        path: &str,
+        limit: Duration,
+    ) -> Result<EventStream, (u16, Value)> {
+        let http = reqwest::blocking::Client::builder()
+            .timeout(limit)
+            .build()
+            .unwrap();
+        let mut req = http.get(format!("{}{}", self.base, path));
+        if let Some(k) = key {
+            req = req.bearer_auth(k);
+        }
+        let resp = req.send().expect("request");
+        let status = resp.status().as_u16();
+        if status != 200 {
+            return Err((status, resp.json().unwrap_or(Value::Null)));
+        }
+        Ok(EventStream {
+            lines: BufReader::new(Box::new(resp)),
+            raw: String::new(),
+        })
+    }
+
     /// SIGKILL: no shutdown code runs.
     pub fn kill9(mut self) {
         unsafe {
@@ -253,6 +282,54 @@ impl Server {
             libc::kill(self.child.id() as i32, libc::SIGINT);
         }
         self.child.wait().unwrap()
+    }
+}
+
+/// A server-sent event stream, read event by event.
+pub struct EventStream {
+    lines: BufReader<Box<dyn Read + Send>>,
+    /// Everything read so far, verbatim.
+    pub raw: String,
+}
+
+impl EventStream {
+    /// The next event's name and JSON data (keep-alive comments skipped); `None` when the stream
+    /// ends or its time limit passes.
+    pub fn next_event(&mut self) -> Option<(String, Value)> {
+        let (mut name, mut data) = (String::from("message"), String::new());
+        loop {
+            let mut line = String::new();
+            if self.lines.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            self.raw.push_str(&line);
+            let line = line.trim_end_matches(['\r', '\n']);
+            if line.is_empty() {
+                if !data.is_empty() {
+                    return Some((name, serde_json::from_str(&data).expect("JSON event data")));
+                }
+            } else if let Some(v) = line.strip_prefix("event:") {
+                name = v.trim().to_string();
+            } else if let Some(v) = line.strip_prefix("data:") {
+                data.push_str(v.strip_prefix(' ').unwrap_or(v));
+            }
+        }
+    }
+
+    /// Reads events until `wanted` accepts one (returned), the stream ends or `timeout` passes.
+    pub fn until(
+        &mut self,
+        timeout: Duration,
+        mut wanted: impl FnMut(&str, &Value) -> bool,
+    ) -> Option<(String, Value)> {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            let (name, data) = self.next_event()?;
+            if wanted(&name, &data) {
+                return Some((name, data));
+            }
+        }
+        None
     }
 }
 

@@ -1,0 +1,460 @@
+//! The consolidation dashboard, end to end: a real `engram serve`, the page in headless
+//! Chromium (driven over WebDriver), and a scripted stream of events posted over HTTP while the
+//! page is open. The page must show, without a reload, a correction cluster forming and being
+//! promoted to a pattern and a preference, a fact superseded, and a skill posterior moving with
+//! feedback; a screenshot is saved as a test artifact. A second test checks over the stream
+//! itself that one tenant's key never reads another tenant's rows.
+
+use chrono::{Duration as Days, Utc};
+use engram_tests::browser::Browser;
+use engram_tests::Server;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::time::Duration;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn event(tenant: &str, kind: &str, id: &str, user: &str, hours_ago: i64, body: Value) -> Value {
+    let mut e = json!({
+        "kind": kind, "event_id": id, "tenant": tenant, "user": user, "session": "s1",
+        "ts": (Utc::now() - Days::hours(hours_ago)).to_rfc3339(),
+    });
+    e.as_object_mut()
+        .unwrap()
+        .extend(body.as_object().unwrap().clone());
+    e
+}
+
+fn say(tenant: &str, id: &str, user: &str, hours_ago: i64, content: &str) -> Value {
+    let body = json!({"role": "user", "content": content});
+    event(tenant, "interaction", id, user, hours_ago, body)
+}
+
+fn fact(tenant: &str, id: &str, user: &str, hours_ago: i64, attribute: &str, value: &str) -> Value {
+    let body = json!({"subject": user, "attribute": attribute, "value": value});
+    event(tenant, "fact", id, user, hours_ago, body)
+}
+
+fn brevity_correction(tenant: &str, id: &str, user: &str, hours_ago: i64) -> Value {
+    event(
+        tenant,
+        "correction",
+        id,
+        user,
+        hours_ago,
+        json!({
+            "target_event_id": "a1", "correction_type": "LENGTH",
+            "original": "Well, there are many considerations to weigh here before I answer",
+            "corrected": "Berlin.",
+            "expected_behavior": "Answer briefly, in one or two sentences.",
+        }),
+    )
+}
+
+fn post_ok(server: &Server, body: Value) {
+    let (status, resp) = server.post("/v1/events", &body);
+    assert_eq!(status, 200, "{resp}");
+    assert_eq!(resp["rejected"], json!([]), "{resp}");
+}
+
+fn feedback(server: &Server, tenant: &str, user: &str, message: &str, skill: &str, reward: i8) {
+    let (status, resp) = server.post(
+        "/v1/feedback",
+        &json!({"tenant": tenant, "user": user, "message_id": message, "skill_id": skill,
+                "reward": reward,
+                "context": {"intent": "question", "sentiment": "neutral", "time_of_day": "morning"}}),
+    );
+    assert_eq!(status, 200, "{resp}");
+}
+
+/// The mean the page shows for `skill` (from the element's `data-mean`), or null.
+fn shown_mean(skill: &str) -> String {
+    format!(
+        "const e = document.querySelector('[data-testid=skill-posterior][data-skill=\"{skill}\"]');\
+         return e ? Number(e.dataset.mean) : null;"
+    )
+}
+
+fn artifact(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("artifacts")
+        .join(name)
+}
+
+#[test]
+fn the_page_shows_a_promotion_and_a_moving_posterior_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let key = server.key_for("acme");
+    // some memory before the page opens: a conversation and a fact
+    post_ok(
+        &server,
+        json!([
+            say(
+                "acme",
+                "a1",
+                "alice",
+                80,
+                "What is the capital of Germany? A trip with Bob."
+            ),
+            say(
+                "acme",
+                "a2",
+                "alice",
+                79,
+                "Berlin, I think. Bob is booking the train."
+            ),
+            fact("acme", "f1", "alice", 78, "city", "Paris"),
+        ]),
+    );
+    server.wait_caught_up(WAIT);
+
+    let browser = Browser::start(1400, 1800);
+    browser.open(&format!("{}/dashboard#key={key}&user=alice", server.base));
+    browser.wait_for(
+        "the page to go live",
+        "return document.querySelector('#conn')?.textContent.trim() === 'live'",
+        WAIT,
+    );
+    browser.wait_for(
+        "alice's episodes in the user list",
+        "return (window.__dashboard?.rows_applied ?? 0) > 0 && document.body.innerText.includes('alice')",
+        WAIT,
+    );
+    // anything that reloads the page would drop this
+    browser.eval("window.__loaded_once = 'yes'; return true");
+
+    // a fact superseded: Paris → Berlin
+    post_ok(
+        &server,
+        json!([fact("acme", "f2", "alice", 50, "city", "Berlin")]),
+    );
+    browser.wait_for(
+        "the superseded fact",
+        "const r = document.querySelector('[data-testid=superseded-fact]');\
+         return r && r.textContent.includes('Paris') && r.textContent.includes('Berlin')",
+        WAIT,
+    );
+
+    // two corrections: a cluster forms, not yet a pattern (n < 3)
+    post_ok(
+        &server,
+        json!([
+            brevity_correction("acme", "c1", "alice", 72),
+            brevity_correction("acme", "c2", "alice", 48),
+        ]),
+    );
+    browser.wait_for(
+        "a cluster of two, not promoted",
+        "const c = document.querySelector('[data-testid=cluster][data-cluster=c1]');\
+         return c && c.dataset.promoted === 'false' && c.textContent.includes('2')",
+        WAIT,
+    );
+    assert_eq!(
+        browser.eval("return document.querySelectorAll('[data-testid=promotion]').length"),
+        json!(0),
+        "no promotion before the third correction"
+    );
+    // the third, a day after the first: n = 3, span ≥ 1 day, coherent → promoted
+    post_ok(
+        &server,
+        json!([brevity_correction("acme", "c3", "alice", 24)]),
+    );
+    browser.wait_for(
+        "the promotion in the log",
+        "return document.querySelector('[data-testid=promotion][data-cluster=c1]') !== null",
+        WAIT,
+    );
+    browser.wait_for(
+        "the cluster marked promoted and its preference active",
+        "const c = document.querySelector('[data-testid=cluster][data-cluster=c1]');\
+         const p = document.querySelector('[data-testid=preference][data-cluster=c1]');\
+         return c && c.dataset.promoted === 'true' && p && p.dataset.state === 'active'",
+        WAIT,
+    );
+
+    // feedback moves the posterior of the skill it is for
+    feedback(&server, "acme", "alice", "m1", "concise", 1);
+    let first = browser
+        .wait_for(
+            "the concise skill's posterior",
+            &shown_mean("concise"),
+            WAIT,
+        )
+        .as_f64()
+        .unwrap();
+    // Beta(1, 1) + one success: mean 2/3
+    assert!((first - 2.0 / 3.0).abs() < 1e-3, "{first}");
+    for (i, reward) in [1, 1, 1, -1, 1].into_iter().enumerate() {
+        feedback(
+            &server,
+            "acme",
+            "alice",
+            &format!("m{}", i + 2),
+            "concise",
+            reward,
+        );
+    }
+    let moved = browser
+        .wait_for(
+            "the posterior after five more votes",
+            &format!(
+                "const e = document.querySelector('[data-testid=skill-posterior][data-skill=\"concise\"]');\
+                 return e && Number(e.dataset.alpha) === 6 && Number(e.dataset.beta) === 2 ? Number(e.dataset.mean) : null;"
+            ),
+            WAIT,
+        )
+        .as_f64()
+        .unwrap();
+    // Beta(1 + 5, 1 + 1): mean 6/8
+    assert!((moved - 0.75).abs() < 1e-3, "{moved}");
+
+    // all of it arrived through the stream: one snapshot, no reload
+    assert_eq!(browser.eval("return window.__loaded_once"), json!("yes"));
+    let counters = browser.eval("return window.__dashboard");
+    assert_eq!(counters["snapshots"], json!(1), "{counters}");
+    assert!(counters["changes"].as_u64().unwrap() >= 4, "{counters}");
+    let errors = browser.eval(
+        "return [...document.querySelectorAll('.error, [data-testid=error]')].map(e => e.textContent)",
+    );
+    assert_eq!(errors, json!([]), "the page shows errors");
+
+    // the health panel has had its first report
+    browser.wait_for(
+        "a health report",
+        "return window.__dashboard.health >= 1",
+        WAIT,
+    );
+    let shot = artifact("dashboard-live.png");
+    browser.screenshot(&shot);
+    let bytes = std::fs::read(&shot).unwrap();
+    assert!(
+        bytes.starts_with(b"\x89PNG") && bytes.len() > 10_000,
+        "{}",
+        shot.display()
+    );
+    eprintln!("dashboard screenshot: {}", shot.display());
+}
+
+#[test]
+fn a_tenants_key_reads_only_its_own_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let acme = server.key_for("acme");
+    let globex = server.key_for("globex");
+    // the same user name in both tenants; globex's words are distinctive
+    post_ok(
+        &server,
+        json!([say(
+            "acme",
+            "a1",
+            "alice",
+            5,
+            "Remind me to water the ferns."
+        )]),
+    );
+    post_ok(
+        &server,
+        json!([
+            say(
+                "globex",
+                "g1",
+                "alice",
+                5,
+                "Quarterly zeppelin budget review with Zanzibar."
+            ),
+            fact("globex", "gf1", "alice", 5, "employer", "GlobexSecretCo"),
+            say(
+                "globex",
+                "g2",
+                "mallory",
+                5,
+                "Mallory's own zeppelin notes."
+            ),
+            brevity_correction("globex", "gc1", "alice", 5),
+        ]),
+    );
+    server.wait_caught_up(WAIT);
+
+    // no key, a wrong key: refused
+    let limit = Duration::from_secs(30);
+    let refused = |key: Option<&str>| {
+        server
+            .events(key, "/v1/dashboard/stream", limit)
+            .err()
+            .map(|(status, _)| status)
+    };
+    assert_eq!(refused(None), Some(401));
+    assert_eq!(refused(Some("engram_0000")), Some(401));
+    // a user name that is not a name
+    let (status, body) = server
+        .events(
+            Some(&acme),
+            "/v1/dashboard/stream?user=a%27%20OR%201=1",
+            limit,
+        )
+        .err()
+        .unwrap();
+    assert_eq!(
+        (status, body["error"]["field"].as_str()),
+        (400, Some("user"))
+    );
+
+    let mut stream = server
+        .events(Some(&acme), "/v1/dashboard/stream?user=alice", limit)
+        .unwrap();
+    let (name, snapshot) = stream.next_event().unwrap();
+    assert_eq!(name, "snapshot");
+    assert_eq!(snapshot["tenant"], "acme");
+    let users: Vec<&str> = snapshot["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["table"] == "user")
+        .map(|r| r["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(users, ["alice"], "acme's users only: {snapshot}");
+
+    // globex keeps writing while acme's page follows; then acme writes once
+    for i in 0..5 {
+        post_ok(
+            &server,
+            json!([
+                fact(
+                    "globex",
+                    &format!("gf{}", i + 2),
+                    "alice",
+                    4,
+                    "employer",
+                    &format!("GlobexSecretCo{i}")
+                ),
+                brevity_correction("globex", &format!("gc{}", i + 2), "alice", 30 * i + 30),
+            ]),
+        );
+    }
+    post_ok(
+        &server,
+        json!([fact("acme", "af1", "alice", 1, "plant", "ferns")]),
+    );
+    let (_, change) = stream
+        .until(WAIT, |name, data| {
+            name == "changes" && data.to_string().contains("ferns")
+        })
+        .expect("acme's own change arrives");
+    assert!(change["upserts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["table"] == "fact"));
+    // the globex events were accepted before acme's, so every batch with them has passed
+    for secret in [
+        "GlobexSecretCo",
+        "zeppelin",
+        "Zanzibar",
+        "mallory",
+        "gc1",
+        "globex",
+    ] {
+        assert!(
+            !stream.raw.contains(secret),
+            "acme's stream carries globex's {secret:?}"
+        );
+    }
+
+    // globex's own key does see globex's alice (the stream is the key's tenant's, no other)
+    let mut theirs = server
+        .events(Some(&globex), "/v1/dashboard/stream?user=alice", limit)
+        .unwrap();
+    let (_, snapshot) = theirs.next_event().unwrap();
+    assert_eq!(snapshot["tenant"], "globex");
+    assert!(snapshot.to_string().contains("GlobexSecretCo"));
+    assert!(!snapshot.to_string().contains("ferns"));
+
+    // a revoked key is refused at once, and a stream it opened ends within seconds
+    let (status, body) = server.post_as(
+        Some(&server.admin_key),
+        "/v1/admin/tenants/acme/keys",
+        &json!({}),
+    );
+    assert_eq!(status, 201, "{body}");
+    let second = body["api_key"].as_str().unwrap().to_string();
+    let mut open = server
+        .events(Some(&second), "/v1/dashboard/stream", limit)
+        .unwrap();
+    assert_eq!(open.next_event().unwrap().0, "snapshot");
+    let resp = reqwest::blocking::Client::new()
+        .delete(format!(
+            "{}/v1/admin/tenants/acme/keys/{second}",
+            server.base
+        ))
+        .bearer_auth(&server.admin_key)
+        .send()
+        .unwrap();
+    assert!(resp.status().is_success(), "{}", resp.status());
+    assert_eq!(refused(Some(&second)), Some(401));
+    let started = std::time::Instant::now();
+    while open.next_event().is_some() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the revoked key's stream goes on"
+        );
+    }
+}
+
+#[test]
+fn a_promoted_cluster_that_is_renamed_is_not_promoted_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let key = server.key_for("acme");
+    let mut stream = server
+        .events(
+            Some(&key),
+            "/v1/dashboard/stream?user=alice",
+            Duration::from_secs(60),
+        )
+        .unwrap();
+    assert_eq!(stream.next_event().unwrap().0, "snapshot");
+    post_ok(
+        &server,
+        json!([
+            brevity_correction("acme", "c5", "alice", 72),
+            brevity_correction("acme", "c6", "alice", 48),
+            brevity_correction("acme", "c7", "alice", 24),
+        ]),
+    );
+    let (_, promoted) = stream
+        .until(WAIT, |name, d| {
+            name == "changes" && !d["promotions"].as_array().unwrap().is_empty()
+        })
+        .expect("the promotion");
+    assert_eq!(promoted["promotions"][0]["cluster_id"], "c5");
+    assert_eq!(promoted["promotions"][0]["size"], 3);
+    // c1 sorts before c5: the cluster is renamed c1 and grows to four; no new promotion
+    post_ok(
+        &server,
+        json!([brevity_correction("acme", "c1", "alice", 12)]),
+    );
+    let (_, renamed) = stream
+        .until(WAIT, |name, d| {
+            name == "changes"
+                && d["upserts"].as_array().unwrap().iter().any(|r| {
+                    r["table"] == "cluster" && r["key"] == "c1" && r["value"]["promoted"] == true
+                })
+        })
+        .expect("the renamed cluster");
+    assert_eq!(renamed["promotions"], json!([]), "{renamed}");
+    let deleted: Vec<&Value> = renamed["deletes"].as_array().unwrap().iter().collect();
+    assert!(
+        deleted
+            .iter()
+            .any(|d| d["table"] == "cluster" && d["key"] == "c5"),
+        "{renamed}"
+    );
+    let row = renamed["upserts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["table"] == "cluster" && r["key"] == "c1")
+        .unwrap();
+    assert_eq!(row["value"]["size"], 4);
+}
