@@ -56,7 +56,7 @@ use serde::{Deserialize, Serialize};
 use timely::progress::Timestamp;
 
 use crate::math::fusion::{
-    assess_cluster, cosine_similarity, preference_confidence, PromotionCriteria,
+    assess_cluster, centroid, cosine_similarity, preference_confidence, PromotionCriteria,
     DEFAULT_EVIDENCE_WEIGHT,
 };
 
@@ -427,6 +427,9 @@ pub struct ClusterMeasure {
     pub confidence_milli: u16,
     /// Whether the cluster meets the default [`PromotionCriteria`] (then it is a pattern).
     pub promoted: bool,
+    /// The mean of the members' dequantised embeddings ([`centroid`]), quantised: what the
+    /// cluster is about, to compare it with other users' clusters.
+    pub centroid: QuantisedEmbedding,
 }
 
 impl ClusterMeasure {
@@ -451,7 +454,7 @@ impl ClusterMeasure {
 ///
 /// Output: `((tenant, user), measure)`, multiplicity 1, for every cluster with at least one
 /// present member whose members' embeddings all have one length: its size, coherence (mean
-/// cosine to the centroid, [`crate::math::fusion::coherence`]), span, the
+/// cosine to the centroid, [`crate::math::fusion::coherence`]), centroid, span, the
 /// [`preference_confidence`] of its members' confidences (folded in [`CorrectionPoint`]
 /// order), and whether it meets the default [`PromotionCriteria`] (n ≥ 3, coherence > 0.8,
 /// span ≥ 1 day). When a member is added or retracted, the cluster's measure is replaced or
@@ -546,6 +549,7 @@ fn measure_of(cluster_id: &str, members: &[&CorrectionPoint]) -> Option<ClusterM
         span_micros: latest.saturating_sub(earliest),
         confidence_milli: to_milli(preference_confidence(&confidences, DEFAULT_EVIDENCE_WEIGHT)),
         promoted: assessment.promotable,
+        centroid: QuantisedEmbedding::from_f32(&centroid(&embeddings)?),
     })
 }
 

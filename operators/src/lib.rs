@@ -13,5 +13,6 @@ pub mod lifecycle;
 pub mod math;
 pub mod skill_feedback;
 pub mod style_preferences;
+pub mod team_preferences;
 
 pub use episodes::{next_edges, Episode, EpisodeNode, SessionKey};

@@ -18,7 +18,8 @@ use engram_operators::correction_clusters::{
 use engram_operators::lifecycle::{preference_traces, PreferenceKey, PreferenceTrace};
 use engram_operators::math::decay::{LifecycleThresholds, StabilityParams};
 use engram_operators::math::fusion::{
-    coherence, cosine_similarity, preference_confidence, DEFAULT_EVIDENCE_WEIGHT, SECONDS_PER_DAY,
+    centroid, coherence, cosine_similarity, preference_confidence, DEFAULT_EVIDENCE_WEIGHT,
+    SECONDS_PER_DAY,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -238,6 +239,7 @@ fn measures_from_scratch(present: &Present, clusters: &BTreeSet<Pair>) -> BTreeS
                 promoted: points.len() >= 3
                     && coherence > 0.8
                     && span_micros as f64 / 1e6 >= SECONDS_PER_DAY,
+                centroid: QuantisedEmbedding::from_f32(&centroid(&embeddings).unwrap()),
             },
         ));
     }
