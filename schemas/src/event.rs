@@ -42,6 +42,12 @@ impl Event {
         }
     }
 
+    /// Whether the event is a control that governs processing (erase, restrict, unrestrict):
+    /// such events are acted on, never held, redacted or fed to the views.
+    pub fn governs_processing(&self) -> bool {
+        matches!(&self.body, Body::Control(c) if c.governs_processing())
+    }
+
     /// The `tenant/user` key under which the event is partitioned and ordered.
     pub fn key(&self) -> String {
         format!("{}/{}", self.header.tenant, self.header.user)
@@ -248,6 +254,10 @@ pub enum ControlAction {
     Restrict,
     /// Lift a restriction.
     Unrestrict,
+    /// Put the user in a team (`team`), or out of every team (no `team`): teams share the
+    /// preferences enough of their users hold (SPEC §4.4). Data, not a command: it is held
+    /// while the user is restricted and erased with the user.
+    SetTeam,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -261,6 +271,17 @@ pub enum ControlScope {
 pub struct Control {
     pub action: ControlAction,
     pub scope: ControlScope,
+    /// The team of a `set_team`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
+}
+
+impl Control {
+    /// Whether this control governs processing (erase, restrict, unrestrict) rather than
+    /// carrying the user's data (`set_team`).
+    pub fn governs_processing(&self) -> bool {
+        self.action != ControlAction::SetTeam
+    }
 }
 
 /// What an erased event's log record becomes: its tenant and id only, so a redelivery of the

@@ -281,10 +281,11 @@ fn control(obj: &Map<String, Value>) -> Res<Control> {
         "erase" => ControlAction::Erase,
         "restrict" => ControlAction::Restrict,
         "unrestrict" => ControlAction::Unrestrict,
+        "set_team" => ControlAction::SetTeam,
         other => {
             return Err(EventError::new(
                 "action",
-                format!("{other:?} is not one of erase, restrict, unrestrict"),
+                format!("{other:?} is not one of erase, restrict, unrestrict, set_team"),
             ))
         }
     };
@@ -299,7 +300,31 @@ fn control(obj: &Map<String, Value>) -> Res<Control> {
             ))
         }
     };
-    Ok(Control { action, scope })
+    let team = match obj.get("team") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(team)) if action == ControlAction::SetTeam => {
+            validate_name(team).map_err(|reason| EventError::new("team", reason))?;
+            Some(team.clone())
+        }
+        Some(Value::String(_)) => {
+            return Err(EventError::new(
+                "team",
+                "only a set_team control names a team",
+            ))
+        }
+        Some(_) => return Err(EventError::new("team", "must be a string")),
+    };
+    if action == ControlAction::SetTeam && scope == ControlScope::Tenant {
+        return Err(EventError::new(
+            "scope",
+            "set_team puts one user in a team: its scope is user",
+        ));
+    }
+    Ok(Control {
+        action,
+        scope,
+        team,
+    })
 }
 
 // --- field helpers -------------------------------------------------------------------------

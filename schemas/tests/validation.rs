@@ -138,3 +138,42 @@ fn node_ids_are_stable_and_tenant_scoped() {
     assert_ne!(node_id("a", "e1"), node_id("b", "e1"));
     assert_ne!(node_id("a", "e1"), node_id("a", "e2"));
 }
+
+#[test]
+fn set_team_names_a_valid_team_for_one_user() {
+    let base = json!({"kind": "control", "event_id": "t1", "tenant": "acme", "user": "u1",
+        "ts": "2024-05-01T10:00:00Z", "action": "set_team", "team": "support"});
+    let e = parse(base.clone()).unwrap();
+    let Body::Control(c) = &e.body else {
+        panic!("{e:?}")
+    };
+    assert_eq!(c.action, ControlAction::SetTeam);
+    assert_eq!(c.team.as_deref(), Some("support"));
+    assert!(!e.governs_processing());
+    assert_eq!(
+        Event::from_canonical_json(e.to_json().as_bytes()).unwrap(),
+        e
+    );
+    // leaving every team: no team
+    let mut leave = base.clone();
+    leave.as_object_mut().unwrap().remove("team");
+    let Body::Control(c) = parse(leave).unwrap().body else {
+        panic!()
+    };
+    assert_eq!(c.team, None);
+    for (field, patch) in [
+        ("team", json!({"team": "sup port"})),
+        ("team", json!({"team": 3})),
+        ("scope", json!({"scope": "tenant"})),
+        ("team", json!({"action": "erase"})),
+    ] {
+        let mut v = base.clone();
+        v.as_object_mut()
+            .unwrap()
+            .extend(patch.as_object().unwrap().clone());
+        assert_eq!(parse(v).unwrap_err().field, field, "{patch}");
+    }
+    let erase = json!({"kind": "control", "event_id": "t2", "tenant": "acme", "user": "u1",
+        "ts": "2024-05-01T10:00:00Z", "action": "erase"});
+    assert!(parse(erase).unwrap().governs_processing());
+}
