@@ -6,8 +6,9 @@ use engram_operators::facts::{extract_facts, normalise_attribute, FactAssertion,
 use engram_operators::math::beta::context_bucket;
 use engram_operators::math::fusion::{fuse_confidence, ModalitySignal, ModalityWeights};
 use engram_operators::skill_feedback::{FeedbackVote, MessageKey};
+use engram_operators::team_preferences::TeamAssignment;
 use engram_operators::{Episode, SessionKey};
-use engram_schemas::{node_id, Body, Correction, Event, Role};
+use engram_schemas::{node_id, Body, ControlAction, Correction, Event, Role};
 
 /// One input to the dataflow, derived from one accepted event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +24,8 @@ pub enum InputRecord {
     Correction(UserKey, CorrectionPoint),
     /// A correction's words, for prompts.
     CorrectionNote(UserKey, CorrectionNote),
+    /// The user was put in a team, or out of every team.
+    TeamAssignment(UserKey, TeamAssignment),
 }
 
 /// Confidence of a correction that states none and carries no signals to fuse: the user typed
@@ -75,6 +78,7 @@ impl InputRecord {
             InputRecord::Feedback(_, vote) => vote.ts_micros,
             InputRecord::Correction(_, point) => point.ts_micros,
             InputRecord::CorrectionNote(_, note) => note.ts_micros,
+            InputRecord::TeamAssignment(_, a) => a.ts_micros,
         }
     }
 
@@ -194,6 +198,16 @@ impl InputRecord {
                     confidence_milli: (correction_confidence(c) * 1000.0).round() as u16,
                 },
             )],
+            Body::Control(c) if c.action == ControlAction::SetTeam => {
+                vec![InputRecord::TeamAssignment(
+                    (h.tenant.clone(), h.user.clone()),
+                    TeamAssignment {
+                        ts_micros: h.ts.timestamp_micros(),
+                        log_offset,
+                        team: c.team.clone(),
+                    },
+                )]
+            }
             _ => Vec::new(),
         }
     }

@@ -10,5 +10,5 @@ pub mod memory;
 pub mod views;
 
 pub use input::{correction_text, InputRecord, InputSource};
-pub use memory::{run_memory_dataflow, DataflowHandle, EngineClock, EpisodeBatch};
+pub use memory::{run_memory_dataflow, DataflowHandle, EngineClock, EpisodeBatch, HierarchyParams};
 pub use views::{MemoryViews, SharedViews};

@@ -17,6 +17,9 @@ use engram_operators::lifecycle::{
 use engram_operators::math::decay::{LifecycleState, LifecycleThresholds};
 use engram_operators::skill_feedback::{skill_feedback, FeedbackVote, MessageKey};
 use engram_operators::style_preferences::style_preferences;
+use engram_operators::team_preferences::{
+    org_preferences, team_preferences, user_teams, TeamAssignment,
+};
 use engram_operators::{next_edges, Episode, SessionKey};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -140,6 +143,7 @@ pub fn run_memory_dataflow<F>(
     workers: usize,
     make_source: F,
     clock: EngineClock,
+    hierarchy: HierarchyParams,
     views: Arc<SharedViews>,
     episodes_out: Sender<EpisodeBatch>,
 ) -> Result<DataflowHandle, String>
@@ -184,6 +188,8 @@ where
             let (corrections_input, corrections) =
                 scope.new_collection::<(UserKey, CorrectionPoint), isize>();
             let (notes_input, notes) = scope.new_collection::<(UserKey, CorrectionNote), isize>();
+            let (assignments_input, assignments) =
+                scope.new_collection::<(UserKey, TeamAssignment), isize>();
             capture(correction_notes(notes), &cap, &mut probe, |(user, note)| {
                 ViewUpdate::CorrectionNote(user.clone(), note.clone())
             });
@@ -191,6 +197,21 @@ where
             let clusters = correction_clusters(corrections.clone(), links);
             let measures = cluster_measures(corrections.clone(), clusters.clone());
             let patterns = promoted_patterns(measures.clone());
+            let teams = user_teams(assignments);
+            let team_prefs =
+                team_preferences(measures.clone(), teams.clone(), hierarchy.team_min_users);
+            capture(
+                org_preferences(team_prefs.clone(), hierarchy.org_min_teams),
+                &cap,
+                &mut probe,
+                |(tenant, p)| ViewUpdate::OrgPreference(tenant.clone(), p.clone()),
+            );
+            capture(team_prefs, &cap, &mut probe, |(team, p)| {
+                ViewUpdate::TeamPreference(team.clone(), p.clone())
+            });
+            capture(teams, &cap, &mut probe, |(user, team)| {
+                ViewUpdate::UserTeam(user.clone(), team.clone())
+            });
             capture(measures, &cap, &mut probe, |(user, measure)| {
                 ViewUpdate::ClusterMeasure(user.clone(), measure.clone())
             });
@@ -260,6 +281,7 @@ where
                 votes: votes_input,
                 corrections: corrections_input,
                 notes: notes_input,
+                assignments: assignments_input,
             }
         });
         let out = episodes_out.lock().unwrap().clone();
@@ -327,6 +349,25 @@ where
     })
 }
 
+/// How many members share a preference before their group holds it (SPEC §4.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HierarchyParams {
+    /// Users of a team (k, default 3).
+    pub team_min_users: usize,
+    /// Teams of a tenant (default 3).
+    pub org_min_teams: usize,
+}
+
+impl Default for HierarchyParams {
+    fn default() -> Self {
+        HierarchyParams {
+            team_min_users: engram_operators::team_preferences::DEFAULT_TEAM_MIN_USERS,
+            org_min_teams: engram_operators::team_preferences::DEFAULT_ORG_MIN_TEAMS,
+        }
+    }
+}
+
 /// The dataflow's input sessions, one per kind of record.
 struct Inputs {
     episodes: InputSession<u64, (SessionKey, Episode), isize>,
@@ -334,6 +375,7 @@ struct Inputs {
     votes: InputSession<u64, (MessageKey, FeedbackVote), isize>,
     corrections: InputSession<u64, (UserKey, CorrectionPoint), isize>,
     notes: InputSession<u64, (UserKey, CorrectionNote), isize>,
+    assignments: InputSession<u64, (UserKey, TeamAssignment), isize>,
 }
 
 impl Inputs {
@@ -344,6 +386,7 @@ impl Inputs {
             InputRecord::Feedback(key, vote) => self.votes.update((key, vote), diff),
             InputRecord::Correction(user, point) => self.corrections.update((user, point), diff),
             InputRecord::CorrectionNote(user, note) => self.notes.update((user, note), diff),
+            InputRecord::TeamAssignment(user, a) => self.assignments.update((user, a), diff),
         }
     }
 
@@ -355,12 +398,14 @@ impl Inputs {
             self.votes.advance_to(time);
             self.corrections.advance_to(time);
             self.notes.advance_to(time);
+            self.assignments.advance_to(time);
         }
         self.episodes.flush();
         self.facts.flush();
         self.votes.flush();
         self.corrections.flush();
         self.notes.flush();
+        self.assignments.flush();
     }
 }
 

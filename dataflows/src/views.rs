@@ -9,6 +9,7 @@ use engram_operators::lifecycle::{PreferenceKey, PreferenceTrace};
 use engram_operators::math::decay::LifecycleState;
 use engram_operators::skill_feedback::{FeedbackTally, PopulationKey, SkillKey};
 use engram_operators::style_preferences::UserStyle;
+use engram_operators::team_preferences::{OrgPreference, TeamKey, TeamPreference};
 use engram_operators::SessionKey;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
@@ -30,6 +31,12 @@ pub struct MemoryViews {
     pub users: HashMap<(String, String), UserMemory>,
     /// Skill feedback per `(tenant, bucket, skill)`, over all of the tenant's users.
     pub population: HashMap<PopulationKey, FeedbackTally>,
+    /// `(tenant, user)` → the user's team.
+    pub user_teams: HashMap<(String, String), String>,
+    /// `(tenant, team)` → the preferences the team holds, by id.
+    pub team_preferences: BTreeMap<TeamKey, BTreeMap<String, TeamPreference>>,
+    /// Tenant → the preferences the organisation holds, by id.
+    pub org_preferences: BTreeMap<String, BTreeMap<String, OrgPreference>>,
     /// Engine time (seconds since the Unix epoch) the preference states are as of.
     pub engine_time_secs: u64,
     /// Batches of updates applied so far: the [`ViewChanges::seq`] of the last one.
@@ -80,6 +87,9 @@ pub enum ViewUpdate {
     PreferenceState(PreferenceKey, LifecycleState),
     PopulationTally(PopulationKey, FeedbackTally),
     CorrectionNote(UserKey, CorrectionNote),
+    UserTeam(UserKey, String),
+    TeamPreference(TeamKey, TeamPreference),
+    OrgPreference(String, OrgPreference),
     Style(UserKey, UserStyle),
 }
 
@@ -197,6 +207,35 @@ impl MemoryViews {
                     *current = None;
                 }
             }
+            ViewUpdate::UserTeam(user, team) => {
+                if diff > 0 {
+                    self.user_teams.insert(user, team);
+                } else if self.user_teams.get(&user) == Some(&team) {
+                    self.user_teams.remove(&user);
+                }
+            }
+            ViewUpdate::TeamPreference(team, p) => {
+                let held = self.team_preferences.entry(team.clone()).or_default();
+                if diff > 0 {
+                    held.insert(p.id.clone(), p);
+                } else if held.get(&p.id) == Some(&p) {
+                    held.remove(&p.id);
+                }
+                if held.is_empty() {
+                    self.team_preferences.remove(&team);
+                }
+            }
+            ViewUpdate::OrgPreference(tenant, p) => {
+                let held = self.org_preferences.entry(tenant.clone()).or_default();
+                if diff > 0 {
+                    held.insert(p.id.clone(), p);
+                } else if held.get(&p.id) == Some(&p) {
+                    held.remove(&p.id);
+                }
+                if held.is_empty() {
+                    self.org_preferences.remove(&tenant);
+                }
+            }
             ViewUpdate::PopulationTally(key, tally) => {
                 if diff > 0 {
                     self.population.insert(key, tally);
@@ -227,7 +266,8 @@ impl ViewUpdate {
         self.owner().0
     }
 
-    /// The user whose data this update is; `None` for tenant-wide views (population tallies).
+    /// The user whose data this update is; `None` for tenant-wide views (population tallies,
+    /// team and organisation preferences).
     pub fn user(&self) -> Option<&str> {
         self.owner().1
     }
@@ -245,8 +285,11 @@ impl ViewUpdate {
             | ViewUpdate::CorrectionNote(user, _)
             | ViewUpdate::Style(user, _)
             | ViewUpdate::PreferenceTrace((user, _), _)
-            | ViewUpdate::PreferenceState((user, _), _) => (&user.0, &user.1),
+            | ViewUpdate::PreferenceState((user, _), _)
+            | ViewUpdate::UserTeam(user, _) => (&user.0, &user.1),
             ViewUpdate::PopulationTally(key, _) => return (&key.0, None),
+            ViewUpdate::TeamPreference(team, _) => return (&team.0, None),
+            ViewUpdate::OrgPreference(tenant, _) => return (tenant, None),
         };
         (tenant, Some(user))
     }

@@ -3,14 +3,17 @@
 //! random stream with out-of-order timestamps, with one and with two workers.
 
 use chrono::{TimeZone, Utc};
-use engram_dataflows::{run_memory_dataflow, EngineClock, InputRecord, InputSource, SharedViews};
+use engram_dataflows::{
+    run_memory_dataflow, EngineClock, HierarchyParams, InputRecord, InputSource, SharedViews,
+};
 use engram_operators::entities::{extract_entities, sentence_pairs, EntityKind};
 use engram_operators::facts::{fact_versions, FactAssertion, FactVersion};
 use engram_operators::math::beta::context_bucket;
 use engram_operators::skill_feedback::FeedbackTally;
 use engram_operators::Episode;
 use engram_schemas::{
-    Body, Correction, CorrectionType, Event, Feedback, FeedbackContext, Header, Interaction, Role,
+    Body, Control, ControlAction, ControlScope, Correction, CorrectionType, Event, Feedback,
+    FeedbackContext, Header, Interaction, Role,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -109,6 +112,17 @@ fn random_event(rng: &mut StdRng, i: usize) -> Event {
         });
         return Event { header, body };
     }
+    if rng.gen_bool(0.06) {
+        let team = ["red", "blue", "red"]
+            .get(rng.gen_range(0..4))
+            .map(|t| t.to_string());
+        let body = Body::Control(Control {
+            action: ControlAction::SetTeam,
+            scope: ControlScope::User,
+            team,
+        });
+        return Event { header, body };
+    }
     if rng.gen_bool(0.2) {
         // a vote on one of a few answers: later votes on the same answer replace earlier ones
         let body = Body::Feedback(Feedback {
@@ -176,11 +190,21 @@ struct Expected {
     voted: BTreeMap<(String, String), u64>,
     /// `(tenant, user)` → episodes.
     user_episodes: BTreeMap<(String, String), usize>,
+    /// `(tenant, user)` → team.
+    user_teams: BTreeMap<(String, String), String>,
+    /// The users holding each team preference.
+    team_preferences: BTreeSet<((String, String), Vec<String>)>,
+    /// The teams holding each organisation preference.
+    org_preferences: BTreeSet<(String, Vec<String>)>,
 }
 
 /// Clusters (every correction of one user and topic, named by the least event id) and the
 /// patterns among them (at least 3 corrections over at least a day).
-fn cluster_corrections(log: &[Event], expected: &mut Expected) {
+fn cluster_corrections(
+    log: &[Event],
+    expected: &mut Expected,
+) -> BTreeMap<(String, String), BTreeSet<String>> {
+    let mut promoted_topics: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
     // (tenant, user, topic) -> (event id, ts)
     let mut by_topic: BTreeMap<(String, String, String), Vec<(String, i64)>> = BTreeMap::new();
     for e in log {
@@ -193,7 +217,7 @@ fn cluster_corrections(log: &[Event], expected: &mut Expected) {
             .or_default()
             .push((h.event_id.clone(), h.ts.timestamp_micros()));
     }
-    for ((tenant, user, _), members) in by_topic {
+    for ((tenant, user, topic), members) in by_topic {
         let cluster = members.iter().map(|(id, _)| id).min().unwrap().clone();
         for (id, _) in &members {
             expected
@@ -208,9 +232,69 @@ fn cluster_corrections(log: &[Event], expected: &mut Expected) {
             (members.len() as u32, span, promoted),
         );
         if promoted {
+            promoted_topics
+                .entry((tenant.clone(), user.clone()))
+                .or_default()
+                .insert(topic);
             expected
                 .patterns
                 .insert((tenant, user, cluster), members.len() as u32);
+        }
+    }
+    promoted_topics
+}
+
+/// Teams (the latest assignment by time, then log offset), the preferences held by at least
+/// [`HIERARCHY`]'s users of a team (one per topic, the topics being orthogonal) and by at least
+/// its teams of the tenant.
+fn hierarchy(
+    log: &[Event],
+    promoted_topics: &BTreeMap<(String, String), BTreeSet<String>>,
+    expected: &mut Expected,
+) {
+    let mut latest: BTreeMap<(String, String), (i64, usize, Option<String>)> = BTreeMap::new();
+    for (offset, e) in log.iter().enumerate() {
+        if let Body::Control(c) = &e.body {
+            let at = (e.header.ts.timestamp_micros(), offset, c.team.clone());
+            let user = (e.header.tenant.clone(), e.header.user.clone());
+            if latest.get(&user).is_none_or(|seen| *seen < at) {
+                latest.insert(user, at);
+            }
+        }
+    }
+    expected.user_teams = latest
+        .into_iter()
+        .filter_map(|(user, (_, _, team))| Some((user, team?)))
+        .collect();
+    // (tenant, team, topic) -> users
+    let mut holders: BTreeMap<(String, String, String), Vec<String>> = BTreeMap::new();
+    for ((tenant, user), team) in &expected.user_teams {
+        for topic in promoted_topics
+            .get(&(tenant.clone(), user.clone()))
+            .into_iter()
+            .flatten()
+        {
+            holders
+                .entry((tenant.clone(), team.clone(), topic.clone()))
+                .or_default()
+                .push(user.clone());
+        }
+    }
+    let mut teams_by_topic: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for ((tenant, team, topic), users) in holders {
+        if users.len() >= HIERARCHY.team_min_users {
+            expected
+                .team_preferences
+                .insert(((tenant.clone(), team.clone()), users));
+            teams_by_topic
+                .entry((tenant, topic))
+                .or_default()
+                .push(team);
+        }
+    }
+    for ((tenant, _), teams) in teams_by_topic {
+        if teams.len() >= HIERARCHY.org_min_teams {
+            expected.org_preferences.insert((tenant, teams));
         }
     }
 }
@@ -268,7 +352,7 @@ fn from_scratch(log: &[Event]) -> Expected {
                 InputRecord::Episode(k, ep) => sessions.entry(k).or_default().push(ep),
                 InputRecord::Fact(k, a) => assertions.entry(k).or_default().push(a),
                 InputRecord::Feedback(..) | InputRecord::Correction(..) => {}
-                InputRecord::CorrectionNote(..) => {}
+                InputRecord::CorrectionNote(..) | InputRecord::TeamAssignment(..) => {}
             }
         }
     }
@@ -333,9 +417,13 @@ fn from_scratch(log: &[Event]) -> Expected {
             .collect(),
         voted: BTreeMap::new(),
         user_episodes,
+        user_teams: BTreeMap::new(),
+        team_preferences: BTreeSet::new(),
+        org_preferences: BTreeSet::new(),
     };
     tally_votes(log, &mut expected);
-    cluster_corrections(log, &mut expected);
+    let promoted_topics = cluster_corrections(log, &mut expected);
+    hierarchy(log, &promoted_topics, &mut expected);
     expected
 }
 
@@ -418,12 +506,30 @@ fn published(views: &SharedViews) -> Expected {
         notes,
         voted,
         user_episodes: v.user_episodes.clone().into_iter().collect(),
+        user_teams: v.user_teams.clone().into_iter().collect(),
+        team_preferences: v
+            .team_preferences
+            .iter()
+            .flat_map(|(team, held)| held.values().map(|p| (team.clone(), p.users.clone())))
+            .collect(),
+        org_preferences: v
+            .org_preferences
+            .iter()
+            .flat_map(|(tenant, held)| held.values().map(|p| (tenant.clone(), p.teams.clone())))
+            .collect(),
     }
 }
 
-/// Runs one random stream; returns how many patterns the final views hold (so the tests can
-/// check that the streams exercise promotion at all).
-fn run(workers: usize, seed: u64) -> usize {
+/// Two users are enough for a team here (the stream has two), one team for the organisation.
+const HIERARCHY: HierarchyParams = HierarchyParams {
+    team_min_users: 2,
+    org_min_teams: 1,
+};
+
+/// Runs one random stream; returns how many patterns the final views hold and how many team
+/// preferences the checked views held (so the tests can check that the streams exercise
+/// promotion and the hierarchy at all).
+fn run(workers: usize, seed: u64) -> (usize, usize) {
     let log: Log = Default::default();
     let views = Arc::new(SharedViews::default());
     let (tx, rx) = std::sync::mpsc::channel();
@@ -439,6 +545,7 @@ fn run(workers: usize, seed: u64) -> usize {
             }) as Box<dyn InputSource>
         },
         EngineClock::Events,
+        HIERARCHY,
         views.clone(),
         tx,
     )
@@ -446,6 +553,7 @@ fn run(workers: usize, seed: u64) -> usize {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut stored_episodes = 0;
     let mut patterns = 0;
+    let mut team_preferences = 0;
     for chunk in 0..8 {
         {
             let mut l = log.lock().unwrap();
@@ -466,6 +574,7 @@ fn run(workers: usize, seed: u64) -> usize {
         let want = from_scratch(&log.lock().unwrap());
         let got = published(&views);
         patterns = got.patterns.len();
+        team_preferences += got.team_preferences.len();
         assert_eq!(got, want, "seed {seed}, chunk {chunk}, {workers} worker(s)");
         while let Ok(batch) = rx.try_recv() {
             stored_episodes += batch.episodes.len();
@@ -485,17 +594,24 @@ fn run(workers: usize, seed: u64) -> usize {
         stored_episodes, interactions,
         "each episode is emitted for storage once"
     );
-    patterns
+    (patterns, team_preferences)
 }
 
 #[test]
 fn published_views_equal_from_scratch_one_worker() {
-    let patterns: usize = (0..12).map(|seed| run(1, seed)).sum();
-    assert!(patterns > 0, "no stream promoted a pattern");
+    let (patterns, teams): (Vec<usize>, Vec<usize>) = (0..12).map(|seed| run(1, seed)).unzip();
+    assert!(
+        patterns.iter().sum::<usize>() > 0,
+        "no stream promoted a pattern"
+    );
+    assert!(
+        teams.iter().sum::<usize>() > 0,
+        "no team ever held a preference"
+    );
 }
 
 #[test]
 fn published_views_equal_from_scratch_two_workers() {
-    let patterns: usize = (100..106).map(|seed| run(2, seed)).sum();
+    let patterns: usize = (100..106).map(|seed| run(2, seed).0).sum();
     assert!(patterns > 0, "no stream promoted a pattern");
 }
