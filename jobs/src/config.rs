@@ -3,7 +3,7 @@
 
 use crate::kafka::KafkaConfig;
 use engram_connectors::{EmbedderConfig, IndexPolicy};
-use engram_dataflows::EngineClock;
+use engram_dataflows::{EngineClock, HierarchyParams};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -38,6 +38,8 @@ pub struct Config {
     pub prompt: PromptConfig,
     /// The OpenAI-compatible chat server `/v1/chat` forwards prompts to.
     pub llm: LlmConfig,
+    /// When a team, and an organisation, hold a preference their members hold.
+    pub hierarchy: HierarchyParams,
 }
 
 /// Prompt assembly (`/v1/prompt`, `/v1/chat`).
@@ -194,6 +196,7 @@ impl Default for Config {
             admin_key: None,
             prompt: PromptConfig::default(),
             llm: LlmConfig::default(),
+            hierarchy: HierarchyParams::default(),
         }
     }
 }

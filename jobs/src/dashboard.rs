@@ -9,6 +9,7 @@
 //! ever read for a stream.
 
 use crate::engine::Engine;
+use crate::prompt::preference_wording;
 use crate::server::{
     check_not_restricted, error, lifecycle_name, micros_to_rfc3339, presented_key, AuthTenant,
 };
@@ -23,6 +24,7 @@ use engram_operators::math::beta::{thompson_shares, user_posterior, ShrinkagePar
 use engram_operators::math::decay::{lifecycle_transition_times, LifecycleThresholds};
 use engram_operators::math::fusion::PromotionCriteria;
 use engram_operators::math::skills::BASE_SKILLS;
+use engram_operators::team_preferences::{OrgPreference, TeamPreference};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -225,6 +227,12 @@ struct Touched {
     population_buckets: BTreeSet<u32>,
     /// `(user, cluster)` → summed diff of its pattern records: +1 is a promotion.
     patterns: BTreeMap<(String, String), isize>,
+    /// Team preferences: `(team, preference)` → summed diff.
+    team_preferences: BTreeMap<(String, TeamPreference), isize>,
+    /// Organisation preferences → summed diff.
+    org_preferences: BTreeMap<OrgPreference, isize>,
+    /// Teams users joined or left (their rows count the members).
+    teams: BTreeSet<String>,
 }
 
 impl Touched {
@@ -233,13 +241,32 @@ impl Touched {
             && self.buckets.is_empty()
             && self.population_buckets.is_empty()
             && self.patterns.is_empty()
+            && self.team_preferences.is_empty()
+            && self.org_preferences.is_empty()
     }
 
     /// Notes what one update of the tenant touches; details only for `selected`.
     fn note(&mut self, update: &ViewUpdate, diff: isize, selected: Option<&str>) {
-        if let ViewUpdate::PopulationTally((_, bucket, _), _) = update {
-            self.population_buckets.insert(*bucket);
-            return;
+        match update {
+            ViewUpdate::PopulationTally((_, bucket, _), _) => {
+                self.population_buckets.insert(*bucket);
+                return;
+            }
+            ViewUpdate::TeamPreference((_, team), p) => {
+                *self
+                    .team_preferences
+                    .entry((team.clone(), p.clone()))
+                    .or_default() += diff;
+                return;
+            }
+            ViewUpdate::OrgPreference(_, p) => {
+                *self.org_preferences.entry(p.clone()).or_default() += diff;
+                return;
+            }
+            ViewUpdate::UserTeam(_, team) => {
+                self.teams.insert(team.clone());
+            }
+            _ => {}
         }
         let Some(user) = update.user() else { return };
         if let ViewUpdate::Pattern((_, u), p) = update {
@@ -287,6 +314,41 @@ impl Touched {
             }
             _ => {}
         }
+    }
+
+    /// Team and organisation preferences that appeared, unless they only took over one that
+    /// went at the same time with members in common (renamed by a new smallest member).
+    fn group_promotions(&self, views: &MemoryViews, tenant: &str) -> Vec<Value> {
+        let engine_time = micros_to_rfc3339(views.engine_time_secs as i64 * 1_000_000);
+        let mut out = Vec::new();
+        for ((team, p), _) in self.team_preferences.iter().filter(|(_, n)| **n > 0) {
+            let renamed = self.team_preferences.iter().any(|((t, old), n)| {
+                *n < 0 && t == team && old.members.iter().any(|m| p.members.contains(m))
+            });
+            if !renamed {
+                out.push(json!({
+                    "level": "team", "team": team, "cluster_id": format!("team/{team}/{}", p.id),
+                    "held_by": p.users, "confidence": milli(p.confidence_milli),
+                    "text": team_text(views, tenant, p), "views_as_of": views.as_of,
+                    "engine_time": engine_time,
+                }));
+            }
+        }
+        for (p, _) in self.org_preferences.iter().filter(|(_, n)| **n > 0) {
+            let renamed = self
+                .org_preferences
+                .iter()
+                .any(|(old, n)| *n < 0 && old.teams.iter().any(|t| p.teams.contains(t)));
+            if !renamed {
+                out.push(json!({
+                    "level": "org", "cluster_id": format!("org/{}", p.id),
+                    "held_by": p.teams, "confidence": milli(p.confidence_milli),
+                    "text": org_text(views, tenant, p), "views_as_of": views.as_of,
+                    "engine_time": engine_time,
+                }));
+            }
+        }
+        out
     }
 
     /// The `changes` body: the touched rows as they are in `views` now.
@@ -362,7 +424,37 @@ impl Touched {
             .filter(|(_, net)| **net < 0)
             .map(|(key, _)| key)
             .collect();
-        let promotions: Vec<Value> = self
+        let mut team_keys: BTreeSet<(String, String)> = BTreeSet::new();
+        for (team, p) in self.team_preferences.keys() {
+            team_keys.insert((team.clone(), p.id.clone()));
+        }
+        for team in &self.teams {
+            let held = views
+                .team_preferences
+                .get(&(tenant.to_string(), team.clone()));
+            for id in held.into_iter().flat_map(|h| h.keys()) {
+                team_keys.insert((team.clone(), id.clone()));
+            }
+        }
+        for (team, id) in &team_keys {
+            let key = format!("team/{team}/{id}");
+            put("team", key, team_row(views, tenant, team, id));
+        }
+        let mut org_ids: BTreeSet<&String> = self.org_preferences.keys().map(|p| &p.id).collect();
+        if !self.teams.is_empty() {
+            // the rows count the tenant's teams
+            org_ids.extend(
+                views
+                    .org_preferences
+                    .get(tenant)
+                    .into_iter()
+                    .flat_map(|h| h.keys()),
+            );
+        }
+        for id in org_ids {
+            put("team", format!("org/{id}"), org_row(views, tenant, id));
+        }
+        let mut promotions: Vec<Value> = self
             .patterns
             .iter()
             .filter(|(_, net)| **net > 0)
@@ -376,13 +468,14 @@ impl Touched {
                     return None;
                 }
                 Some(json!({
-                    "user": user, "cluster_id": cluster, "size": p.size,
+                    "level": "user", "user": user, "cluster_id": cluster, "size": p.size,
                     "coherence": milli(p.coherence_milli), "span_days": days(p.span_micros),
                     "confidence": milli(p.confidence_milli), "views_as_of": views.as_of,
                     "engine_time": micros_to_rfc3339(views.engine_time_secs as i64 * 1_000_000),
                 }))
             })
             .collect();
+        promotions.extend(self.group_promotions(views, tenant));
         json!({
             "seq": views.seq, "views_as_of": views.as_of,
             "engine_time": micros_to_rfc3339(views.engine_time_secs as i64 * 1_000_000),
@@ -409,6 +502,7 @@ fn snapshot(
         .users
         .keys()
         .chain(views.user_episodes.keys())
+        .chain(views.user_teams.keys())
         .filter(|(t, _)| t == tenant)
         .map(|(_, u)| u)
         .collect();
@@ -461,6 +555,8 @@ fn snapshot(
         "promotion": {"min_size": criteria.min_corrections,
             "min_coherence": criteria.min_coherence,
             "min_span_days": criteria.min_span_secs / 86_400.0},
+        "hierarchy": {"team_min_users": engine.config.hierarchy.team_min_users,
+            "org_min_teams": engine.config.hierarchy.org_min_teams},
         "rows": rows,
     });
     Snapshot {
@@ -482,7 +578,8 @@ fn user_row(views: &MemoryViews, tenant: &str, user: &str) -> Option<Value> {
     let key = (tenant.to_string(), user.to_string());
     let episodes = views.user_episodes.get(&key).copied().unwrap_or(0);
     let memory = views.users.get(&key);
-    if episodes == 0 && memory.is_none() {
+    let team = views.user_teams.get(&key);
+    if episodes == 0 && memory.is_none() && team.is_none() {
         return None;
     }
     let empty = UserMemory::default();
@@ -501,10 +598,61 @@ fn user_row(views: &MemoryViews, tenant: &str, user: &str) -> Option<Value> {
     }
     let clusters: BTreeSet<&String> = m.correction_clusters.values().collect();
     Some(json!({
-        "user": user, "episodes": episodes, "entities": m.entities.len(), "facts": versions,
+        "user": user, "team": team,
+        "episodes": episodes, "entities": m.entities.len(), "facts": versions,
         "current_facts": current, "superseded_facts": versions - current,
         "corrections": m.corrections.len(), "clusters": clusters.len(),
         "patterns": m.patterns.len(), "preferences": states,
+    }))
+}
+
+/// How a team preference is worded (by the first member whose correction says what it wants).
+fn team_text(views: &MemoryViews, tenant: &str, p: &TeamPreference) -> Option<String> {
+    p.members
+        .iter()
+        .find_map(|(user, cluster)| preference_wording(views, tenant, user, cluster))
+}
+
+fn org_text(views: &MemoryViews, tenant: &str, p: &OrgPreference) -> Option<String> {
+    p.members.iter().find_map(|(team, id)| {
+        let held = views
+            .team_preferences
+            .get(&(tenant.to_string(), team.clone()))?;
+        team_text(views, tenant, held.get(id)?)
+    })
+}
+
+/// A preference team `team` holds, or `None` when it holds no preference `id`.
+fn team_row(views: &MemoryViews, tenant: &str, team: &str, id: &str) -> Option<Value> {
+    let p = views
+        .team_preferences
+        .get(&(tenant.to_string(), team.to_string()))?
+        .get(id)?;
+    let members = views
+        .user_teams
+        .iter()
+        .filter(|((t, _), tm)| t == tenant && tm.as_str() == team)
+        .count();
+    Some(json!({
+        "level": "team", "team": team, "id": id, "text": team_text(views, tenant, p),
+        "held_by": p.users, "of": members, "patterns": p.members.len(),
+        "confidence": milli(p.confidence_milli),
+    }))
+}
+
+/// A preference the organisation holds, or `None`.
+fn org_row(views: &MemoryViews, tenant: &str, id: &str) -> Option<Value> {
+    let p = views.org_preferences.get(tenant)?.get(id)?;
+    let teams: BTreeSet<&String> = views
+        .user_teams
+        .iter()
+        .filter(|((t, _), _)| t == tenant)
+        .map(|(_, team)| team)
+        .collect();
+    Some(json!({
+        "level": "org", "team": null, "id": id, "text": org_text(views, tenant, p),
+        "held_by": p.teams, "of": teams.len(), "patterns": p.members.len(),
+        "confidence": milli(p.confidence_milli),
     }))
 }
 

@@ -158,6 +158,7 @@ impl Engine {
                 )) as Box<dyn InputSource>
             },
             config.clock,
+            config.hierarchy,
             views.clone(),
             tx,
         )

@@ -10,7 +10,7 @@
 //! keys go. A receipt without content is kept in `DATA_DIR/erasures.jsonl`.
 
 use crate::engine::Engine;
-use engram_schemas::{Body, Event, Redacted};
+use engram_schemas::{Event, Redacted};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -143,7 +143,7 @@ impl Engine {
                 for (o, bytes) in chunk {
                     if let Ok(e) = Event::from_canonical_json(&bytes) {
                         if matches(&t, u.as_deref(), &e.header.tenant, &e.header.user)
-                            && !matches!(e.body, Body::Control(_))
+                            && !e.governs_processing()
                         {
                             offsets.push(o);
                         }

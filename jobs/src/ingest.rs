@@ -142,6 +142,7 @@ impl Ingestor {
                                     user: (c.scope == ControlScope::User)
                                         .then(|| e.header.user.clone()),
                                 }),
+                                ControlAction::SetTeam => {}
                             }
                         }
                         seen.insert((e.header.tenant, e.header.event_id));
@@ -308,7 +309,7 @@ impl Ingestor {
                     }
                     let (tenant, user) = (&event.header.tenant, &event.header.user);
                     match &event.body {
-                        Body::Control(c) => {
+                        Body::Control(c) if c.governs_processing() => {
                             records.push(event.to_json());
                             match c.action {
                                 ControlAction::Restrict => {
@@ -327,6 +328,7 @@ impl Ingestor {
                                     });
                                     held_changed |= held.len() != before;
                                 }
+                                ControlAction::SetTeam => unreachable!("a data event"),
                             }
                         }
                         _ if is_restricted(&restricted, tenant, user) => {

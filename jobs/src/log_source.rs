@@ -139,7 +139,7 @@ impl LogSource {
                 let h = &event.header;
                 if h.tenant != tenant
                     || user.is_some_and(|u| u != h.user)
-                    || matches!(event.body, Body::Control(_))
+                    || event.governs_processing()
                     || worker_for(&event.key(), self.peers) != self.worker
                     || since(&self.erased_at, &h.user).is_some_and(|s| o <= s)
                 {
@@ -200,7 +200,9 @@ impl InputSource for LogSource {
                                 .then_some(event.header.user.as_str());
                             records.extend(self.erase(&event.header.tenant, user, *offset));
                         }
-                        continue;
+                        if c.governs_processing() {
+                            continue;
+                        }
                     }
                     if worker_for(&event.key(), self.peers) != self.worker {
                         continue;

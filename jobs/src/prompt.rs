@@ -20,6 +20,7 @@ use crate::recall::{RecallError, RecallHit, RecallRequest, Why};
 use engram_connectors::chat_template::{ChatTemplateError, TemplateMessage};
 use engram_connectors::embedder::cosine;
 use engram_dataflows::views::UserMemory;
+use engram_dataflows::MemoryViews;
 use engram_operators::correction_notes::CorrectionNote;
 use engram_operators::math::beta::{context_bucket, user_posterior, ShrinkageParams};
 use engram_operators::math::decay::LifecycleState;
@@ -28,6 +29,7 @@ use engram_operators::math::skills::{
     trigger_match, BaseSkill, StyleVector, BASE_SKILLS, NEUTRAL_STYLE, TRIGGER_MATCH_THRESHOLD,
 };
 use engram_operators::skill_feedback::FeedbackTally;
+use engram_operators::team_preferences::same_preference;
 use engram_schemas::{validate_name, EventError, FeedbackContext};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -78,6 +80,8 @@ pub struct SectionTokens {
 #[derive(Debug, Clone, Serialize)]
 pub struct PreferenceUsed {
     pub cluster_id: String,
+    /// `user`, `team` or `org` (inherited).
+    pub level: &'static str,
     pub instruction: String,
     pub confidence: f64,
     pub relevance: f64,
@@ -360,10 +364,15 @@ pub fn few_shot_example(note: &CorrectionNote) -> Option<String> {
 /// confidence reaches the threshold, worded by its newest correction that says what it wants.
 #[derive(Debug, Clone)]
 pub struct ActivePreference {
+    /// The user's cluster, or the id of the team or organisation preference.
     pub cluster_id: String,
     pub confidence: f64,
     pub line: String,
+    /// The user's corrections it was learned from (none for an inherited one: those are other
+    /// users' corrections).
     pub corrections: Vec<String>,
+    /// `user`, or `team` / `org` for one inherited from the user's team or organisation.
+    pub level: &'static str,
 }
 
 pub fn active_preferences(memory: &UserMemory, min_confidence: f64) -> Vec<ActivePreference> {
@@ -393,9 +402,117 @@ pub fn active_preferences(memory: &UserMemory, min_confidence: f64) -> Vec<Activ
                 confidence,
                 line: instruction_line(newest)?,
                 corrections: ids.iter().map(|s| s.to_string()).collect(),
+                level: "user",
             })
         })
         .collect()
+}
+
+/// How a shared preference is worded: what the newest correction of `member`'s cluster
+/// `cluster` asks for (its `expected_behavior`; never the answers, which are that user's own).
+pub fn preference_wording(
+    views: &MemoryViews,
+    tenant: &str,
+    member: &str,
+    cluster: &str,
+) -> Option<String> {
+    let m = views.users.get(&(tenant.to_string(), member.to_string()))?;
+    let newest = m
+        .correction_clusters
+        .iter()
+        .filter(|(_, c)| c.as_str() == cluster)
+        .filter_map(|(id, _)| m.corrections.get(id))
+        .filter(|n| {
+            n.expected_behavior
+                .as_deref()
+                .is_some_and(|t| !t.trim().is_empty())
+        })
+        .max_by_key(|n| (n.ts_micros, n.correction_id.clone()))?;
+    Some(shorten(newest.expected_behavior.as_deref()?.trim(), 300))
+}
+
+/// The preferences a user inherits (SPEC §4.4): those their team holds, then those their
+/// organisation (tenant) holds, at `min_confidence` or more, except where the user already
+/// has a pattern of their own on the same thing (individual beats team beats organisation:
+/// an organisation preference is also left out where the team's covers it). Worded by what the
+/// corrections behind it ask for (`expected_behavior`, never another user's answers).
+pub fn inherited_preferences(
+    views: &MemoryViews,
+    tenant: &str,
+    user: &str,
+    min_confidence: f64,
+) -> Vec<ActivePreference> {
+    let key = (tenant.to_string(), user.to_string());
+    let empty = UserMemory::default();
+    let memory = views.users.get(&key).unwrap_or(&empty);
+    // what is already covered: the user's own patterns, then each level taken
+    let mut covered: Vec<Vec<f32>> = memory
+        .cluster_measures
+        .values()
+        .filter(|m| m.promoted)
+        .map(|m| m.centroid.to_f32())
+        .collect();
+    let is_covered =
+        |covered: &[Vec<f32>], c: &[f32]| covered.iter().any(|o| same_preference(o, c));
+    let wording = |member: &str, cluster: &str| preference_wording(views, tenant, member, cluster);
+    let mut out = Vec::new();
+    let team = views.user_teams.get(&key);
+    let team_held = team
+        .and_then(|t| views.team_preferences.get(&(tenant.to_string(), t.clone())))
+        .into_iter()
+        .flat_map(|held| held.values());
+    for p in team_held {
+        let centroid = p.centroid.to_f32();
+        let confidence = f64::from(p.confidence_milli) / 1000.0;
+        if p.users.iter().any(|u| u == user) || is_covered(&covered, &centroid) {
+            covered.push(centroid);
+            continue;
+        }
+        covered.push(centroid);
+        if confidence < min_confidence {
+            continue;
+        }
+        if let Some(line) = p.members.iter().find_map(|(u, c)| wording(u, c)) {
+            out.push(ActivePreference {
+                cluster_id: p.id.clone(),
+                confidence,
+                line,
+                corrections: Vec::new(),
+                level: "team",
+            });
+        }
+    }
+    let org_held = views
+        .org_preferences
+        .get(tenant)
+        .into_iter()
+        .flat_map(|h| h.values());
+    for p in org_held {
+        let centroid = p.centroid.to_f32();
+        let confidence = f64::from(p.confidence_milli) / 1000.0;
+        if confidence < min_confidence || is_covered(&covered, &centroid) {
+            continue;
+        }
+        let line = p.members.iter().find_map(|(team, id)| {
+            let held = views
+                .team_preferences
+                .get(&(tenant.to_string(), team.clone()))?;
+            held.get(id)?
+                .members
+                .iter()
+                .find_map(|(u, c)| wording(u, c))
+        });
+        if let Some(line) = line {
+            out.push(ActivePreference {
+                cluster_id: p.id.clone(),
+                confidence,
+                line,
+                corrections: Vec::new(),
+                level: "org",
+            });
+        }
+    }
+    out
 }
 
 /// One optional piece of the prompt, in the order pieces are tried.
@@ -495,8 +612,14 @@ impl Engine {
         let (recalled, recent) = (recalled?, recent?);
 
         // Everything read from the views is read at one timestamp.
-        let (memory, population, views_as_of) = {
+        let (memory, population, views_as_of, inherited) = {
             let views = self.views.read();
+            let inherited = inherited_preferences(
+                &views,
+                &req.tenant,
+                &req.user,
+                cfg.min_preference_confidence,
+            );
             let memory = views
                 .users
                 .get(&(req.tenant.clone(), req.user.clone()))
@@ -508,11 +631,12 @@ impl Engine {
                 .filter(|((t, _, _), _)| *t == req.tenant)
                 .map(|((_, b, s), tally)| ((*b, s.clone()), *tally))
                 .collect();
-            (memory, population, views.as_of)
+            (memory, population, views.as_of, inherited)
         };
 
         // Texts to compare with the query: preferences and correction examples.
-        let preferences = active_preferences(&memory, cfg.min_preference_confidence);
+        let mut preferences = active_preferences(&memory, cfg.min_preference_confidence);
+        preferences.extend(inherited);
         let session = req.session.clone().unwrap_or_default();
         let in_preferences: std::collections::HashSet<&String> =
             preferences.iter().flat_map(|p| &p.corrections).collect();
@@ -588,7 +712,15 @@ impl Engine {
         if !preferences.is_empty() {
             system.push_str("\n\nUser preferences indicate:");
             for (p, _) in &preferences {
-                system.push_str(&format!("\n- {} (confidence: {:.2})", p.line, p.confidence));
+                let from = match p.level {
+                    "team" => "; your team's",
+                    "org" => "; your organisation's",
+                    _ => "",
+                };
+                system.push_str(&format!(
+                    "\n- {} (confidence: {:.2}{from})",
+                    p.line, p.confidence
+                ));
             }
         }
         if !session_notes.is_empty() {
@@ -747,6 +879,7 @@ impl Engine {
                 .iter()
                 .map(|(p, relevance)| PreferenceUsed {
                     cluster_id: p.cluster_id.clone(),
+                    level: p.level,
                     instruction: p.line.clone(),
                     confidence: p.confidence,
                     relevance: *relevance,

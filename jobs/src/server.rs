@@ -459,6 +459,7 @@ pub fn memory_json(views: &engram_dataflows::MemoryViews, tenant: &str, user: &s
     json!({
         "style": style, "corrections": corrections,
         "tenant": tenant, "user": user, "views_as_of": views.as_of,
+        "team": views.user_teams.get(&(tenant.to_string(), user.to_string())),
         "engine_time": micros_to_rfc3339(now * 1_000_000),
         "facts": facts, "entities": entities, "co_mentions": co_mentions, "skills": skills,
         "correction_clusters": correction_clusters, "preferences": preferences,
