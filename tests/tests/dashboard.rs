@@ -458,3 +458,129 @@ fn a_promoted_cluster_that_is_renamed_is_not_promoted_again() {
         .unwrap();
     assert_eq!(row["value"]["size"], 4);
 }
+
+fn set_team(tenant: &str, id: &str, user: &str, team: &str) -> Value {
+    event(
+        tenant,
+        "control",
+        id,
+        user,
+        100,
+        json!({"action": "set_team", "team": team}),
+    )
+}
+
+/// Three corrections of `user` asking for brevity, a day apart: a pattern of their own.
+fn brevity_pattern(tenant: &str, user: &str) -> Vec<Value> {
+    [72, 48, 24]
+        .into_iter()
+        .map(|h| brevity_correction(tenant, &format!("{user}-c{h}"), user, h))
+        .collect()
+}
+
+#[test]
+fn team_and_organisation_promotions_show_live_and_reach_a_new_members_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    // two users make a team preference, two teams an organisation one
+    let config = dir.path().join("engram.toml");
+    std::fs::write(
+        &config,
+        "[hierarchy]\nteam_min_users = 2\norg_min_teams = 2\n",
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start_with(&data, &["--config", config.to_str().unwrap()]);
+    let key = server.key_for("acme");
+    let mut teams = vec![
+        set_team("acme", "t1", "ann", "support"),
+        set_team("acme", "t2", "ben", "support"),
+        set_team("acme", "t3", "dana", "support"),
+        set_team("acme", "t4", "eve", "sales"),
+        set_team("acme", "t5", "fay", "sales"),
+        set_team("acme", "t6", "gus", "ops"),
+    ];
+    teams.push(say(
+        "acme",
+        "d1",
+        "dana",
+        2,
+        "Hello, I just joined the support team.",
+    ));
+    post_ok(&server, Value::Array(teams));
+    server.wait_caught_up(WAIT);
+
+    let browser = Browser::start(1400, 1600);
+    browser.open(&format!("{}/dashboard#key={key}&user=dana", server.base));
+    browser.wait_for(
+        "the page to go live",
+        "return document.querySelector('#conn')?.textContent.trim() === 'live'",
+        WAIT,
+    );
+    // ann and ben of support hold brevity: support holds it
+    let mut corrections = brevity_pattern("acme", "ann");
+    corrections.extend(brevity_pattern("acme", "ben"));
+    post_ok(&server, Value::Array(corrections));
+    browser.wait_for(
+        "the team preference and its promotion",
+        "return document.querySelector('[data-testid=team-preference][data-level=team][data-team=support]') !== null \
+         && document.querySelector('[data-testid=group-promotion][data-level=team]') !== null",
+        WAIT,
+    );
+    assert_eq!(
+        browser.eval("return document.querySelectorAll('[data-testid=team-preference][data-level=org]').length"),
+        json!(0),
+        "one team is not the organisation"
+    );
+    // eve and fay of sales too: two teams hold it, so the organisation does
+    let mut corrections = brevity_pattern("acme", "eve");
+    corrections.extend(brevity_pattern("acme", "fay"));
+    post_ok(&server, Value::Array(corrections));
+    browser.wait_for(
+        "the organisation preference and its promotion",
+        "return document.querySelector('[data-testid=team-preference][data-level=org]') !== null \
+         && document.querySelector('[data-testid=group-promotion][data-level=org]') !== null",
+        WAIT,
+    );
+    let shot = artifact("dashboard-team-promotions.png");
+    browser.screenshot(&shot);
+    eprintln!("dashboard screenshot: {}", shot.display());
+
+    // dana made no correction: she inherits her team's preference, worded by what it asks
+    // for, not by her teammates' answers
+    let prompt = |user: &str| {
+        let (status, body) = server.post(
+            "/v1/prompt",
+            &json!({"tenant": "acme", "user": user, "session": "s9",
+                    "query": "What is the capital of France?"}),
+        );
+        assert_eq!(status, 200, "{body}");
+        body
+    };
+    let dana = prompt("dana");
+    let system = dana["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("Answer briefly, in one or two sentences."),
+        "{system}"
+    );
+    assert!(system.contains("your team's"), "{system}");
+    assert!(!dana["prompt"]
+        .as_str()
+        .unwrap()
+        .contains("many considerations"));
+    let used = &dana["provenance"]["preferences"];
+    assert_eq!(used.as_array().unwrap().len(), 1, "{used}");
+    assert_eq!(used[0]["level"], "team");
+    assert_eq!(used[0]["corrections"], json!([]));
+    // gus of ops inherits the organisation's
+    let gus = prompt("gus");
+    assert_eq!(gus["provenance"]["preferences"][0]["level"], "org", "{gus}");
+    // ann holds it herself: her own preference, not the team's on top
+    let ann = prompt("ann");
+    let levels: Vec<&Value> = ann["provenance"]["preferences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["level"])
+        .collect();
+    assert_eq!(levels, [&json!("user")], "{ann}");
+}

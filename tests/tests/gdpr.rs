@@ -44,6 +44,9 @@ fn history(tenant: &str, user: &str, marker: &str) -> Vec<Value> {
                "ts": at(8), "subject": "user", "attribute": "password hint", "value": marker}),
         json!({"kind": "feedback", "event_id": format!("{user}-4"), "tenant": tenant, "user": user,
                "ts": at(8), "message_id": format!("{user}-2"), "skill_id": "concise", "reward": 1}),
+        // team membership is the user's data too: the team's name goes with them
+        json!({"kind": "control", "event_id": format!("{user}-5"), "tenant": tenant, "user": user,
+               "ts": at(8), "action": "set_team", "team": format!("team-{marker}")}),
     ];
     for (i, days) in [7, 5, 3].into_iter().enumerate() {
         events.push(json!({"kind": "correction", "event_id": format!("{user}-c{i}"), "tenant": tenant,
@@ -92,6 +95,7 @@ fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
     assert_eq!(export["corrections"].as_array().unwrap().len(), 3);
     assert!(!export["facts"].as_array().unwrap().is_empty());
     assert!(!export["skills"].as_array().unwrap().is_empty());
+    assert_eq!(export["team"], "team-zqalicemark");
     assert_eq!(
         export["correction_clusters"][0]["pattern"]["size"], 3,
         "{export}"
@@ -105,7 +109,9 @@ fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
         receipt["passages_erased"].as_u64().unwrap() > 0,
         "{receipt}"
     );
-    assert_eq!(receipt["log_records_redacted"], 7, "{receipt}");
+    // every event of hers, the set_team included
+    let logged = history("acme", "alice", "zqalicemark").len();
+    assert_eq!(receipt["log_records_redacted"], logged, "{receipt}");
     assert_eq!(receipt["rejections_removed"], 1, "{receipt}");
 
     let assert_gone = |server: &Server| {
@@ -123,6 +129,11 @@ fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
             assert_eq!(export[view], json!([]), "{view} after the erase: {export}");
         }
         assert_eq!(export["style"], Value::Null);
+        assert_eq!(
+            export["team"],
+            Value::Null,
+            "her team membership after the erase"
+        );
         let recall = server.recall("acme", "alice", "what is my locker code", 10);
         assert_eq!(recall["results"], json!([]));
         let (_, prompt) = server.post(
