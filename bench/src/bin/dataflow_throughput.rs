@@ -271,6 +271,7 @@ fn main() -> anyhow::Result<()> {
             })
         },
         EngineClock::Events,
+        Default::default(),
         views.clone(),
         episodes_out,
     )
