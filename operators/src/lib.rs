@@ -11,6 +11,7 @@ pub mod episodes;
 pub mod facts;
 pub mod lifecycle;
 pub mod math;
+pub mod memory_marks;
 pub mod skill_feedback;
 pub mod style_preferences;
 pub mod team_preferences;
