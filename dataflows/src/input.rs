@@ -5,6 +5,7 @@ use engram_operators::correction_notes::CorrectionNote;
 use engram_operators::facts::{extract_facts, normalise_attribute, FactAssertion, FactKey};
 use engram_operators::math::beta::context_bucket;
 use engram_operators::math::fusion::{fuse_confidence, ModalitySignal, ModalityWeights};
+use engram_operators::memory_marks::MemoryUse;
 use engram_operators::skill_feedback::{FeedbackVote, MessageKey};
 use engram_operators::team_preferences::TeamAssignment;
 use engram_operators::{Episode, SessionKey};
@@ -26,6 +27,8 @@ pub enum InputRecord {
     CorrectionNote(UserKey, CorrectionNote),
     /// The user was put in a team, or out of every team.
     TeamAssignment(UserKey, TeamAssignment),
+    /// An answer (the assistant message, by its event id) was built with this memory.
+    MemoryUse(MessageKey, MemoryUse),
 }
 
 /// Confidence of a correction that states none and carries no signals to fuse: the user typed
@@ -79,6 +82,7 @@ impl InputRecord {
             InputRecord::Correction(_, point) => point.ts_micros,
             InputRecord::CorrectionNote(_, note) => note.ts_micros,
             InputRecord::TeamAssignment(_, a) => a.ts_micros,
+            InputRecord::MemoryUse(_, u) => u.ts_micros,
         }
     }
 
@@ -154,6 +158,23 @@ impl InputRecord {
                         )
                     })
                     .collect();
+                // an answer names the memories it was built with (`meta.memories`: episode ids)
+                if i.role == Role::Assistant {
+                    let used = i.meta.as_ref().and_then(|m| m.get("memories"));
+                    let ids = used.and_then(|v| v.as_array()).into_iter().flatten();
+                    let mut ids: Vec<&str> = ids.filter_map(|v| v.as_str()).collect();
+                    ids.sort_unstable();
+                    ids.dedup();
+                    records.extend(ids.into_iter().map(|id| {
+                        InputRecord::MemoryUse(
+                            (h.tenant.clone(), h.user.clone(), h.event_id.clone()),
+                            MemoryUse {
+                                ts_micros: h.ts.timestamp_micros(),
+                                episode_id: id.to_string(),
+                            },
+                        )
+                    }));
+                }
                 records.push(InputRecord::Episode(
                     key,
                     Episode {

@@ -15,6 +15,7 @@ use engram_operators::lifecycle::{
     lifecycle_states, preference_traces, PreferenceKey, PreferenceTrace,
 };
 use engram_operators::math::decay::{LifecycleState, LifecycleThresholds};
+use engram_operators::memory_marks::{memory_marks, MemoryUse};
 use engram_operators::skill_feedback::{skill_feedback, FeedbackVote, MessageKey};
 use engram_operators::style_preferences::style_preferences;
 use engram_operators::team_preferences::{
@@ -190,6 +191,13 @@ where
             let (notes_input, notes) = scope.new_collection::<(UserKey, CorrectionNote), isize>();
             let (assignments_input, assignments) =
                 scope.new_collection::<(UserKey, TeamAssignment), isize>();
+            let (uses_input, uses) = scope.new_collection::<(MessageKey, MemoryUse), isize>();
+            capture(
+                memory_marks(uses, votes.clone()),
+                &cap,
+                &mut probe,
+                |(key, mark)| ViewUpdate::MemoryMark(key.clone(), *mark),
+            );
             capture(correction_notes(notes), &cap, &mut probe, |(user, note)| {
                 ViewUpdate::CorrectionNote(user.clone(), note.clone())
             });
@@ -282,6 +290,7 @@ where
                 corrections: corrections_input,
                 notes: notes_input,
                 assignments: assignments_input,
+                uses: uses_input,
             }
         });
         let out = episodes_out.lock().unwrap().clone();
@@ -376,6 +385,7 @@ struct Inputs {
     corrections: InputSession<u64, (UserKey, CorrectionPoint), isize>,
     notes: InputSession<u64, (UserKey, CorrectionNote), isize>,
     assignments: InputSession<u64, (UserKey, TeamAssignment), isize>,
+    uses: InputSession<u64, (MessageKey, MemoryUse), isize>,
 }
 
 impl Inputs {
@@ -387,6 +397,7 @@ impl Inputs {
             InputRecord::Correction(user, point) => self.corrections.update((user, point), diff),
             InputRecord::CorrectionNote(user, note) => self.notes.update((user, note), diff),
             InputRecord::TeamAssignment(user, a) => self.assignments.update((user, a), diff),
+            InputRecord::MemoryUse(message, used) => self.uses.update((message, used), diff),
         }
     }
 
@@ -399,6 +410,7 @@ impl Inputs {
             self.corrections.advance_to(time);
             self.notes.advance_to(time);
             self.assignments.advance_to(time);
+            self.uses.advance_to(time);
         }
         self.episodes.flush();
         self.facts.flush();
@@ -406,6 +418,7 @@ impl Inputs {
         self.corrections.flush();
         self.notes.flush();
         self.assignments.flush();
+        self.uses.flush();
     }
 }
 

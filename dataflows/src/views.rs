@@ -7,6 +7,7 @@ use engram_operators::entities::{CoMentionKey, EntityKey, EntityStats};
 use engram_operators::facts::{FactKey, FactVersion};
 use engram_operators::lifecycle::{PreferenceKey, PreferenceTrace};
 use engram_operators::math::decay::LifecycleState;
+use engram_operators::memory_marks::{MemoryKey, MemoryMark};
 use engram_operators::skill_feedback::{FeedbackTally, PopulationKey, SkillKey};
 use engram_operators::style_preferences::UserStyle;
 use engram_operators::team_preferences::{OrgPreference, TeamKey, TeamPreference};
@@ -68,6 +69,8 @@ pub struct UserMemory {
     pub corrections: BTreeMap<String, CorrectionNote>,
     /// The style the user's feedback points to (absent before any feedback).
     pub style: Option<UserStyle>,
+    /// Episode id → its MARK state, for the episodes answers were built with.
+    pub marks: BTreeMap<String, MemoryMark>,
 }
 
 /// A change to the views, produced by the dataflow.
@@ -88,6 +91,7 @@ pub enum ViewUpdate {
     PopulationTally(PopulationKey, FeedbackTally),
     CorrectionNote(UserKey, CorrectionNote),
     UserTeam(UserKey, String),
+    MemoryMark(MemoryKey, MemoryMark),
     TeamPreference(TeamKey, TeamPreference),
     OrgPreference(String, OrgPreference),
     Style(UserKey, UserStyle),
@@ -207,6 +211,14 @@ impl MemoryViews {
                     *current = None;
                 }
             }
+            ViewUpdate::MemoryMark((tenant, user, episode), mark) => {
+                let marks = &mut self.users.entry((tenant, user)).or_default().marks;
+                if diff > 0 {
+                    marks.insert(episode, mark);
+                } else if marks.get(&episode) == Some(&mark) {
+                    marks.remove(&episode);
+                }
+            }
             ViewUpdate::UserTeam(user, team) => {
                 if diff > 0 {
                     self.user_teams.insert(user, team);
@@ -279,6 +291,7 @@ impl ViewUpdate {
             ViewUpdate::Entity(key, _) => (&key.0, &key.1),
             ViewUpdate::CoMention(key, _) => (&key.0, &key.1),
             ViewUpdate::SkillTally(key, _) => (&key.0, &key.1),
+            ViewUpdate::MemoryMark(key, _) => (&key.0, &key.1),
             ViewUpdate::ClusterMember(user, _)
             | ViewUpdate::ClusterMeasure(user, _)
             | ViewUpdate::Pattern(user, _)

@@ -112,9 +112,10 @@ fn random_event(rng: &mut StdRng, i: usize) -> Event {
         });
         return Event { header, body };
     }
-    if rng.gen_bool(0.06) {
-        let team = ["red", "blue", "red"]
-            .get(rng.gen_range(0..4))
+    if rng.gen_bool(0.1) {
+        // mostly one team, so both users often share it
+        let team = ["red", "red", "red", "blue"]
+            .get(rng.gen_range(0..5))
             .map(|t| t.to_string());
         let body = Body::Control(Control {
             action: ControlAction::SetTeam,
@@ -153,19 +154,29 @@ fn random_event(rng: &mut StdRng, i: usize) -> Event {
         ),
         _ => "ok, thanks!".to_string(),
     };
+    let role = if rng.gen_bool(0.8) {
+        Role::User
+    } else {
+        Role::Assistant
+    };
+    // an answer names the memories it was built with (a few ids, sometimes repeated)
+    let meta = (role == Role::Assistant && rng.gen_bool(0.7)).then(|| {
+        let used: Vec<String> = (0..rng.gen_range(1..4))
+            .map(|_| format!("mem{}", rng.gen_range(0..3)))
+            .collect();
+        let mut meta = serde_json::Map::new();
+        meta.insert("memories".into(), serde_json::json!(used));
+        meta
+    });
     Event {
         header,
         body: Body::Interaction(Interaction {
-            role: if rng.gen_bool(0.8) {
-                Role::User
-            } else {
-                Role::Assistant
-            },
+            role,
             content,
             turn: None,
             importance: None,
             skill_id: None,
-            meta: None,
+            meta,
         }),
     }
 }
@@ -192,6 +203,8 @@ struct Expected {
     user_episodes: BTreeMap<(String, String), usize>,
     /// `(tenant, user)` → team.
     user_teams: BTreeMap<(String, String), String>,
+    /// `(tenant, user, episode)` → answers built with it (no vote here names an answer).
+    recalls: BTreeMap<(String, String, String), u64>,
     /// The users holding each team preference.
     team_preferences: BTreeSet<((String, String), Vec<String>)>,
     /// The teams holding each organisation preference.
@@ -346,6 +359,7 @@ fn from_scratch(log: &[Event]) -> Expected {
     let mut sessions: BTreeMap<(String, String, String), Vec<Episode>> = BTreeMap::new();
     let mut assertions: BTreeMap<(String, String, String, String), Vec<FactAssertion>> =
         BTreeMap::new();
+    let mut recalls = BTreeMap::new();
     for (offset, e) in log.iter().enumerate() {
         for r in InputRecord::from_event(e, offset as u64) {
             match r {
@@ -353,6 +367,9 @@ fn from_scratch(log: &[Event]) -> Expected {
                 InputRecord::Fact(k, a) => assertions.entry(k).or_default().push(a),
                 InputRecord::Feedback(..) | InputRecord::Correction(..) => {}
                 InputRecord::CorrectionNote(..) | InputRecord::TeamAssignment(..) => {}
+                InputRecord::MemoryUse((t, u, _), used) => {
+                    *recalls.entry((t, u, used.episode_id)).or_insert(0) += 1;
+                }
             }
         }
     }
@@ -418,6 +435,7 @@ fn from_scratch(log: &[Event]) -> Expected {
         voted: BTreeMap::new(),
         user_episodes,
         user_teams: BTreeMap::new(),
+        recalls,
         team_preferences: BTreeSet::new(),
         org_preferences: BTreeSet::new(),
     };
@@ -507,6 +525,16 @@ fn published(views: &SharedViews) -> Expected {
         voted,
         user_episodes: v.user_episodes.clone().into_iter().collect(),
         user_teams: v.user_teams.clone().into_iter().collect(),
+        recalls: v
+            .users
+            .iter()
+            .flat_map(|((t, u), m)| {
+                m.marks.iter().map(move |(episode, mark)| {
+                    assert_eq!(mark.correct + mark.incorrect, 0, "no vote names an answer");
+                    ((t.clone(), u.clone(), episode.clone()), mark.recalls)
+                })
+            })
+            .collect(),
         team_preferences: v
             .team_preferences
             .iter()
@@ -599,7 +627,7 @@ fn run(workers: usize, seed: u64) -> (usize, usize) {
 
 #[test]
 fn published_views_equal_from_scratch_one_worker() {
-    let (patterns, teams): (Vec<usize>, Vec<usize>) = (0..12).map(|seed| run(1, seed)).unzip();
+    let (patterns, teams): (Vec<usize>, Vec<usize>) = (0..24).map(|seed| run(1, seed)).unzip();
     assert!(
         patterns.iter().sum::<usize>() > 0,
         "no stream promoted a pattern"
