@@ -155,6 +155,10 @@ pub struct RecallConfig {
     pub rank_by: crate::recall::RankBy,
     /// Recency time scale λ of the §5 score, in days.
     pub recency_scale_days: f64,
+    /// The MARK weights `rank_by = "mrs"` uses: one of the paper's presets (`default`,
+    /// `core_blend`, `similarity_freshness`, `popularity_similarity`, `feedback_freshness`,
+    /// `similarity_feedback`, `balanced`, `similarity_only`).
+    pub mrs_weights: String,
 }
 
 impl Default for RecallConfig {
@@ -167,6 +171,7 @@ impl Default for RecallConfig {
             graph_neighbours: 5,
             rank_by: crate::recall::RankBy::Fusion,
             recency_scale_days: 7.0,
+            mrs_weights: "default".into(),
         }
     }
 }
@@ -211,6 +216,8 @@ pub enum ConfigError {
         value: String,
         reason: String,
     },
+    #[error("{key}: {reason}")]
+    Invalid { key: &'static str, reason: String },
 }
 
 impl Config {
@@ -230,7 +237,25 @@ impl Config {
             None => Config::default(),
         };
         cfg.apply_env(|name| std::env::var(name).ok())?;
+        cfg.check()?;
         Ok(cfg)
+    }
+
+    /// Values the types alone do not rule out.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        use engram_operators::math::mark::MrsWeights;
+        if MrsWeights::preset(&self.recall.mrs_weights).is_none() {
+            let names: Vec<&str> = MrsWeights::PRESETS.iter().map(|(n, _)| *n).collect();
+            return Err(ConfigError::Invalid {
+                key: "recall.mrs_weights",
+                reason: format!(
+                    "{:?} is not one of {}",
+                    self.recall.mrs_weights,
+                    names.join(", ")
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// Applies `ENGRAM_DATA_DIR`, `ENGRAM_HTTP_ADDR`, `ENGRAM_WORKERS`, `ENGRAM_MODELS_DIR`,

@@ -65,6 +65,12 @@ pub struct Why {
     /// SPEC §5 score: 0.7·similarity (the best of the episode's and its passages' cosine; 0
     /// when only the text or graph search found it) + 0.2·recency + 0.1·importance.
     pub relevance: f64,
+    /// The episode's MARK state, when answers have been built with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mark: Option<engram_operators::memory_marks::MemoryMark>,
+    /// With `rank_by = "mrs"`: the normalised memory relevance score it was ranked by.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mrs: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -186,6 +192,27 @@ impl Recall {
         results.sort_by(RecallHit::by_fused_score);
         let at = req.as_of.unwrap_or_else(chrono::Utc::now);
         score_relevance(&mut results, at, self.config.recency_scale_days);
+        if self.config.rank_by == RankBy::Mrs {
+            let views = self.views.read();
+            let empty = Default::default();
+            let memory = views
+                .users
+                .get(&(req.tenant.clone(), req.user.clone()))
+                .unwrap_or(&empty);
+            let weights =
+                engram_operators::math::mark::MrsWeights::preset(&self.config.mrs_weights)
+                    .unwrap_or_default();
+            score_mrs(&mut results, memory, &weights, at);
+            results.retain(|r| r.why.mark.is_none_or(|m| m.retained));
+            results.sort_by(|a, b| {
+                b.why
+                    .mrs
+                    .unwrap_or(0.0)
+                    .total_cmp(&a.why.mrs.unwrap_or(0.0))
+                    .then(b.score.total_cmp(&a.score))
+                    .then(a.id.cmp(&b.id))
+            });
+        }
         if self.config.rank_by == RankBy::Relevance {
             results.sort_by(|a, b| {
                 b.why
@@ -394,6 +421,10 @@ pub enum RankBy {
     Fusion,
     /// By the SPEC §5 score (similarity, recency, importance), fusion breaking ties.
     Relevance,
+    /// By MARK's memory relevance score (recall count, recency, similarity, feedback; weights
+    /// `recall.mrs_weights`), min–max normalised over the candidates, fusion breaking ties;
+    /// memories the retention policy no longer keeps are left out.
+    Mrs,
 }
 
 /// Fills each result's recency (at `at`), and its §5 relevance score.
@@ -411,6 +442,35 @@ pub fn score_relevance(
             .flatten()
             .fold(0.0f64, |best, s| best.max(f64::from(s)));
         r.why.relevance = recall_score(similarity, r.why.recency, r.why.importance);
+    }
+}
+
+/// Fills each result's MARK state (from `memory`) and its memory relevance score
+/// MRS = a·RC + b/(Rec + ε) + c·SS + d·FS (RC: answers it went into, Rec: age in days at `at`,
+/// SS: its best cosine to the query, FS: the sign of its correct − incorrect validations),
+/// min–max normalised over `results`.
+pub fn score_mrs(
+    results: &mut [RecallHit],
+    memory: &engram_dataflows::views::UserMemory,
+    weights: &engram_operators::math::mark::MrsWeights,
+    at: chrono::DateTime<chrono::Utc>,
+) {
+    use engram_operators::math::mark::{memory_relevance_score, normalize_min_max};
+    let scores: Vec<f64> = results
+        .iter_mut()
+        .map(|r| {
+            r.why.mark = memory.marks.get(&r.id).copied();
+            let age_days = (at - r.ts).num_milliseconds() as f64 / 86_400_000.0;
+            let similarity = [r.why.vector_similarity, r.why.span_similarity]
+                .into_iter()
+                .flatten()
+                .fold(0.0f64, |best, s| best.max(f64::from(s)));
+            let (recalls, feedback) = r.why.mark.map_or((0, 0), |m| (m.recalls, m.feedback()));
+            memory_relevance_score(weights, recalls, age_days, similarity, feedback)
+        })
+        .collect();
+    for (r, s) in results.iter_mut().zip(normalize_min_max(&scores)) {
+        r.why.mrs = Some(s);
     }
 }
 
@@ -521,6 +581,52 @@ mod tests {
         let e_minus_1 = 0.367_879_441_171_442;
         assert!((hits[1].why.recency - e_minus_1).abs() < 1e-9);
         assert!((hits[1].why.relevance - (0.7 * 0.6 + 0.2 * e_minus_1 + 0.1 * 0.5)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn mrs_weighs_recall_count_recency_similarity_and_feedback() {
+        use engram_operators::math::mark::MrsWeights;
+        use engram_operators::memory_marks::MemoryMark;
+        let at = chrono::DateTime::parse_from_rfc3339("2025-01-08T00:00:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        let mut hits = fuse(
+            vec![hit("used", "a", 0.5), hit("fresh", "b", 0.9)],
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            60.0,
+        );
+        // fusion put the more similar first
+        assert_eq!(
+            (hits[0].id.as_str(), hits[1].id.as_str()),
+            ("fresh", "used")
+        );
+        hits[0].ts = at - chrono::Duration::days(1);
+        hits[1].ts = at - chrono::Duration::days(1);
+        let mut memory = engram_dataflows::views::UserMemory::default();
+        let mark = MemoryMark {
+            recalls: 4,
+            correct: 3,
+            incorrect: 0,
+            last_recalled_micros: 0,
+            trust_micro: 300_000,
+            persistence_micro: 1_000_000,
+            retained: true,
+        };
+        memory.marks.insert("used".into(), mark);
+        // a = 0.3 for the recall count: "used" wins despite its lower similarity
+        let w = MrsWeights::POPULARITY_SIMILARITY;
+        score_mrs(&mut hits, &memory, &w, at);
+        let raw = |rc: f64, ss: f64, fs: f64| {
+            w.recall_count * rc + w.recency / (1.0 + 0.01) + w.similarity * ss + w.feedback * fs
+        };
+        assert!(raw(4.0, 0.5, 1.0) > raw(0.0, 0.9, 0.0));
+        assert_eq!((hits[0].why.mrs, hits[1].why.mrs), (Some(0.0), Some(1.0)));
+        assert_eq!((hits[0].why.mark, hits[1].why.mark), (None, Some(mark)));
+        // similarity only: the more similar wins
+        score_mrs(&mut hits, &memory, &MrsWeights::SIMILARITY_ONLY, at);
+        assert_eq!((hits[0].why.mrs, hits[1].why.mrs), (Some(1.0), Some(0.0)));
     }
 
     #[test]

@@ -435,6 +435,18 @@ pub fn memory_json(views: &engram_dataflows::MemoryViews, tenant: &str, user: &s
             })
         })
         .collect();
+    let marks: Vec<_> = memory
+        .marks
+        .iter()
+        .map(|(episode, m)| {
+            json!({
+                "episode_id": episode, "recalls": m.recalls, "correct": m.correct,
+                "incorrect": m.incorrect, "trust": m.trust(), "persistence": m.persistence(),
+                "retained": m.retained,
+                "last_recalled": micros_to_rfc3339(m.last_recalled_micros),
+            })
+        })
+        .collect();
     let style = memory.style.map(|s| {
         let v = s.style();
         let by_name: serde_json::Map<String, Value> = STYLE_DIMENSION_NAMES
@@ -460,6 +472,7 @@ pub fn memory_json(views: &engram_dataflows::MemoryViews, tenant: &str, user: &s
         "style": style, "corrections": corrections,
         "tenant": tenant, "user": user, "views_as_of": views.as_of,
         "team": views.user_teams.get(&(tenant.to_string(), user.to_string())),
+        "marks": marks,
         "engine_time": micros_to_rfc3339(now * 1_000_000),
         "facts": facts, "entities": entities, "co_mentions": co_mentions, "skills": skills,
         "correction_clusters": correction_clusters, "preferences": preferences,
@@ -672,13 +685,22 @@ async fn post_chat(
         .map(|s| s.skill_id.clone())
         .unwrap_or_default();
     let answered_at = chrono::Utc::now().max(asked_at + chrono::Duration::microseconds(1));
+    // the user's own memories the answer was built with: their recall counts and the feedback
+    // on this answer feed the MARK scores
+    let memories: Vec<&String> = assembled
+        .provenance
+        .memories
+        .iter()
+        .filter(|m| !m.domain)
+        .map(|m| &m.id)
+        .collect();
     let events = json!([
         {"kind": "interaction", "event_id": format!("{exchange}.q"), "tenant": req.tenant,
          "user": req.user, "session": session, "ts": asked_at, "role": "user", "content": req.query},
         {"kind": "interaction", "event_id": format!("{exchange}.a"), "tenant": req.tenant,
          "user": req.user, "session": session, "ts": answered_at, "role": "assistant",
          "content": answer, "skill_id": skill_id,
-         "meta": {"prompt_tokens": assembled.tokens.total}},
+         "meta": {"prompt_tokens": assembled.tokens.total, "memories": memories}},
     ]);
     let stored = match store_events(&engine, "chat", &req.tenant, &events).await {
         Ok(r) => r,

@@ -59,3 +59,24 @@ fn bad_settings_are_errors_that_say_where() {
         .to_string();
     assert!(missing.contains("nope.toml"), "{missing}");
 }
+
+#[test]
+fn mrs_weights_must_name_a_preset() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("engram.toml");
+    std::fs::write(
+        &path,
+        "[recall]\nrank_by = \"mrs\"\nmrs_weights = \"balanced\"\n",
+    )
+    .unwrap();
+    let cfg = Config::load(Some(&path)).unwrap();
+    assert_eq!(cfg.recall.mrs_weights, "balanced");
+    std::fs::write(&path, "[recall]\nmrs_weights = \"loudest\"\n").unwrap();
+    match Config::load(Some(&path)) {
+        Err(ConfigError::Invalid { key, reason }) => {
+            assert_eq!(key, "recall.mrs_weights");
+            assert!(reason.contains("similarity_feedback"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+}

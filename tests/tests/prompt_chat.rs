@@ -333,6 +333,29 @@ fn chat_goes_through_the_stand_in_is_stored_and_feedback_moves_the_posterior() {
     assert_eq!(skills[0]["successes"], 1);
     assert!(skills[0]["posterior"]["mean"].as_f64().unwrap() > 0.5);
     assert_eq!(memory["style"]["feedback_count"], 1);
+    // MARK: every memory the answer was built with was recalled once, into an answer judged
+    // correct, so its trust rose above the initial 0.25 (0.8·0.25 + 0.2·(1 + 1)/(1 + 4) = 0.28)
+    let used: std::collections::BTreeSet<&str> = chat["provenance"]["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    let marks = memory["marks"].as_array().unwrap();
+    let marked: std::collections::BTreeSet<&str> = marks
+        .iter()
+        .map(|m| m["episode_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(marked, used, "{memory}");
+    for m in marks {
+        assert_eq!(
+            (m["recalls"].as_u64(), m["correct"].as_u64()),
+            (Some(1), Some(1)),
+            "{m}"
+        );
+        assert!((m["trust"].as_f64().unwrap() - 0.28).abs() < 1e-6, "{m}");
+        assert_eq!(m["retained"], true);
+    }
 
     // bad feedback is refused with the field named; another tenant's key cannot vote here
     let (status, err) = server.post(
