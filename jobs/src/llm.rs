@@ -111,6 +111,166 @@ impl ChatClient {
             })?;
         Ok(strip_thinking(content).to_string())
     }
+
+    /// The answer to `messages` as the server streams it (`stream: true`, server-sent events of
+    /// `choices[0].delta.content`): the raw pieces, in order, thinking included (see
+    /// [`ThinkingFilter`]). A refused request is an error here; a failure part-way is the
+    /// stream's last item.
+    pub async fn stream(
+        &self,
+        messages: &[ChatMessage],
+        max_tokens: u32,
+    ) -> Result<tokio::sync::mpsc::Receiver<Result<String, LlmError>>, LlmError> {
+        let body = serde_json::json!({
+            "model": self.model,
+            "messages": messages,
+            "max_tokens": max_tokens,
+            "temperature": 0.0,
+            "stream": true,
+            "chat_template_kwargs": {"enable_thinking": false},
+        });
+        let url = self.endpoint.clone();
+        let request_failed = |source| LlmError::Request {
+            url: url.clone(),
+            source,
+        };
+        let mut resp = self
+            .http
+            .post(&url)
+            .json(&body)
+            .send()
+            .await
+            .map_err(request_failed)?;
+        let status = resp.status().as_u16();
+        if !(200..300).contains(&status) {
+            let text = resp.text().await.unwrap_or_default();
+            return Err(LlmError::Status {
+                url,
+                status,
+                body: text.chars().take(500).collect(),
+            });
+        }
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        tokio::spawn(async move {
+            let mut pending = Vec::<u8>::new();
+            loop {
+                let chunk = match resp.chunk().await {
+                    Ok(Some(chunk)) => chunk,
+                    Ok(None) => return,
+                    Err(source) => {
+                        let _ = tx.send(Err(LlmError::Request { url, source })).await;
+                        return;
+                    }
+                };
+                pending.extend_from_slice(&chunk);
+                // whole lines only: a piece of UTF-8 or JSON may be cut between chunks
+                while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+                    let line: Vec<u8> = pending.drain(..=end).collect();
+                    let line = String::from_utf8_lossy(&line);
+                    let Some(data) = line.trim().strip_prefix("data:") else {
+                        continue;
+                    };
+                    let data = data.trim();
+                    if data == "[DONE]" {
+                        return;
+                    }
+                    let piece = match serde_json::from_str::<serde_json::Value>(data) {
+                        Ok(v) => v["choices"][0]["delta"]["content"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string(),
+                        Err(e) => {
+                            let reason = format!("a streamed event is not JSON: {e}");
+                            let _ = tx.send(Err(LlmError::Answer { url, reason })).await;
+                            return;
+                        }
+                    };
+                    if !piece.is_empty() && tx.send(Ok(piece)).await.is_err() {
+                        return; // nobody listens any more
+                    }
+                }
+            }
+        });
+        Ok(rx)
+    }
+}
+
+/// [`strip_thinking`] for an answer that arrives in pieces: each piece in, what can be shown of
+/// it out. The pieces shown, joined and trimmed, equal `strip_thinking` of the whole answer.
+#[derive(Debug, Default)]
+pub struct ThinkingFilter {
+    /// Text held back: a possible `<think>` opening, or the thinking itself.
+    held: String,
+    state: FilterState,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+enum FilterState {
+    /// Nothing shown yet: the answer may still open with `<think>`.
+    #[default]
+    Start,
+    /// Inside a leading `<think>` block.
+    Thinking,
+    /// After the block: whitespace before the answer is dropped.
+    AfterThinking,
+    /// Showing everything.
+    Answer,
+}
+
+impl ThinkingFilter {
+    /// What to show of `piece`.
+    pub fn push(&mut self, piece: &str) -> String {
+        match self.state {
+            FilterState::Answer => piece.to_string(),
+            FilterState::AfterThinking => {
+                let rest = piece.trim_start();
+                if !rest.is_empty() {
+                    self.state = FilterState::Answer;
+                }
+                rest.to_string()
+            }
+            FilterState::Start | FilterState::Thinking => {
+                self.held.push_str(piece);
+                self.advance()
+            }
+        }
+    }
+
+    fn advance(&mut self) -> String {
+        const OPEN: &str = "<think>";
+        const CLOSE: &str = "</think>";
+        if self.state == FilterState::Start {
+            let text = self.held.trim_start();
+            if text.is_empty() || (OPEN.starts_with(text) && text.len() < OPEN.len()) {
+                return String::new(); // not yet known
+            }
+            if !text.starts_with(OPEN) {
+                self.state = FilterState::Answer;
+                let shown = text.to_string();
+                self.held.clear();
+                return shown;
+            }
+            self.state = FilterState::Thinking;
+        }
+        match self.held.find(CLOSE) {
+            Some(end) => {
+                let rest = self.held[end + CLOSE.len()..].to_string();
+                self.held.clear();
+                self.state = FilterState::AfterThinking;
+                self.push(&rest)
+            }
+            None => String::new(),
+        }
+    }
+
+    /// What is left to show once the answer is complete: a thinking block that never closed is
+    /// part of the answer after all (as [`strip_thinking`] has it).
+    pub fn finish(self) -> String {
+        match self.state {
+            FilterState::Start | FilterState::Thinking => self.held.trim_start().to_string(),
+            _ => String::new(),
+        }
+    }
 }
 
 /// The answer without a leading `<think>…</think>` block.
@@ -126,6 +286,63 @@ pub fn strip_thinking(answer: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Shows `answer` cut at `cuts` through a filter, joined.
+    fn filtered(answer: &str, cuts: &[usize]) -> String {
+        let mut filter = ThinkingFilter::default();
+        let mut shown = String::new();
+        let mut last = 0;
+        for &cut in cuts.iter().chain([answer.len()].iter()) {
+            if cut >= last && answer.is_char_boundary(cut) {
+                shown.push_str(&filter.push(&answer[last..cut]));
+                last = cut;
+            }
+        }
+        shown.push_str(&filter.finish());
+        shown
+    }
+
+    #[test]
+    fn streamed_answers_lose_their_thinking_however_they_are_cut() {
+        let answers = [
+            "<think>\nhmm, the memories say Lisbon\n</think>\n\nShe lives in Lisbon.",
+            "  <think></think>Paris",
+            "Paris, not <think> Rome",
+            "Paris, not </think> Rome",
+            "<think> never closed, so it stays",
+            "<thin",
+            "",
+            "   ",
+            "<think>x</think>   ",
+        ];
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        for answer in answers {
+            // every single cut, then random sets of cuts
+            for cut in 0..=answer.len() {
+                assert_eq!(
+                    filtered(answer, &[cut]).trim(),
+                    strip_thinking(answer),
+                    "{answer:?} at {cut}"
+                );
+            }
+            for _ in 0..200 {
+                let mut cuts: Vec<usize> = (0..4)
+                    .map(|_| {
+                        state ^= state << 13;
+                        state ^= state >> 7;
+                        state ^= state << 17;
+                        (state % (answer.len() as u64 + 1)) as usize
+                    })
+                    .collect();
+                cuts.sort_unstable();
+                assert_eq!(
+                    filtered(answer, &cuts).trim(),
+                    strip_thinking(answer),
+                    "{answer:?} {cuts:?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn thinking_is_removed_only_when_it_leads() {

@@ -620,6 +620,9 @@ struct ChatRequest {
     /// `message_id` to give feedback on). Default: a new UUID.
     #[serde(default)]
     exchange_id: Option<String>,
+    /// Stream the answer as server-sent events (`prompt`, `delta`…, then `done` or `error`).
+    #[serde(default)]
+    stream: bool,
 }
 
 /// Assembles the prompt, asks the configured chat server, stores the query and the answer as
@@ -632,6 +635,7 @@ async fn post_chat(
     let ChatRequest {
         prompt: mut req,
         exchange_id,
+        stream,
     } = match parse_for_tenant(&body, "chat", &auth, |r: &mut ChatRequest| {
         &mut r.prompt.tenant
     }) {
@@ -671,51 +675,173 @@ async fn post_chat(
         .iter()
         .map(|m| crate::llm::ChatMessage::new(&m.role, m.content.clone()))
         .collect();
-    let answer = match llm.complete(&messages, engine.config.llm.max_tokens).await {
-        Ok(a) => a,
-        Err(err) => {
-            tracing::warn!(%err, tenant = %req.tenant, "the chat server failed");
-            return error(StatusCode::BAD_GATEWAY, "$", err);
-        }
-    };
     let skill_id = assembled
         .provenance
         .skill
         .as_ref()
         .map(|s| s.skill_id.clone())
         .unwrap_or_default();
-    let answered_at = chrono::Utc::now().max(asked_at + chrono::Duration::microseconds(1));
-    // the user's own memories the answer was built with: their recall counts and the feedback
-    // on this answer feed the MARK scores
-    let memories: Vec<&String> = assembled
-        .provenance
-        .memories
-        .iter()
-        .filter(|m| !m.domain)
-        .map(|m| &m.id)
-        .collect();
-    let events = json!([
-        {"kind": "interaction", "event_id": format!("{exchange}.q"), "tenant": req.tenant,
-         "user": req.user, "session": session, "ts": asked_at, "role": "user", "content": req.query},
-        {"kind": "interaction", "event_id": format!("{exchange}.a"), "tenant": req.tenant,
-         "user": req.user, "session": session, "ts": answered_at, "role": "assistant",
-         "content": answer, "skill_id": skill_id,
-         "meta": {"prompt_tokens": assembled.tokens.total, "memories": memories}},
-    ]);
-    let stored = match store_events(&engine, "chat", &req.tenant, &events).await {
+    let exchange = Exchange {
+        tenant: req.tenant.clone(),
+        user: req.user.clone(),
+        session,
+        id: exchange,
+        query: req.query.clone(),
+        asked_at,
+        skill_id,
+        prompt_tokens: assembled.tokens.total,
+        // the user's own memories the answer was built with: their recall counts and the
+        // feedback on this answer feed the MARK scores
+        memories: assembled
+            .provenance
+            .memories
+            .iter()
+            .filter(|m| !m.domain)
+            .map(|m| m.id.clone())
+            .collect(),
+    };
+    let max_tokens = engine.config.llm.max_tokens;
+    if stream {
+        let pieces = match llm.stream(&messages, max_tokens).await {
+            Ok(rx) => rx,
+            Err(err) => {
+                tracing::warn!(%err, tenant = %req.tenant, "the chat server failed");
+                return error(StatusCode::BAD_GATEWAY, "$", err);
+            }
+        };
+        return stream_chat(engine.clone(), exchange, assembled, pieces);
+    }
+    let answer = match llm.complete(&messages, max_tokens).await {
+        Ok(a) => a,
+        Err(err) => {
+            tracing::warn!(%err, tenant = %req.tenant, "the chat server failed");
+            return error(StatusCode::BAD_GATEWAY, "$", err);
+        }
+    };
+    let stored = match exchange.store(&engine, &answer).await {
         Ok(r) => r,
         Err(resp) => return resp,
     };
     Json(json!({
         "answer": answer,
-        "message_id": format!("{exchange}.a"),
-        "query_event_id": format!("{exchange}.q"),
-        "skill_id": skill_id,
+        "message_id": exchange.answer_id(),
+        "query_event_id": exchange.query_id(),
+        "skill_id": exchange.skill_id,
         "tokens": assembled.tokens,
         "provenance": assembled.provenance,
         "stored": {"accepted": stored.accepted, "duplicates": stored.duplicates, "log_end": stored.log_end},
     }))
     .into_response()
+}
+
+/// One chat exchange, to be stored as two interaction events of its session once answered.
+struct Exchange {
+    tenant: String,
+    user: String,
+    session: String,
+    id: String,
+    query: String,
+    asked_at: chrono::DateTime<chrono::Utc>,
+    skill_id: String,
+    prompt_tokens: usize,
+    memories: Vec<String>,
+}
+
+impl Exchange {
+    fn query_id(&self) -> String {
+        format!("{}.q", self.id)
+    }
+
+    fn answer_id(&self) -> String {
+        format!("{}.a", self.id)
+    }
+
+    /// Stores the query and `answer` (after it, with the skill and the memories used).
+    async fn store(
+        &self,
+        engine: &Engine,
+        answer: &str,
+    ) -> Result<crate::ingest::IngestReport, Response> {
+        let answered_at = chrono::Utc::now().max(self.asked_at + chrono::Duration::microseconds(1));
+        let events = json!([
+            {"kind": "interaction", "event_id": self.query_id(), "tenant": self.tenant,
+             "user": self.user, "session": self.session, "ts": self.asked_at, "role": "user",
+             "content": self.query},
+            {"kind": "interaction", "event_id": self.answer_id(), "tenant": self.tenant,
+             "user": self.user, "session": self.session, "ts": answered_at, "role": "assistant",
+             "content": answer, "skill_id": self.skill_id,
+             "meta": {"prompt_tokens": self.prompt_tokens, "memories": self.memories}},
+        ]);
+        store_events(engine, "chat", &self.tenant, &events).await
+    }
+}
+
+/// The streamed chat answer: `prompt` (ids, tokens, provenance), a `delta` per piece of the
+/// answer shown (thinking left out), then `done` (the whole answer, once stored) or `error`
+/// (nothing stored). The exchange is stored even if the client has gone.
+fn stream_chat(
+    engine: Arc<Engine>,
+    exchange: Exchange,
+    assembled: crate::prompt::AssembledPrompt,
+    mut pieces: tokio::sync::mpsc::Receiver<Result<String, crate::llm::LlmError>>,
+) -> Response {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    let (tx, rx) = tokio::sync::mpsc::channel::<Event>(64);
+    let event = |name: &str, data: Value| Event::default().event(name).data(data.to_string());
+    tokio::spawn(async move {
+        let _ = tx
+            .send(event(
+                "prompt",
+                json!({"message_id": exchange.answer_id(), "query_event_id": exchange.query_id(),
+                       "skill_id": exchange.skill_id, "tokens": assembled.tokens,
+                       "provenance": assembled.provenance}),
+            ))
+            .await;
+        let mut raw = String::new();
+        let mut filter = crate::llm::ThinkingFilter::default();
+        while let Some(piece) = pieces.recv().await {
+            let piece = match piece {
+                Ok(p) => p,
+                Err(err) => {
+                    tracing::warn!(%err, tenant = %exchange.tenant, "the chat server failed mid-answer");
+                    let body = json!({"error": {"field": "$", "reason": err.to_string()}});
+                    let _ = tx.send(event("error", body)).await;
+                    return;
+                }
+            };
+            raw.push_str(&piece);
+            let shown = filter.push(&piece);
+            if !shown.is_empty() {
+                let _ = tx.send(event("delta", json!({"content": shown}))).await;
+            }
+        }
+        let rest = filter.finish();
+        if !rest.is_empty() {
+            let _ = tx.send(event("delta", json!({"content": rest}))).await;
+        }
+        let answer = crate::llm::strip_thinking(&raw).to_string();
+        let done = match exchange.store(&engine, &answer).await {
+            Ok(stored) => event(
+                "done",
+                json!({"answer": answer, "message_id": exchange.answer_id(),
+                       "stored": {"accepted": stored.accepted, "duplicates": stored.duplicates,
+                                  "log_end": stored.log_end}}),
+            ),
+            Err(_) => event(
+                "error",
+                json!({"error": {"field": "$", "reason": "the exchange could not be stored"}}),
+            ),
+        };
+        let _ = tx.send(done).await;
+    });
+    let events = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|e| (Ok::<_, std::convert::Infallible>(e), rx))
+    });
+    Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response()
 }
 
 #[derive(serde::Deserialize)]

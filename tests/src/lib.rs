@@ -245,7 +245,31 @@ impl Server {
             .timeout(limit)
             .build()
             .unwrap();
-        let mut req = http.get(format!("{}{}", self.base, path));
+        self.open_events(http.get(format!("{}{}", self.base, path)), key)
+    }
+
+    /// Like [`Server::events`], for a POST of `body` that answers with an event stream (a
+    /// streamed chat).
+    pub fn post_events(
+        &self,
+        key: Option<&str>,
+        path: &str,
+        body: &Value,
+        limit: Duration,
+    ) -> Result<EventStream, (u16, Value)> {
+        let http = reqwest::blocking::Client::builder()
+            .timeout(limit)
+            .build()
+            .unwrap();
+        let req = http.post(format!("{}{}", self.base, path)).json(body);
+        self.open_events(req, key)
+    }
+
+    fn open_events(
+        &self,
+        mut req: reqwest::blocking::RequestBuilder,
+        key: Option<&str>,
+    ) -> Result<EventStream, (u16, Value)> {
         if let Some(k) = key {
             req = req.bearer_auth(k);
         }
@@ -434,12 +458,31 @@ pub fn stand_in_llm(max_requests: usize, deadline: Duration) -> (String, Arc<Mut
             }
             let mut body = vec![0; length];
             reader.read_exact(&mut body).unwrap();
+            let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let content = "<think>\nlooking at the memories\n</think>\n\nstand-in answer";
+            if request_line.starts_with("POST /v1/chat/completions ") && request["stream"] == true {
+                // server-sent events of small deltas, as OpenAI-compatible servers stream
+                record.lock().unwrap().push(request);
+                let mut stream = stream;
+                write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+                )
+                .unwrap();
+                let chars: Vec<char> = content.chars().collect();
+                for piece in chars.chunks(3) {
+                    let piece: String = piece.iter().collect();
+                    let event = json!({"id": "x", "object": "chat.completion.chunk", "choices": [
+                        {"index": 0, "delta": {"content": piece}, "finish_reason": null}]});
+                    write!(stream, "data: {event}\n\n").unwrap();
+                    stream.flush().unwrap();
+                }
+                write!(stream, "data: [DONE]\n\n").unwrap();
+                served += 1;
+                continue;
+            }
             let (status, answer) = if request_line.starts_with("POST /v1/chat/completions ") {
-                record
-                    .lock()
-                    .unwrap()
-                    .push(serde_json::from_slice(&body).unwrap());
-                let content = "<think>\nlooking at the memories\n</think>\n\nstand-in answer";
+                record.lock().unwrap().push(request);
                 (
                     "200 OK",
                     json!({"id": "x", "object": "chat.completion", "choices": [

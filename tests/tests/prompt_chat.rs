@@ -357,6 +357,51 @@ fn chat_goes_through_the_stand_in_is_stored_and_feedback_moves_the_posterior() {
         assert_eq!(m["retained"], true);
     }
 
+    // streamed: the prompt first, then the answer in pieces without the thinking, then done;
+    // the exchange is stored as for a plain chat
+    let key = server.key_for("acme");
+    let mut events = server
+        .post_events(
+            Some(&key),
+            "/v1/chat",
+            &json!({"tenant": "acme", "user": "alice", "session": "s9", "stream": true,
+                    "query": "And my sister's name?", "exchange_id": "x2"}),
+            Duration::from_secs(60),
+        )
+        .expect("a stream");
+    let (name, prompt) = events.next_event().unwrap();
+    assert_eq!(name, "prompt");
+    assert_eq!(prompt["message_id"], "x2.a");
+    assert!(prompt["provenance"]["skill"].is_object(), "{prompt}");
+    let mut shown = String::new();
+    let mut deltas = 0;
+    let done = loop {
+        let (name, data) = events.next_event().expect("the stream goes on until done");
+        match name.as_str() {
+            "delta" => {
+                shown.push_str(data["content"].as_str().unwrap());
+                deltas += 1;
+            }
+            "done" => break data,
+            other => panic!("{other}: {data}"),
+        }
+    };
+    assert!(deltas > 1, "the answer came in pieces");
+    assert_eq!(shown.trim(), "stand-in answer");
+    assert_eq!(done["answer"], "stand-in answer");
+    assert_eq!(done["stored"]["accepted"], 2, "{done}");
+    assert!(events.next_event().is_none(), "the stream ends after done");
+    let asked = seen.lock().unwrap().last().unwrap().clone();
+    assert_eq!(asked["stream"], true);
+    server.wait_caught_up(Duration::from_secs(60));
+    let (_, next) = server.post(
+        "/v1/prompt",
+        &json!({"tenant": "acme", "user": "alice", "session": "s9", "query": "ok"}),
+    );
+    let msgs = next["messages"].as_array().unwrap();
+    assert_eq!(msgs[msgs.len() - 3]["content"], "And my sister's name?");
+    assert_eq!(msgs[msgs.len() - 2]["content"], "stand-in answer");
+
     // bad feedback is refused with the field named; another tenant's key cannot vote here
     let (status, err) = server.post(
         "/v1/feedback",
