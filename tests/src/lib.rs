@@ -241,11 +241,8 @@ impl Server {
         path: &str,
         limit: Duration,
     ) -> Result<EventStream, (u16, Value)> {
-        let http = reqwest::blocking::Client::builder()
-            .timeout(limit)
-            .build()
-            .unwrap();
-        self.open_events(http.get(format!("{}{}", self.base, path)), key)
+        let url = format!("{}{}", self.base, path);
+        open_events(stream_client(limit).get(url), key)
     }
 
     /// Like [`Server::events`], for a POST of `body` that answers with an event stream (a
@@ -257,31 +254,8 @@ impl Server {
         body: &Value,
         limit: Duration,
     ) -> Result<EventStream, (u16, Value)> {
-        let http = reqwest::blocking::Client::builder()
-            .timeout(limit)
-            .build()
-            .unwrap();
-        let req = http.post(format!("{}{}", self.base, path)).json(body);
-        self.open_events(req, key)
-    }
-
-    fn open_events(
-        &self,
-        mut req: reqwest::blocking::RequestBuilder,
-        key: Option<&str>,
-    ) -> Result<EventStream, (u16, Value)> {
-        if let Some(k) = key {
-            req = req.bearer_auth(k);
-        }
-        let resp = req.send().expect("request");
-        let status = resp.status().as_u16();
-        if status != 200 {
-            return Err((status, resp.json().unwrap_or(Value::Null)));
-        }
-        Ok(EventStream {
-            lines: BufReader::new(Box::new(resp)),
-            raw: String::new(),
-        })
+        let url = format!("{}{}", self.base, path);
+        open_events(stream_client(limit).post(url).json(body), key)
     }
 
     /// SIGKILL: no shutdown code runs.
@@ -307,6 +281,33 @@ impl Server {
         }
         self.child.wait().unwrap()
     }
+}
+
+/// An HTTP client whose requests give up after `limit` (streams included).
+fn stream_client(limit: Duration) -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .timeout(limit)
+        .build()
+        .unwrap()
+}
+
+/// Sends `req` with `key`; the event stream, or the status and JSON body of a refusal.
+fn open_events(
+    mut req: reqwest::blocking::RequestBuilder,
+    key: Option<&str>,
+) -> Result<EventStream, (u16, Value)> {
+    if let Some(k) = key {
+        req = req.bearer_auth(k);
+    }
+    let resp = req.send().expect("request");
+    let status = resp.status().as_u16();
+    if status != 200 {
+        return Err((status, resp.json().unwrap_or(Value::Null)));
+    }
+    Ok(EventStream {
+        lines: BufReader::new(Box::new(resp)),
+        raw: String::new(),
+    })
 }
 
 /// A server-sent event stream, read event by event.
