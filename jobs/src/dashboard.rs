@@ -46,6 +46,8 @@ const SHARE_GRID: usize = 1000;
 /// Batches merged into one `changes` event at most (a page that falls behind catches up in
 /// few events).
 const MAX_BATCHES_PER_EVENT: usize = 256;
+/// Fact versions, and corrections of a cluster, a row carries at most (the newest).
+const ROW_HISTORY: usize = 20;
 /// Separates subject and attribute in a fact row's key.
 const FACT_KEY_SEPARATOR: char = '\u{1f}';
 
@@ -656,15 +658,18 @@ fn org_row(views: &MemoryViews, tenant: &str, id: &str) -> Option<Value> {
     }))
 }
 
-/// Every version of one `(subject, attribute)`, oldest first.
+/// The latest [`ROW_HISTORY`] versions of one `(subject, attribute)`, oldest first, and how
+/// many there are (a row is re-sent whenever a version is added: it must stay small).
 fn fact_row(memory: &UserMemory, subject: &str, attribute: &str) -> Option<Value> {
     let versions = memory
         .facts
         .get(&(subject.to_string(), attribute.to_string()))?;
+    let total = versions.len();
     let mut versions: Vec<_> = versions.iter().collect();
     versions.sort_by_key(|v| (v.valid_from, v.fact_id.clone()));
     let versions: Vec<Value> = versions
         .into_iter()
+        .skip(total.saturating_sub(ROW_HISTORY))
         .map(|v| {
             json!({"id": v.fact_id, "value": v.value,
                 "valid_from": micros_to_rfc3339(v.valid_from),
@@ -672,7 +677,10 @@ fn fact_row(memory: &UserMemory, subject: &str, attribute: &str) -> Option<Value
                 "superseded_by": v.superseded_by})
         })
         .collect();
-    Some(json!({"subject": subject, "attribute": attribute, "versions": versions}))
+    Some(
+        json!({"subject": subject, "attribute": attribute, "versions": versions,
+        "versions_total": total}),
+    )
 }
 
 fn entity_row(memory: &UserMemory, name: &str) -> Option<Value> {
@@ -702,9 +710,24 @@ fn cluster_row(memory: &UserMemory, cluster: &str) -> Option<Value> {
     if members.is_empty() {
         return None;
     }
-    let corrections: Vec<Value> = members
+    // the newest few: the row is re-sent whenever the cluster changes
+    let mut newest: Vec<(&String, i64)> = members
         .iter()
         .map(|id| {
+            (
+                *id,
+                memory
+                    .corrections
+                    .get(*id)
+                    .map_or(i64::MIN, |n| n.ts_micros),
+            )
+        })
+        .collect();
+    newest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let corrections: Vec<Value> = newest
+        .iter()
+        .take(ROW_HISTORY)
+        .map(|(id, _)| {
             let ts = memory
                 .corrections
                 .get(*id)
