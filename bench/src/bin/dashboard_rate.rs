@@ -5,7 +5,10 @@
 //! rows of its context bucket with their densities) and corrections (cluster and preference
 //! rows). Needs Debian's chromium and chromedriver (scripts/setup installs them).
 //!
-//!     dashboard_rate [seconds_per_step] [events_per_second ...]
+//!     dashboard_rate [--no-page] [seconds_per_step] [events_per_second ...]
+//!
+//! `--no-page` runs the same steps with no page open: what the engine alone reflects, to tell
+//! the page's limits from the engine's.
 //!
 //! For every step it prints the rate offered, the rate the server accepted and its views
 //! reflected, and what the page applied: `changes` events, rows and rendered frames a second,
@@ -18,8 +21,10 @@ use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
 fn main() -> anyhow::Result<()> {
+    let no_page = std::env::args().any(|a| a == "--no-page");
     let args: Vec<u64> = std::env::args()
         .skip(1)
+        .filter(|a| a != "--no-page")
         .map(|a| a.parse())
         .collect::<Result<_, _>>()?;
     let seconds = args.first().copied().unwrap_or(10);
@@ -35,20 +40,23 @@ fn main() -> anyhow::Result<()> {
     let (status, body) = server.post("/v1/events", &json!([event("f0", fact(0), 0)]));
     anyhow::ensure!(status == 200, "{body}");
     server.wait_caught_up(Duration::from_secs(60));
-    let browser = Browser::start(1400, 1800);
-    browser.open(&format!("{}/dashboard#key={key}&user=u0", server.base));
-    browser.wait_for(
-        "the page to go live",
-        "return document.querySelector('#conn')?.textContent.trim() === 'live'",
-        Duration::from_secs(60),
-    );
+    let browser = (!no_page).then(|| {
+        let browser = Browser::start(1400, 1800);
+        browser.open(&format!("{}/dashboard#key={key}&user=u0", server.base));
+        browser.wait_for(
+            "the page to go live",
+            "return document.querySelector('#conn')?.textContent.trim() === 'live'",
+            Duration::from_secs(60),
+        );
+        browser
+    });
     println!(
         "{:>8} {:>9} {:>9} {:>10} {:>9} {:>9} {:>10}",
         "offered", "accepted", "in views", "changes/s", "rows/s", "frames/s", "catch-up"
     );
     let mut next_id = 1u64;
     for rate in rates {
-        let page_before = counters(&browser);
+        let page_before = counters(browser.as_ref());
         let log_before = server.status()["log_end"].as_u64().unwrap_or(0);
         let views_before = server.status()["views_as_of"].as_u64().unwrap_or(0);
         let start = Instant::now();
@@ -79,12 +87,16 @@ fn main() -> anyhow::Result<()> {
         let status = server.status();
         let log_end = status["log_end"].as_u64().unwrap_or(0);
         let views = status["views_as_of"].as_u64().unwrap_or(0);
-        let page_during = counters(&browser);
-        // catch-up: until the page shows the views' timestamp of everything posted
+        let page_during = counters(browser.as_ref());
+        // catch-up: until the page (or, with no page, the views) shows the views' timestamp of
+        // everything posted
         let posted_end = log_end;
         let waited = Instant::now();
         let caught_up = loop {
-            let shown = counters(&browser)["views_as_of"].as_u64().unwrap_or(0);
+            let shown = match &browser {
+                Some(b) => counters(Some(b))["views_as_of"].as_u64().unwrap_or(0),
+                None => server.status()["views_as_of"].as_u64().unwrap_or(0),
+            };
             if shown >= posted_end {
                 break Some(waited.elapsed());
             }
@@ -111,14 +123,17 @@ fn main() -> anyhow::Result<()> {
             )),
         );
     }
-    let shot = std::env::temp_dir().join("engram-dashboard-rate.png");
-    browser.screenshot(&shot);
-    println!("screenshot of the page after the run: {}", shot.display());
+    if let Some(browser) = browser {
+        let shot = std::env::temp_dir().join("engram-dashboard-rate.png");
+        browser.screenshot(&shot);
+        println!("screenshot of the page after the run: {}", shot.display());
+    }
     Ok(())
 }
 
-fn counters(browser: &Browser) -> Value {
-    browser.eval("return window.__dashboard")
+/// The page's counters (all zero with no page).
+fn counters(browser: Option<&Browser>) -> Value {
+    browser.map_or(Value::Null, |b| b.eval("return window.__dashboard"))
 }
 
 /// An event of user `u0` of tenant `bench`, `id` seconds after a fixed start (so corrections
