@@ -12,7 +12,8 @@
 //! `tenant/user`: for front ends to copy, and for tests.
 
 use crate::ingest::Ingestor;
-use engram_schemas::{parse_event, EventKind};
+use crate::tenants::TenantRegistry;
+use engram_schemas::{parse_event, Event, EventError, EventKind};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
 use rdkafka::message::{Header, Message, OwnedHeaders};
@@ -118,6 +119,7 @@ impl KafkaConfig {
 pub async fn run_kafka_source(
     config: KafkaConfig,
     ingestor: Arc<Ingestor>,
+    tenants: Arc<TenantRegistry>,
     stop: Arc<AtomicBool>,
 ) -> anyhow::Result<()> {
     let kinds: BTreeMap<String, EventKind> = config.input_topics().into_iter().collect();
@@ -143,7 +145,10 @@ pub async fn run_kafka_source(
         }
         let parsed = batch
             .iter()
-            .map(|m| parse_event(&m.payload, kinds.get(&m.topic).copied()))
+            .map(|m| {
+                parse_event(&m.payload, kinds.get(&m.topic).copied())
+                    .and_then(|event| known_tenant(&tenants, event))
+            })
             .collect();
         let originals: Vec<String> = batch
             .iter()
@@ -178,6 +183,22 @@ pub async fn run_kafka_source(
         );
     }
     Ok(())
+}
+
+/// `event` if its tenant exists (`engram tenant create`, or the admin API), else why not: an
+/// event of an unknown tenant goes to the DLQ like any bad input.
+fn known_tenant(tenants: &TenantRegistry, event: Event) -> Result<Event, EventError> {
+    if tenants.contains(&event.header.tenant) {
+        Ok(event)
+    } else {
+        Err(EventError::new(
+            "tenant",
+            format!(
+                "unknown tenant {:?}: create it first (`engram tenant create`, or POST /v1/admin/tenants)",
+                event.header.tenant
+            ),
+        ))
+    }
 }
 
 /// One consumed message, copied out of the consumer's buffers.

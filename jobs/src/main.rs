@@ -294,9 +294,10 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let kafka_stop = Arc::new(AtomicBool::new(false));
     let kafka = (!kafka_config.brokers.is_empty()).then(|| {
         let (ingestor, stop) = (engine.ingestor.clone(), kafka_stop.clone());
+        let tenants = engine.tenants.clone();
         tokio::spawn(async move {
             if let Err(err) =
-                engram_jobs::kafka::run_kafka_source(kafka_config, ingestor, stop).await
+                engram_jobs::kafka::run_kafka_source(kafka_config, ingestor, tenants, stop).await
             {
                 tracing::error!(%err, "the Kafka source stopped");
             }

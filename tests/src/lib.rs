@@ -283,6 +283,23 @@ impl Server {
     }
 }
 
+/// Creates `tenant` in the registry of `data_dir` with `engram tenant create`, before any server
+/// runs there (a server consuming Kafka sends events of unknown tenants to the DLQ). Nothing
+/// happens when it exists already.
+pub fn create_tenant(data_dir: &Path, tenant: &str) {
+    let out = Command::new(engram_bin())
+        .args(["tenant", "create", tenant, "--data-dir"])
+        .arg(data_dir)
+        .env("ENGRAM_LOG", "warn")
+        .output()
+        .expect("engram tenant create");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() || stderr.contains("exists"),
+        "engram tenant create {tenant}: {stderr}"
+    );
+}
+
 /// An HTTP client whose requests give up after `limit` (streams included).
 fn stream_client(limit: Duration) -> reqwest::blocking::Client {
     reqwest::blocking::Client::builder()

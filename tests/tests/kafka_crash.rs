@@ -36,6 +36,8 @@ fn config_file(dir: &Path, brokers: &str, group: &str) -> std::path::PathBuf {
 }
 
 fn start(data: &Path, config: &Path) -> Server {
+    // events are produced before the first start: the tenant must exist by then
+    engram_tests::create_tenant(data, "acme");
     Server::start_with(data, &["--config", config.to_str().unwrap()])
 }
 

@@ -72,9 +72,13 @@ async fn main() -> anyhow::Result<()> {
     };
     let engine = Engine::start(config.clone()).await?;
     let stop = Arc::new(AtomicBool::new(false));
+    if !engine.tenants.contains("bench") {
+        engine.tenants.create("bench")?;
+    }
     let source = tokio::spawn(run_kafka_source(
         config.kafka.clone(),
         engine.ingestor.clone(),
+        engine.tenants.clone(),
         stop.clone(),
     ));
     // the clock starts with the first event logged (group join and start-up excluded)
