@@ -165,10 +165,15 @@ where
         )
         .semijoin(promoted)
         .reduce(|_preference, members, output| {
+            // two corrections in the same second with the same confidence are one value with
+            // multiplicity 2, and two activations
             let activations: Vec<(i64, f64)> = members
                 .iter()
                 .filter(|(_, m)| *m > 0)
-                .map(|((at, confidence), _)| (*at, f64::from(*confidence).min(1000.0) / 1000.0))
+                .flat_map(|((at, confidence), m)| {
+                    let activation = (*at, f64::from(*confidence).min(1000.0) / 1000.0);
+                    std::iter::repeat_n(activation, *m as usize)
+                })
                 .collect();
             if let Some(trace) = PreferenceTrace::from_activations(
                 &activations,
