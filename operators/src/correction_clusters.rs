@@ -2,7 +2,8 @@
 //!
 //! - [`similarity_links`]: pairs of a user's corrections whose embeddings have cosine
 //!   ≥ [`LINK_COSINE_THRESHOLD`], looked for among the candidate pairs that random-hyperplane
-//!   LSH puts in a common bucket ([`LshHyperplanes`]).
+//!   LSH puts in a common bucket ([`LshHyperplanes`]); corrections with one and the same
+//!   embedding are linked through the smallest of them only, which keeps the components.
 //! - [`correction_clusters`]: the connected components of the link graph, each named by its
 //!   smallest correction id.
 //! - [`cluster_measures`]: every cluster's size, coherence, span and confidence, and whether it
@@ -300,38 +301,63 @@ where
         })
 }
 
-/// The similarity links between a user's corrections.
+/// The similarity links between a user's corrections, as many as their clusters need.
 ///
-/// Input: corrections keyed by `(tenant, user)`. Output: `((tenant, user), (id_a, id_b))` with
-/// `id_a < id_b`, multiplicity 1, for every two present corrections of that user (module
-/// docs) whose embeddings share at least one [`LshBucket`] under [`LshHyperplanes`] and whose
-/// dequantised cosine is ≥ [`LINK_COSINE_THRESHOLD`]. A pair at cosine ≥ 0.85 shares a bucket
-/// with probability ≥ 0.99794 over the choice of hyperplanes ([`lsh_candidate_probability`]);
-/// a pair that shares none is not linked, whatever its cosine.
+/// Input: corrections keyed by `(tenant, user)`. The present corrections of a user (module
+/// docs) with one and the same non-zero embedding form a group, represented by its smallest
+/// id. Output: `((tenant, user), (id_a, id_b))` with `id_a < id_b`, multiplicity 1:
+/// - every member of a group with its representative (their cosine is 1);
+/// - every two representatives whose embeddings share at least one [`LshBucket`] under
+///   [`LshHyperplanes`] and whose dequantised cosine is ≥ [`LINK_COSINE_THRESHOLD`] (an all-zero
+///   embedding is each correction's own group, and links to nothing).
 ///
-/// Cost: each correction is stored once per band (40 copies of its embedding); a change to a
-/// correction compares it with the corrections in its 40 buckets only.
+/// The connected components are those of the whole similarity graph (every two present
+/// corrections sharing a bucket at cosine ≥ 0.85): members of a group have the same cosine to
+/// everything. But a user who makes the same correction n times costs n − 1 links, not n²/2.
+/// A pair at cosine ≥ 0.85 shares a bucket with probability ≥ 0.99794 over the choice of
+/// hyperplanes ([`lsh_candidate_probability`]); a pair that shares none is not linked, whatever
+/// its cosine.
+///
+/// Cost: each distinct embedding is stored once per band (40 copies); a change compares its
+/// embedding with the representatives in its 40 buckets only.
 pub fn similarity_links<'scope, T>(
     corrections: VecCollection<'scope, T, (UserKey, CorrectionPoint)>,
 ) -> VecCollection<'scope, T, (UserKey, (String, String))>
 where
     T: Timestamp + Lattice + Ord,
 {
+    let zero = |e: &QuantisedEmbedding| e.0.iter().all(|&x| x == 0);
+    // `((user, embedding), id)`: an all-zero embedding is keyed by its id too, a group of one
+    let grouped = present_corrections(corrections).map(move |((user, id), point)| {
+        let own = zero(&point.embedding).then(|| id.clone());
+        ((user, point.embedding, own), id)
+    });
+    let representatives = grouped.clone().reduce(|_group, ids, output| {
+        // ids come sorted: the first present one is the smallest
+        if let Some((id, _)) = ids.iter().find(|(_, m)| *m > 0) {
+            output.push(((*id).clone(), 1));
+        }
+    });
+    let members = grouped
+        .join_map(
+            representatives.clone(),
+            |(user, _, _), id: &String, representative: &String| {
+                (user.clone(), (representative.clone(), id.clone()))
+            },
+        )
+        .filter(|(_, (representative, id))| representative != id);
     // Drawn once per embedding length per worker, not once per correction.
     let mut hyperplanes_by_dims: BTreeMap<usize, LshHyperplanes> = BTreeMap::new();
-    let bucketed = present_corrections(corrections)
-        .flat_map(move |((user, id), point)| {
-            let embedding = point.embedding.to_f32();
+    let bucketed = representatives
+        .flat_map(move |((user, embedding, _), id)| {
+            let vector = embedding.to_f32();
             let buckets = hyperplanes_by_dims
-                .entry(embedding.len())
-                .or_insert_with(|| LshHyperplanes::new(embedding.len()))
-                .buckets(&embedding);
-            buckets.into_iter().map(move |bucket| {
-                (
-                    (user.clone(), bucket),
-                    (id.clone(), point.embedding.clone()),
-                )
-            })
+                .entry(vector.len())
+                .or_insert_with(|| LshHyperplanes::new(vector.len()))
+                .buckets(&vector);
+            buckets
+                .into_iter()
+                .map(move |bucket| ((user.clone(), bucket), (id.clone(), embedding.clone())))
         })
         .arrange_by_key();
     bucketed
@@ -347,6 +373,7 @@ where
         )
         // A pair meets once per shared band; its count is that number, never negative.
         .distinct()
+        .concat(members)
 }
 
 /// The clusters of a user's corrections: connected components of the link graph.

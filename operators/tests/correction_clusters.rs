@@ -151,14 +151,31 @@ impl BucketsOf {
     }
 }
 
-/// Links from scratch: every pair of a user's present corrections that shares an LSH bucket
-/// (same fixed hyperplanes) and whose dequantised cosine is at least the threshold.
+/// Links from scratch: a user's present corrections with one and the same non-zero embedding
+/// form a group, represented by its smallest id; every member is linked to its representative,
+/// and every two representatives that share an LSH bucket (same fixed hyperplanes) at dequantised
+/// cosine ≥ the threshold are linked.
 fn links_from_scratch(present: &Present, buckets: &mut BucketsOf) -> BTreeSet<Pair> {
     let mut links = BTreeSet::new();
     for (user, points) in present {
-        let bucketed: Vec<(&String, Vec<f32>, BTreeSet<LshBucket>)> = points
+        // embedding -> smallest id (points iterate in id order)
+        let mut representative: BTreeMap<&QuantisedEmbedding, &String> = BTreeMap::new();
+        let mut representatives = Vec::new();
+        for (id, p) in points {
+            let zero = p.embedding.0.iter().all(|&x| x == 0);
+            match representative.get(&p.embedding) {
+                Some(rep) if !zero => {
+                    links.insert((user.clone(), ((*rep).clone(), id.clone())));
+                }
+                _ => {
+                    representative.entry(&p.embedding).or_insert(id);
+                    representatives.push((id, p));
+                }
+            }
+        }
+        let bucketed: Vec<(&String, Vec<f32>, BTreeSet<LshBucket>)> = representatives
             .iter()
-            .map(|(id, p)| (id, p.embedding.to_f32(), buckets.get(&p.embedding)))
+            .map(|(id, p)| (*id, p.embedding.to_f32(), buckets.get(&p.embedding)))
             .collect();
         for (i, (a, va, ba)) in bucketed.iter().enumerate() {
             for (b, vb, bb) in &bucketed[i + 1..] {
@@ -313,8 +330,9 @@ fn difference<D: Clone + Eq + Hash + Ord + Debug>(
 }
 
 /// One random change to the corrections: a new correction named `new_id` (unless that id is
-/// taken, in which case it is re-sent with another payload), a duplicate of a present record,
-/// an existing id re-sent with another payload, or the retraction of a record.
+/// taken, in which case it is re-sent with another payload), a new correction made with the same
+/// embedding as a present one, a duplicate of a present record, an existing id re-sent with
+/// another payload, or the retraction of a record.
 fn random_change(
     current: &Corrections,
     topics: &BTreeMap<UserKey, Vec<Vec<f32>>>,
@@ -327,7 +345,14 @@ fn random_change(
         (pick(rng).unwrap(), -1)
     } else if !current.is_empty() && roll < 30 {
         (pick(rng).unwrap(), 1)
-    } else if !current.is_empty() && roll < 35 {
+    } else if !current.is_empty() && roll < 45 {
+        // the same correction made again: a new id with an existing embedding
+        let (user, old) = pick(rng).unwrap();
+        let mut point = old.clone();
+        point.correction_id = new_id;
+        point.ts_micros += MICROS_PER_HOUR;
+        ((user, point), 1)
+    } else if !current.is_empty() && roll < 50 {
         let (user, old) = pick(rng).unwrap();
         let point = correction(old.correction_id, &topics[&user], rng);
         ((user, point), 1)
