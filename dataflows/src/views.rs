@@ -132,76 +132,39 @@ impl MemoryViews {
             }
             ViewUpdate::Entity((tenant, user, name), stats) => {
                 let entities = &mut self.users.entry((tenant, user)).or_default().entities;
-                if diff > 0 {
-                    entities.insert(name, stats);
-                } else if entities.get(&name) == Some(&stats) {
-                    // a replacement at the same time may already have been inserted
-                    entities.remove(&name);
-                }
+                set_or_clear(entities, name, stats, diff);
             }
             ViewUpdate::CoMention((tenant, user, a, b), weight) => {
                 let co = &mut self.users.entry((tenant, user)).or_default().co_mentions;
-                if diff > 0 {
-                    co.insert((a, b), weight);
-                } else if co.get(&(a.clone(), b.clone())) == Some(&weight) {
-                    co.remove(&(a, b));
-                }
+                set_or_clear(co, (a, b), weight, diff);
             }
             ViewUpdate::SkillTally((tenant, user, bucket, skill), tally) => {
                 let skills = &mut self.users.entry((tenant, user)).or_default().skills;
-                if diff > 0 {
-                    skills.insert((bucket, skill), tally);
-                } else if skills.get(&(bucket, skill.clone())) == Some(&tally) {
-                    skills.remove(&(bucket, skill));
-                }
+                set_or_clear(skills, (bucket, skill), tally, diff);
             }
             ViewUpdate::ClusterMember(user, (correction, cluster)) => {
                 let members = &mut self.users.entry(user).or_default().correction_clusters;
-                if diff > 0 {
-                    members.insert(correction, cluster);
-                } else if members.get(&correction) == Some(&cluster) {
-                    members.remove(&correction);
-                }
+                set_or_clear(members, correction, cluster, diff);
             }
             ViewUpdate::ClusterMeasure(user, measure) => {
                 let measures = &mut self.users.entry(user).or_default().cluster_measures;
-                if diff > 0 {
-                    measures.insert(measure.cluster_id.clone(), measure);
-                } else if measures.get(&measure.cluster_id) == Some(&measure) {
-                    measures.remove(&measure.cluster_id);
-                }
+                set_or_clear(measures, measure.cluster_id.clone(), measure, diff);
             }
             ViewUpdate::Pattern(user, pattern) => {
                 let patterns = &mut self.users.entry(user).or_default().patterns;
-                if diff > 0 {
-                    patterns.insert(pattern.cluster_id.clone(), pattern);
-                } else if patterns.get(&pattern.cluster_id) == Some(&pattern) {
-                    patterns.remove(&pattern.cluster_id);
-                }
+                set_or_clear(patterns, pattern.cluster_id.clone(), pattern, diff);
             }
             ViewUpdate::PreferenceTrace((user, cluster), trace) => {
                 let preferences = &mut self.users.entry(user).or_default().preferences;
-                if diff > 0 {
-                    preferences.insert(cluster, trace);
-                } else if preferences.get(&cluster) == Some(&trace) {
-                    preferences.remove(&cluster);
-                }
+                set_or_clear(preferences, cluster, trace, diff);
             }
             ViewUpdate::PreferenceState((user, cluster), state) => {
                 let states = &mut self.users.entry(user).or_default().preference_states;
-                if diff > 0 {
-                    states.insert(cluster, state);
-                } else if states.get(&cluster) == Some(&state) {
-                    states.remove(&cluster);
-                }
+                set_or_clear(states, cluster, state, diff);
             }
             ViewUpdate::CorrectionNote(user, note) => {
                 let notes = &mut self.users.entry(user).or_default().corrections;
-                if diff > 0 {
-                    notes.insert(note.correction_id.clone(), note);
-                } else if notes.get(&note.correction_id) == Some(&note) {
-                    notes.remove(&note.correction_id);
-                }
+                set_or_clear(notes, note.correction_id.clone(), note, diff);
             }
             ViewUpdate::Style(user, style) => {
                 let current = &mut self.users.entry(user).or_default().style;
@@ -213,47 +176,27 @@ impl MemoryViews {
             }
             ViewUpdate::MemoryMark((tenant, user, episode), mark) => {
                 let marks = &mut self.users.entry((tenant, user)).or_default().marks;
-                if diff > 0 {
-                    marks.insert(episode, mark);
-                } else if marks.get(&episode) == Some(&mark) {
-                    marks.remove(&episode);
-                }
+                set_or_clear(marks, episode, mark, diff);
             }
             ViewUpdate::UserTeam(user, team) => {
-                if diff > 0 {
-                    self.user_teams.insert(user, team);
-                } else if self.user_teams.get(&user) == Some(&team) {
-                    self.user_teams.remove(&user);
-                }
+                set_or_clear(&mut self.user_teams, user, team, diff);
             }
             ViewUpdate::TeamPreference(team, p) => {
                 let held = self.team_preferences.entry(team.clone()).or_default();
-                if diff > 0 {
-                    held.insert(p.id.clone(), p);
-                } else if held.get(&p.id) == Some(&p) {
-                    held.remove(&p.id);
-                }
+                set_or_clear(held, p.id.clone(), p, diff);
                 if held.is_empty() {
                     self.team_preferences.remove(&team);
                 }
             }
             ViewUpdate::OrgPreference(tenant, p) => {
                 let held = self.org_preferences.entry(tenant.clone()).or_default();
-                if diff > 0 {
-                    held.insert(p.id.clone(), p);
-                } else if held.get(&p.id) == Some(&p) {
-                    held.remove(&p.id);
-                }
+                set_or_clear(held, p.id.clone(), p, diff);
                 if held.is_empty() {
                     self.org_preferences.remove(&tenant);
                 }
             }
             ViewUpdate::PopulationTally(key, tally) => {
-                if diff > 0 {
-                    self.population.insert(key, tally);
-                } else if self.population.get(&key) == Some(&tally) {
-                    self.population.remove(&key);
-                }
+                set_or_clear(&mut self.population, key, tally, diff);
             }
             ViewUpdate::SessionEpisode(key) => {
                 let user = (key.0.clone(), key.1.clone());
@@ -325,6 +268,51 @@ pub struct ViewChanges {
 
 /// Batches a slow reader may fall behind by before it is told it lagged (and must re-read).
 const CHANGE_FEED_CAPACITY: usize = 1024;
+
+/// Applies one update of a keyed view: `value` is the key's value from now on when `diff` is
+/// positive; a retraction removes the key only if it still holds `value` (a replacement made at
+/// the same time may already have been inserted, in either order).
+fn set_or_clear<M: KeyedView>(map: &mut M, key: M::Key, value: M::Value, diff: isize) {
+    if diff > 0 {
+        map.put(key, value);
+    } else {
+        map.clear_if(&key, &value);
+    }
+}
+
+/// The maps the views are kept in.
+trait KeyedView {
+    type Key;
+    type Value;
+    fn put(&mut self, key: Self::Key, value: Self::Value);
+    fn clear_if(&mut self, key: &Self::Key, value: &Self::Value);
+}
+
+impl<K: Ord, V: PartialEq> KeyedView for BTreeMap<K, V> {
+    type Key = K;
+    type Value = V;
+    fn put(&mut self, key: K, value: V) {
+        self.insert(key, value);
+    }
+    fn clear_if(&mut self, key: &K, value: &V) {
+        if self.get(key) == Some(value) {
+            self.remove(key);
+        }
+    }
+}
+
+impl<K: std::hash::Hash + Eq, V: PartialEq> KeyedView for HashMap<K, V> {
+    type Key = K;
+    type Value = V;
+    fn put(&mut self, key: K, value: V) {
+        self.insert(key, value);
+    }
+    fn clear_if(&mut self, key: &K, value: &V) {
+        if self.get(key) == Some(value) {
+            self.remove(key);
+        }
+    }
+}
 
 /// The views shared between the dataflow and readers. The dataflow applies all updates of a
 /// timestamp under one write lock; a reader holds the read guard for its whole request, so it

@@ -73,6 +73,17 @@ pub struct Why {
     pub mrs: Option<f64>,
 }
 
+impl Why {
+    /// The best of the episode's and its passages' cosine to the query; 0 when only the text
+    /// or graph search found it.
+    pub fn best_similarity(&self) -> f64 {
+        [self.vector_similarity, self.span_similarity]
+            .into_iter()
+            .flatten()
+            .fold(0.0f64, |best, s| best.max(f64::from(s)))
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct RecallHit {
     pub id: String,
@@ -437,10 +448,7 @@ pub fn score_relevance(
     for r in results {
         let age = (at - r.ts).num_milliseconds() as f64 / 1000.0;
         r.why.recency = recency(age, scale_days * SECONDS_PER_DAY);
-        let similarity = [r.why.vector_similarity, r.why.span_similarity]
-            .into_iter()
-            .flatten()
-            .fold(0.0f64, |best, s| best.max(f64::from(s)));
+        let similarity = r.why.best_similarity();
         r.why.relevance = recall_score(similarity, r.why.recency, r.why.importance);
     }
 }
@@ -461,10 +469,7 @@ pub fn score_mrs(
         .map(|r| {
             r.why.mark = memory.marks.get(&r.id).copied();
             let age_days = (at - r.ts).num_milliseconds() as f64 / 86_400_000.0;
-            let similarity = [r.why.vector_similarity, r.why.span_similarity]
-                .into_iter()
-                .flatten()
-                .fold(0.0f64, |best, s| best.max(f64::from(s)));
+            let similarity = r.why.best_similarity();
             let (recalls, feedback) = r.why.mark.map_or((0, 0), |m| (m.recalls, m.feedback()));
             memory_relevance_score(weights, recalls, age_days, similarity, feedback)
         })
