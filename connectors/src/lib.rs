@@ -1,14 +1,16 @@
 //! engram's connections to the outside: the embedded event log (and its reject log), the Lance
-//! episode store, the embedder (ONNX Runtime + tokenizers), and historical event files.
+//! events table behind it, the Lance episode store, the embedder (ONNX Runtime + tokenizers), and historical event files.
 
 pub mod chat_template;
 pub mod embedder;
 pub mod episode_store;
 pub mod event_files;
 pub mod event_log;
+pub mod event_table;
 
 pub use chat_template::{ChatTemplateError, Qwen3Chat, TemplateMessage};
 pub use embedder::{Embedder, EmbedderConfig, EmbedderError};
 pub use episode_store::{EpisodeHit, EpisodeRow, EpisodeStore, IndexPolicy, StoreError};
 pub use event_files::{EventFile, EventFileError, EventFileFormat, FileRecord};
 pub use event_log::{EventLog, LogError, RejectLog, Rejection};
+pub use event_table::EventTable;

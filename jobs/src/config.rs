@@ -334,6 +334,11 @@ impl Config {
         self.data_dir.join("lance").join("episodes.lance")
     }
 
+    /// The Lance `events` table: every accepted event (the store of record behind the log).
+    pub fn events_dir(&self) -> PathBuf {
+        self.data_dir.join("lance").join("events.lance")
+    }
+
     pub fn passages_dir(&self) -> PathBuf {
         self.data_dir.join("lance").join("passages.lance")
     }

@@ -3,12 +3,13 @@
 
 use crate::config::Config;
 use crate::episode_writer::{spawn_episode_writer, PassageSink};
+use crate::event_archive::{restore_log, spawn_event_archiver};
 use crate::ingest::Ingestor;
 use crate::log_source::LogSource;
 use crate::recall::Recall;
 use crate::tenants::TenantRegistry;
 use anyhow::Context;
-use engram_connectors::{Embedder, EpisodeStore, EventLog, IndexPolicy, RejectLog};
+use engram_connectors::{Embedder, EpisodeStore, EventLog, EventTable, IndexPolicy, RejectLog};
 use engram_dataflows::{run_memory_dataflow, DataflowHandle, InputSource, SharedViews};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +22,8 @@ pub struct Engine {
     pub config: Config,
     pub ingestor: Arc<Ingestor>,
     pub store: Arc<EpisodeStore>,
+    /// Every accepted event, in Lance (the log is its write-ahead buffer).
+    pub events: Arc<EventTable>,
     pub views: Arc<SharedViews>,
     pub recall: Recall,
     pub tenants: Arc<TenantRegistry>,
@@ -31,6 +34,7 @@ pub struct Engine {
     pub llm: Option<crate::llm::ChatClient>,
     dataflow: Mutex<Option<DataflowHandle>>,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    archiver: Mutex<Option<std::thread::JoinHandle<()>>>,
     stop: Arc<AtomicBool>,
     started: std::time::Instant,
     /// Set when the server begins to shut down: long-lived responses (the dashboard stream)
@@ -49,6 +53,8 @@ pub struct Status {
     pub views_as_of: u64,
     /// Highest offset committed to Lance (`null` before the first episode).
     pub lance_watermark: Option<u64>,
+    /// Events below this offset are in the Lance events table.
+    pub events_in_lance: u64,
     /// Episodes committed to Lance.
     pub episodes: usize,
     /// Episodes in the views that are not yet committed to Lance.
@@ -91,6 +97,9 @@ impl Engine {
                 "recovered the event log after a crash"
             );
         }
+        let events = Arc::new(EventTable::open(&config.events_dir()).await?);
+        // The table is the store of record: a log that lost records it holds gets them back.
+        restore_log(&log, &events).await?;
         let rejects = Arc::new(RejectLog::open(&config.log_dir())?);
         let ingestor = Arc::new(Ingestor::open(log.clone(), rejects)?);
 
@@ -142,6 +151,12 @@ impl Engine {
                 })
             }),
             embedder.clone(),
+            tokio::runtime::Handle::current(),
+            stop.clone(),
+        );
+        let archiver = spawn_event_archiver(
+            log.clone(),
+            events.clone(),
             tokio::runtime::Handle::current(),
             stop.clone(),
         );
@@ -198,6 +213,7 @@ impl Engine {
         let engine = Arc::new(Engine {
             ingestor,
             store,
+            events,
             views,
             recall,
             tenants,
@@ -205,6 +221,7 @@ impl Engine {
             llm,
             dataflow: Mutex::new(Some(dataflow)),
             writer: Mutex::new(Some(writer)),
+            archiver: Mutex::new(Some(archiver)),
             stop,
             started: std::time::Instant::now(),
             closing: tokio::sync::watch::channel(false).0,
@@ -225,6 +242,15 @@ impl Engine {
             }
         });
         Ok(engine)
+    }
+
+    /// What a Kafka source feeds ([`crate::kafka::run_kafka_source`]).
+    pub fn kafka_sink(&self) -> crate::kafka::KafkaSink {
+        crate::kafka::KafkaSink {
+            ingestor: self.ingestor.clone(),
+            events: self.events.clone(),
+            tenants: self.tenants.clone(),
+        }
     }
 
     /// Where the demo tenant's API key is kept (created on the first start with the demo).
@@ -289,6 +315,7 @@ impl Engine {
             log_end: p.log_end,
             views_as_of: p.views_as_of,
             lance_watermark: p.lance_watermark,
+            events_in_lance: self.events.end(),
             episodes: p.episodes,
             pending_episodes: p.pending_episodes,
             rejected: self.ingestor.rejects().count(),
@@ -327,6 +354,9 @@ impl Engine {
         }
         if let Some(w) = self.writer.lock().unwrap().take() {
             let _ = w.join();
+        }
+        if let Some(a) = self.archiver.lock().unwrap().take() {
+            let _ = a.join();
         }
     }
 }

@@ -5,8 +5,9 @@
 //! worker retracts the erased records from the views at one offset, in order with everything
 //! else, and a crash at any point is finished after the restart. Then, below that offset: the
 //! log records of the erased are overwritten in place (their tenant and event id stay, so a
-//! redelivery is not stored again), their rejected inputs are removed, their Lance rows are
-//! deleted with every index rebuilt and every old version removed, and (for a tenant) its API
+//! redelivery is not stored again), and so are their rows of the Lance events table; their
+//! rejected inputs are removed, their Lance episode rows are deleted with every index rebuilt
+//! and every old version removed, and (for a tenant) its API
 //! keys go. A receipt without content is kept in `DATA_DIR/erasures.jsonl`.
 
 use crate::engine::Engine;
@@ -29,6 +30,8 @@ pub enum GdprError {
     Rejected(String),
     #[error("the views did not pass the erase at offset {0} within {VIEWS_WAIT:?}")]
     ViewsLate(u64),
+    #[error("the Lance events table did not reach the erase at offset {0} within {VIEWS_WAIT:?}")]
+    EventsLate(u64),
     #[error("erasure receipts {path}: {reason}")]
     Receipts { path: String, reason: String },
 }
@@ -44,6 +47,9 @@ pub struct ErasureReceipt {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
     pub log_records_redacted: usize,
+    /// Records of the Lance events table replaced by their redacted stand-ins.
+    #[serde(default)]
+    pub events_redacted: usize,
     pub rejections_removed: usize,
     pub episodes_erased: usize,
     pub passages_erased: usize,
@@ -127,6 +133,12 @@ impl Engine {
         }
         // Lance first: the store drops late rows of the erased from then on.
         let episodes_erased = self.store.erase(tenant, user, offset).await?;
+        // The events table, once it holds everything below the erase (so no record of the
+        // erased reaches it afterwards).
+        if !self.events.wait_for(offset + 1, VIEWS_WAIT).await {
+            return Err(GdprError::EventsLate(offset));
+        }
+        let events_redacted = self.events.erase(tenant, user, offset).await?;
         let passages_erased = match &self.recall.passages {
             Some(p) => p.erase(tenant, user, offset).await?,
             None => 0,
@@ -181,6 +193,7 @@ impl Engine {
             tenant: tenant.to_string(),
             user: user.map(str::to_string),
             log_records_redacted,
+            events_redacted,
             rejections_removed,
             episodes_erased,
             passages_erased,

@@ -3,16 +3,17 @@
 //! same [`Ingestor`] as the HTTP API. Bad messages go to `engram.dlq` with their original bytes
 //! as the payload and the reason in headers.
 //!
-//! Exactly once into the event log: a batch's offsets are committed only after its events are
-//! appended to the log (which syncs them to disk) and its rejects are acknowledged by the DLQ.
-//! A crash before the commit redelivers the batch, and the ingestor, which knows every event id
-//! the log holds, stores nothing twice.
+//! Exactly once into Lance: a batch's offsets are committed only after its events are appended
+//! to the log (which syncs them to disk) and committed to the Lance `events` table behind it,
+//! and its rejects are acknowledged by the DLQ. A crash before the commit redelivers the batch,
+//! and the ingestor, which knows every event id the log holds, stores nothing twice.
 //!
 //! `engram produce` ([`produce_files`]) sends JSON-lines files to the topics, keyed
 //! `tenant/user`: for front ends to copy, and for tests.
 
 use crate::ingest::Ingestor;
 use crate::tenants::TenantRegistry;
+use engram_connectors::EventTable;
 use engram_schemas::{parse_event, Event, EventError, EventKind};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
@@ -114,17 +115,59 @@ impl KafkaConfig {
     }
 }
 
-/// Consumes the input topics into `ingestor` until `stop` is set. Waits out broker outages
-/// (librdkafka reconnects; nothing is committed meanwhile).
+/// What a Kafka source feeds and answers to.
+#[derive(Clone)]
+pub struct KafkaSink {
+    pub ingestor: Arc<Ingestor>,
+    /// Offsets are committed once this table holds the events they cover.
+    pub events: Arc<EventTable>,
+    pub tenants: Arc<TenantRegistry>,
+}
+
+/// Consumes the input topics into the ingestor until `stop` is set, with `members` consumers in
+/// the group (one per timely worker): the group shares the partitions out among them, and among
+/// the members of other engram instances, and moves them on a rebalance. Waits out broker
+/// outages (librdkafka reconnects; nothing is committed meanwhile).
 pub async fn run_kafka_source(
     config: KafkaConfig,
-    ingestor: Arc<Ingestor>,
-    tenants: Arc<TenantRegistry>,
+    sink: KafkaSink,
+    members: usize,
     stop: Arc<AtomicBool>,
 ) -> anyhow::Result<()> {
+    let tasks: Vec<_> = (0..members.max(1))
+        .map(|member| {
+            let (config, sink, stop) = (config.clone(), sink.clone(), stop.clone());
+            tokio::spawn(async move { consume(member, config, sink, stop).await })
+        })
+        .collect();
+    let mut first_error = None;
+    for task in tasks {
+        if let Err(err) = task.await.map_err(anyhow::Error::from).and_then(|r| r) {
+            tracing::error!(%err, "a Kafka consumer stopped");
+            stop.store(true, Ordering::Release);
+            first_error.get_or_insert(err);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// One member of the consumer group.
+async fn consume(
+    member: usize,
+    config: KafkaConfig,
+    sink: KafkaSink,
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<()> {
+    let KafkaSink {
+        ingestor,
+        events,
+        tenants,
+    } = sink;
     let kinds: BTreeMap<String, EventKind> = config.input_topics().into_iter().collect();
+    let client_id = format!("engram-{member}");
     let consumer: StreamConsumer = config
         .client(&[
+            ("client.id", client_id.as_str()),
             ("group.id", config.group_id.as_str()),
             ("enable.auto.commit", "false"),
             ("auto.offset.reset", "earliest"),
@@ -137,7 +180,7 @@ pub async fn run_kafka_source(
     let topics: Vec<&str> = kinds.keys().map(String::as_str).collect();
     consumer.subscribe(&topics)?;
     let dlq = config.producer()?;
-    tracing::info!(brokers = %config.brokers, group = %config.group_id, ?topics, "kafka source started");
+    tracing::info!(member, brokers = %config.brokers, group = %config.group_id, ?topics, "kafka consumer started");
     while !stop.load(Ordering::Acquire) {
         let batch = next_batch(&consumer).await;
         if batch.is_empty() {
@@ -162,7 +205,11 @@ pub async fn run_kafka_source(
             let m = &batch[rejected.index];
             send_to_dlq(&dlq, &config.dlq_topic(), m, &rejected.error, &stop).await;
         }
-        // The batch is in the log: retry the commit for a while (a short broker outage). If it
+        // The batch is in the log; commit once it is in the Lance events table too.
+        if !wait_in_lance(&events, report.log_end, &stop).await {
+            break;
+        }
+        // Retry the commit for a while (a short broker outage). If it
         // does not succeed (a long outage, the partitions moved to another instance, stopping),
         // the batch is redelivered later and the log recognises its event ids.
         let give_up = Instant::now() + COMMIT_RETRY;
@@ -183,6 +230,26 @@ pub async fn run_kafka_source(
         );
     }
     Ok(())
+}
+
+/// Waits until `events` holds everything below `end`; false if stopped first (the batch is
+/// then redelivered after the restart, and recognised).
+async fn wait_in_lance(events: &EventTable, end: u64, stop: &AtomicBool) -> bool {
+    let mut waited = Duration::ZERO;
+    while !events.wait_for(end, Duration::from_secs(1)).await {
+        if stop.load(Ordering::Acquire) {
+            return false;
+        }
+        waited += Duration::from_secs(1);
+        if waited.as_secs() % 30 == 0 {
+            tracing::warn!(
+                end,
+                in_lance = events.end(),
+                "Kafka commit waits for the Lance events table"
+            );
+        }
+    }
+    true
 }
 
 /// `event` if its tenant exists (`engram tenant create`, or the admin API), else why not: an

@@ -5,6 +5,7 @@ pub mod config;
 pub mod dashboard;
 pub mod engine;
 pub mod episode_writer;
+pub mod event_archive;
 pub mod gdpr;
 pub mod ingest;
 pub mod kafka;

@@ -293,11 +293,11 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let engine = Engine::start(config).await?;
     let kafka_stop = Arc::new(AtomicBool::new(false));
     let kafka = (!kafka_config.brokers.is_empty()).then(|| {
-        let (ingestor, stop) = (engine.ingestor.clone(), kafka_stop.clone());
-        let tenants = engine.tenants.clone();
+        let (sink, stop) = (engine.kafka_sink(), kafka_stop.clone());
+        let members = engine.config.workers;
         tokio::spawn(async move {
             if let Err(err) =
-                engram_jobs::kafka::run_kafka_source(kafka_config, ingestor, tenants, stop).await
+                engram_jobs::kafka::run_kafka_source(kafka_config, sink, members, stop).await
             {
                 tracing::error!(%err, "the Kafka source stopped");
             }

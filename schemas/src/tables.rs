@@ -49,3 +49,41 @@ pub fn episodes_schema(dim: usize) -> Arc<Schema> {
         ),
     ]))
 }
+
+/// Column names of the `events` table: every accepted event as the log holds it.
+pub mod events {
+    /// The event's offset in the input log (dense: 0, 1, 2, …); the table's key.
+    pub const LOG_OFFSET: &str = "log_offset";
+    pub const EVENT_ID: &str = "event_id";
+    pub const TENANT: &str = "tenant_id";
+    /// Empty for a redacted record.
+    pub const USER: &str = "user_id";
+    /// `interaction`, `correction`, `feedback`, `fact`, `control`, or `redacted`.
+    pub const KIND: &str = "kind";
+    /// Event time; null for a redacted record.
+    pub const TS: &str = "ts";
+    /// Whether an erase of the user removes the record (false for control events that govern
+    /// processing, and for records already redacted).
+    pub const PERSONAL: &str = "personal";
+    /// The record's bytes: the event's canonical JSON, or its redacted stand-in.
+    pub const RECORD: &str = "record";
+}
+
+/// The `events` table.
+pub fn events_schema() -> Arc<Schema> {
+    use events::*;
+    Arc::new(Schema::new(vec![
+        Field::new(LOG_OFFSET, DataType::UInt64, false),
+        Field::new(EVENT_ID, DataType::Utf8, false),
+        Field::new(TENANT, DataType::Utf8, false),
+        Field::new(USER, DataType::Utf8, false),
+        Field::new(KIND, DataType::Utf8, false),
+        Field::new(
+            TS,
+            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            true,
+        ),
+        Field::new(PERSONAL, DataType::Boolean, false),
+        Field::new(RECORD, DataType::Binary, false),
+    ]))
+}

@@ -77,8 +77,8 @@ async fn main() -> anyhow::Result<()> {
     }
     let source = tokio::spawn(run_kafka_source(
         config.kafka.clone(),
-        engine.ingestor.clone(),
-        engine.tenants.clone(),
+        engine.kafka_sink(),
+        config.workers,
         stop.clone(),
     ));
     // the clock starts with the first event logged (group join and start-up excluded)
