@@ -165,18 +165,21 @@ async fn consume(
     } = sink;
     let kinds: BTreeMap<String, EventKind> = config.input_topics().into_iter().collect();
     let client_id = format!("engram-{member}");
-    let consumer: StreamConsumer = config
-        .client(&[
-            ("client.id", client_id.as_str()),
-            ("group.id", config.group_id.as_str()),
-            ("enable.auto.commit", "false"),
-            ("auto.offset.reset", "earliest"),
-            ("enable.partition.eof", "false"),
-            // a crashed instance's partitions move to the others after 10 s, not 45
-            ("session.timeout.ms", "10000"),
-            ("heartbeat.interval.ms", "2000"),
-        ])
-        .create()?;
+    let mut client = config.client(&[
+        ("client.id", client_id.as_str()),
+        ("group.id", config.group_id.as_str()),
+        ("enable.auto.commit", "false"),
+        ("auto.offset.reset", "earliest"),
+        ("enable.partition.eof", "false"),
+        // a crashed instance's partitions move to the others after 10 s, not 45
+        ("session.timeout.ms", "10000"),
+        ("heartbeat.interval.ms", "2000"),
+    ]);
+    // A static member id names one consumer: each member of this instance gets its own.
+    if let Some(id) = config.properties.get("group.instance.id") {
+        client.set("group.instance.id", format!("{id}-{member}"));
+    }
+    let consumer: StreamConsumer = client.create()?;
     let topics: Vec<&str> = kinds.keys().map(String::as_str).collect();
     consumer.subscribe(&topics)?;
     let dlq = config.producer()?;

@@ -2,6 +2,7 @@
 //! own data folder, talks to it over HTTP, and can kill it with SIGKILL.
 
 pub mod browser;
+pub mod tansu;
 
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -415,6 +416,30 @@ pub fn stored_event_ids(data_dir: &Path, tenant: &str, users: &[&str]) -> BTreeM
             for row in store.user_episodes(tenant, user).await.unwrap() {
                 *counts.entry(row.event_id).or_insert(0) += 1;
             }
+        }
+        counts
+    })
+}
+
+/// How many times each event id is in the Lance events table of `data_dir` (read straight
+/// from the dataset, with the server stopped).
+pub fn events_in_lance(data_dir: &Path) -> BTreeMap<String, usize> {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let table = engram_connectors::EventTable::open(&data_dir.join("lance/events.lance"))
+            .await
+            .unwrap();
+        let mut counts = BTreeMap::new();
+        for (_, bytes) in table.read(0, table.end()).await.unwrap() {
+            let id = engram_schemas::Event::from_canonical_json(&bytes)
+                .map(|e| e.header.event_id)
+                .or_else(|_| {
+                    engram_schemas::Redacted::from_record(&bytes)
+                        .map(|r| r.event_id)
+                        .ok_or(())
+                })
+                .expect("an event or a redaction");
+            *counts.entry(id).or_insert(0) += 1;
         }
         counts
     })

@@ -1,9 +1,10 @@
-//! Kafka in: `engram produce` sends a file to the topics of librdkafka's mock cluster (real
-//! Kafka protocol over loopback sockets), a real `engram serve` consumes them in a consumer
-//! group, good events reach recall, each kind of bad message reaches the DLQ with its reason
-//! and original bytes, and committed offsets survive a kill -9.
+//! Kafka in: `engram produce` sends a file to the topics of a separate `tansu` broker process
+//! on loopback, a real `engram serve` consumes them in a consumer group (two members), good
+//! events reach recall and the Lance events table, each kind of bad message reaches the DLQ
+//! with its reason and original bytes, and committed offsets survive a kill -9.
 
-use engram_tests::{engram_bin, interaction, mock_kafka, Server};
+use engram_tests::tansu::Tansu;
+use engram_tests::{engram_bin, events_in_lance, interaction, Server};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
@@ -85,8 +86,8 @@ fn wait_for_log_end(server: &Server, end: u64) {
 
 #[test]
 fn produced_events_reach_recall_bad_ones_the_dlq_and_nothing_is_consumed_twice() {
-    let mock = mock_kafka();
-    let brokers = mock.bootstrap_servers();
+    let broker = Tansu::start(2);
+    let brokers = broker.brokers.clone();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let good = [
@@ -143,7 +144,11 @@ fn produced_events_reach_recall_bad_ones_the_dlq_and_nothing_is_consumed_twice()
     let file = dir.path().join("events.jsonl");
     std::fs::write(&file, lines.join("\n")).unwrap();
 
-    let env = [("ENGRAM_KAFKA_BROKERS", brokers.as_str())];
+    // two timely workers: two members of the consumer group share the partitions
+    let env = [
+        ("ENGRAM_KAFKA_BROKERS", brokers.as_str()),
+        ("ENGRAM_WORKERS", "2"),
+    ];
     // events of a tenant engram does not know go to the DLQ: create acme first
     engram_tests::create_tenant(&data, "acme");
     let server = Server::start_with_env(&data, &[], &env);
@@ -181,6 +186,8 @@ fn produced_events_reach_recall_bad_ones_the_dlq_and_nothing_is_consumed_twice()
     }
     let status = server.status();
     assert_eq!(status["rejected"], bad.len(), "{status}");
+    // the offsets were committed after the Lance commit: the events table holds each good event
+    assert_eq!(status["events_in_lance"], good.len(), "{status}");
 
     // kill -9 and restart: the committed offsets hold, nothing is consumed again
     server.kill9();
@@ -198,4 +205,13 @@ fn produced_events_reach_recall_bad_ones_the_dlq_and_nothing_is_consumed_twice()
     let dlq_after = read_dlq(&brokers, 2 * bad.len());
     assert_eq!(dlq_after.len(), 2 * bad.len());
     assert_eq!(server.status()["log_end"], good.len() as u64);
+    server.interrupt();
+    let stored = events_in_lance(&data);
+    let ids: Vec<&str> = stored.keys().map(String::as_str).collect();
+    assert_eq!(
+        ids,
+        ["k1", "k2", "k3", "k4"],
+        "each good event once in Lance"
+    );
+    assert!(stored.values().all(|n| *n == 1), "{stored:?}");
 }
