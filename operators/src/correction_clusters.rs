@@ -121,8 +121,68 @@ pub struct CorrectionPoint {
     pub ts_micros: i64,
     /// Confidence of the correction in thousandths (0..=1000; larger values count as 1000).
     pub confidence_milli: u16,
+    /// Whether the correction asks for something or against it ([`Polarity::of_instruction`]
+    /// of its text): only corrections of one polarity are linked.
+    pub polarity: Polarity,
+    /// The context the correction was made in (e.g. "external client"), trimmed and
+    /// lowercased; empty when it names none.
+    pub context: String,
     /// Embedding of the correction (e.g. of its expected behaviour).
     pub embedding: QuantisedEmbedding,
+}
+
+/// Which way a correction points: towards what its words name ("use bullet points") or away
+/// from it ("don't use bullet points"). Sentence embeddings place the two close together, so
+/// similarity alone would cluster a correction with its own opposite.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub enum Polarity {
+    #[default]
+    Towards,
+    Away,
+}
+
+/// Words that turn an instruction around. "n't" contractions count too.
+const NEGATIONS: [&str; 16] = [
+    "not", "no", "never", "dont", "avoid", "stop", "without", "less", "fewer", "none", "nothing",
+    "neither", "nor", "cannot", "quit", "skip",
+];
+
+impl Polarity {
+    /// The polarity of an instruction: [`Polarity::Away`] when it holds an odd number of
+    /// negations (the words of [`NEGATIONS`], or a word ending in "n't"), else
+    /// [`Polarity::Towards`]. Case and punctuation do not matter; typographic apostrophes count
+    /// as apostrophes. A leading "No," (or "No." / "No!" / "Nope,") answers the assistant and
+    /// turns nothing around.
+    pub fn of_instruction(text: &str) -> Polarity {
+        let lower = text.trim_start().to_lowercase().replace('\u{2019}', "'");
+        let interjection = ["no", "nope"].iter().find_map(|w| {
+            let rest = lower.strip_prefix(w)?;
+            rest.starts_with([',', '.', '!', ';', ':', '-'])
+                .then_some(rest)
+        });
+        let negations = interjection
+            .unwrap_or(&lower)
+            .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+            .filter(|w| {
+                let bare: String = w.chars().filter(|c| *c != '\'').collect();
+                w.ends_with("n't") || NEGATIONS.contains(&bare.as_str())
+            })
+            .count();
+        if negations % 2 == 1 {
+            Polarity::Away
+        } else {
+            Polarity::Towards
+        }
+    }
+
+    pub fn opposite(self) -> Polarity {
+        match self {
+            Polarity::Towards => Polarity::Away,
+            Polarity::Away => Polarity::Towards,
+        }
+    }
 }
 
 /// A promoted cluster: the measurements behind its promotion.
@@ -304,15 +364,17 @@ where
 /// The similarity links between a user's corrections, as many as their clusters need.
 ///
 /// Input: corrections keyed by `(tenant, user)`. The present corrections of a user (module
-/// docs) with one and the same non-zero embedding form a group, represented by its smallest
-/// id. Output: `((tenant, user), (id_a, id_b))` with `id_a < id_b`, multiplicity 1:
+/// docs) with one and the same [`Polarity`] and one and the same non-zero embedding form a
+/// group, represented by its smallest id. Output: `((tenant, user), (id_a, id_b))` with
+/// `id_a < id_b`, multiplicity 1:
 /// - every member of a group with its representative (their cosine is 1);
-/// - every two representatives whose embeddings share at least one [`LshBucket`] under
-///   [`LshHyperplanes`] and whose dequantised cosine is ≥ [`LINK_COSINE_THRESHOLD`] (an all-zero
-///   embedding is each correction's own group, and links to nothing).
+/// - every two representatives of the same polarity whose embeddings share at least one
+///   [`LshBucket`] under [`LshHyperplanes`] and whose dequantised cosine is
+///   ≥ [`LINK_COSINE_THRESHOLD`] (an all-zero embedding is each correction's own group, and
+///   links to nothing).
 ///
 /// The connected components are those of the whole similarity graph (every two present
-/// corrections sharing a bucket at cosine ≥ 0.85): members of a group have the same cosine to
+/// corrections of one polarity sharing a bucket at cosine ≥ 0.85): members of a group have the same cosine to
 /// everything. But a user who makes the same correction n times costs n − 1 links, not n²/2.
 /// A pair at cosine ≥ 0.85 shares a bucket with probability ≥ 0.99794 over the choice of
 /// hyperplanes ([`lsh_candidate_probability`]); a pair that shares none is not linked, whatever
@@ -327,10 +389,11 @@ where
     T: Timestamp + Lattice + Ord,
 {
     let zero = |e: &QuantisedEmbedding| e.0.iter().all(|&x| x == 0);
-    // `((user, embedding), id)`: an all-zero embedding is keyed by its id too, a group of one
+    // `((user, polarity, embedding), id)`: an all-zero embedding is keyed by its id too, a
+    // group of one
     let grouped = present_corrections(corrections).map(move |((user, id), point)| {
         let own = zero(&point.embedding).then(|| id.clone());
-        ((user, point.embedding, own), id)
+        ((user, point.polarity, point.embedding, own), id)
     });
     let representatives = grouped.clone().reduce(|_group, ids, output| {
         // ids come sorted: the first present one is the smallest
@@ -341,7 +404,7 @@ where
     let members = grouped
         .join_map(
             representatives.clone(),
-            |(user, _, _), id: &String, representative: &String| {
+            |(user, _, _, _), id: &String, representative: &String| {
                 (user.clone(), (representative.clone(), id.clone()))
             },
         )
@@ -349,22 +412,26 @@ where
     // Drawn once per embedding length per worker, not once per correction.
     let mut hyperplanes_by_dims: BTreeMap<usize, LshHyperplanes> = BTreeMap::new();
     let bucketed = representatives
-        .flat_map(move |((user, embedding, _), id)| {
+        .flat_map(move |((user, polarity, embedding, _), id)| {
             let vector = embedding.to_f32();
             let buckets = hyperplanes_by_dims
                 .entry(vector.len())
                 .or_insert_with(|| LshHyperplanes::new(vector.len()))
                 .buckets(&vector);
-            buckets
-                .into_iter()
-                .map(move |bucket| ((user.clone(), bucket), (id.clone(), embedding.clone())))
+            // one polarity never meets the other: the polarity is part of the bucket key
+            buckets.into_iter().map(move |bucket| {
+                (
+                    (user.clone(), polarity, bucket),
+                    (id.clone(), embedding.clone()),
+                )
+            })
         })
         .arrange_by_key();
     bucketed
         .clone()
         .join_core(
             bucketed,
-            |key: &(UserKey, LshBucket),
+            |key: &(UserKey, Polarity, LshBucket),
              a: &(String, QuantisedEmbedding),
              b: &(String, QuantisedEmbedding)| {
                 (a.0 < b.0 && is_link(&a.1, &b.1))
@@ -457,6 +524,12 @@ pub struct ClusterMeasure {
     /// The mean of the members' dequantised embeddings ([`centroid`]), quantised: what the
     /// cluster is about, to compare it with other users' clusters.
     pub centroid: QuantisedEmbedding,
+    /// Event time of the newest member, microseconds.
+    pub latest_micros: i64,
+    /// The polarity of the member named by `cluster_id` (linked members share it).
+    pub polarity: Polarity,
+    /// The members' non-empty contexts, ascending, each once.
+    pub contexts: Vec<String>,
 }
 
 impl ClusterMeasure {
@@ -481,7 +554,8 @@ impl ClusterMeasure {
 ///
 /// Output: `((tenant, user), measure)`, multiplicity 1, for every cluster with at least one
 /// present member whose members' embeddings all have one length: its size, coherence (mean
-/// cosine to the centroid, [`crate::math::fusion::coherence`]), centroid, span, the
+/// cosine to the centroid, [`crate::math::fusion::coherence`]), centroid, span, newest member
+/// time, polarity (of the member the cluster is named by), the members' contexts, the
 /// [`preference_confidence`] of its members' confidences (folded in [`CorrectionPoint`]
 /// order), and whether it meets the default [`PromotionCriteria`] (n ≥ 3, coherence > 0.8,
 /// span ≥ 1 day). When a member is added or retracted, the cluster's measure is replaced or
@@ -577,6 +651,18 @@ fn measure_of(cluster_id: &str, members: &[&CorrectionPoint]) -> Option<ClusterM
         confidence_milli: to_milli(preference_confidence(&confidences, DEFAULT_EVIDENCE_WEIGHT)),
         promoted: assessment.promotable,
         centroid: QuantisedEmbedding::from_f32(&centroid(&embeddings)?),
+        latest_micros: latest,
+        polarity: members
+            .iter()
+            .find(|m| m.correction_id == cluster_id)
+            .map_or(members[0].polarity, |m| m.polarity),
+        contexts: members
+            .iter()
+            .filter(|m| !m.context.is_empty())
+            .map(|m| m.context.clone())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect(),
     })
 }
 
@@ -627,8 +713,33 @@ mod tests {
             correction_id: id.into(),
             ts_micros: 1_700_000_000_000_000 + (day * SECONDS_PER_DAY * 1e6) as i64,
             confidence_milli,
+            polarity: Polarity::Towards,
+            context: String::new(),
             embedding: QuantisedEmbedding::from_f32(v),
         }
+    }
+
+    #[test]
+    fn polarity_counts_negations() {
+        use Polarity::{Away, Towards};
+        for (text, want) in [
+            ("Use bullet points.", Towards),
+            ("Don't use bullet points", Away),
+            ("Do NOT use bullet points!", Away),
+            ("Please don\u{2019}t use emojis", Away),
+            ("dont add a summary", Away),
+            ("Never start with an apology", Away),
+            ("Avoid jargon with clients", Away),
+            ("Answers without caveats", Away),
+            ("Not without a summary", Towards),
+            ("No, use a table instead", Towards),
+            ("Nope. Keep it formal", Towards),
+            ("No emojis", Away),
+            ("Write notes about the piano", Towards),
+        ] {
+            assert_eq!(Polarity::of_instruction(text), want, "{text:?}");
+        }
+        assert_eq!(Away.opposite(), Towards);
     }
 
     #[test]

@@ -26,6 +26,9 @@ pub struct CorrectionNote {
     pub expected_behavior: Option<String>,
     /// Confidence in thousandths.
     pub confidence_milli: u16,
+    /// The context it was made in (e.g. "external client"), trimmed and lowercased; empty
+    /// when none.
+    pub context: String,
 }
 
 impl CorrectionNote {

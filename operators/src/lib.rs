@@ -12,6 +12,8 @@ pub mod facts;
 pub mod lifecycle;
 pub mod math;
 pub mod memory_marks;
+pub mod preference_contradictions;
+pub mod skill_confidence;
 pub mod skill_feedback;
 pub mod style_preferences;
 pub mod team_preferences;

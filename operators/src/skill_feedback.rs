@@ -127,6 +127,15 @@ where
     })
 }
 
+/// The present values of a reduce's input (positive multiplicity), in the order given.
+pub(crate) fn present_values<'a, V>(values: &[(&'a V, isize)]) -> Vec<&'a V> {
+    values
+        .iter()
+        .filter(|(_, m)| *m > 0)
+        .map(|(v, _)| *v)
+        .collect()
+}
+
 /// `(key, tally)` for every key of `outcomes`, counting its records by outcome (−1, 0, 1).
 fn tally<'scope, T, K>(
     outcomes: VecCollection<'scope, T, (K, i8)>,

@@ -11,7 +11,7 @@ use crate::correction_clusters::UserKey;
 use crate::math::skills::{
     base_skill, update_style_preference, StyleVector, NEUTRAL_STYLE, STYLE_DIMENSIONS,
 };
-use crate::skill_feedback::{latest_votes, FeedbackVote, MessageKey};
+use crate::skill_feedback::{latest_votes, present_values, FeedbackVote, MessageKey};
 
 /// Style components are kept in millionths so the record is exact, ordered and hashable.
 pub const STYLE_SCALE: f64 = 1_000_000.0;
@@ -80,11 +80,7 @@ where
         .map(|((tenant, user, _message), vote)| ((tenant, user), vote))
         .reduce(|_user, votes, output| {
             // values come sorted: vote order
-            let counted: Vec<&FeedbackVote> = votes
-                .iter()
-                .filter(|(_, m)| *m > 0)
-                .map(|(v, _)| *v)
-                .collect();
+            let counted = present_values(votes);
             if !counted.is_empty() {
                 let style = fold_style(counted.iter().copied());
                 output.push((UserStyle::from_style(&style, counted.len() as u64), 1));

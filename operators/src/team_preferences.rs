@@ -7,7 +7,8 @@
 //!
 //! A user *holds* a preference when one of their correction clusters is a pattern
 //! ([`crate::correction_clusters::cluster_measures`] with `promoted`). Two preferences are *the
-//! same* when the centroids of what their corrections ask for have cosine ≥
+//! same* when they point the same way (their [`Polarity`]: "use bullet points" is not "don't use
+//! bullet points") and the centroids of what their corrections ask for have cosine ≥
 //! [`SAME_PREFERENCE_COSINE`], the threshold at which two corrections are linked; a shared
 //! preference is a connected component of that relation (within a team, or within a tenant for
 //! team preferences), so a chain of close preferences counts as one. Nothing crosses a tenant.
@@ -18,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use timely::progress::Timestamp;
 
-use crate::correction_clusters::{ClusterMeasure, QuantisedEmbedding, UserKey};
+use crate::correction_clusters::{ClusterMeasure, Polarity, QuantisedEmbedding, UserKey};
 use crate::math::fusion::{centroid, cosine_similarity};
 
 /// Two preferences are the same at this cosine of their centroids or more (SPEC §4.2's link
@@ -85,6 +86,8 @@ pub struct TeamPreference {
     pub centroid: QuantisedEmbedding,
     /// Mean of the members' confidences (thousandths), rounded down.
     pub confidence_milli: u16,
+    /// The way all its members point.
+    pub polarity: Polarity,
 }
 
 /// The preferences teams hold.
@@ -92,7 +95,7 @@ pub struct TeamPreference {
 /// Input: cluster measures `((tenant, user), measure)` (only `promoted` ones count; each
 /// present once whatever its multiplicity) and user teams `((tenant, user), team)` as
 /// [`user_teams`] gives them. Output: `((tenant, team), preference)`, multiplicity 1, for every
-/// connected component of the team's patterns under centroid cosine ≥
+/// connected component of the team's patterns of one polarity under centroid cosine ≥
 /// [`SAME_PREFERENCE_COSINE`] whose members belong to at least `min_users` distinct users
 /// (at least 1), as documented on [`TeamPreference`]. Patterns whose centroids differ in length
 /// from another's are never the same preference.
@@ -107,21 +110,22 @@ pub fn team_preferences<'scope, T>(
 where
     T: Timestamp + Lattice + Ord,
 {
-    let patterns = measures
-        .filter(|(_, m)| m.promoted)
-        .map(|(user, m)| (user, (m.cluster_id, m.centroid, m.confidence_milli)));
+    let patterns = measures.filter(|(_, m)| m.promoted).map(|(user, m)| {
+        let held = (m.cluster_id, m.centroid, m.confidence_milli);
+        (user, (m.polarity, held))
+    });
     let teams = teams.threshold(|_, m: &isize| isize::from(*m > 0));
     patterns
         .join_map(
             teams,
-            |(tenant, user), (cluster, centroid, confidence), team| {
+            |(tenant, user), (polarity, (cluster, centroid, confidence)), team| {
                 (
-                    (tenant.clone(), team.clone()),
+                    ((tenant.clone(), team.clone()), *polarity),
                     (user.clone(), cluster.clone(), centroid.clone(), *confidence),
                 )
             },
         )
-        .reduce(move |_team, input, output| {
+        .reduce(move |(_team, polarity), input, output| {
             for shared in shared_preferences(input, min_users) {
                 let preference = TeamPreference {
                     id: shared.id,
@@ -129,10 +133,12 @@ where
                     members: shared.members,
                     centroid: shared.centroid,
                     confidence_milli: shared.confidence_milli,
+                    polarity: *polarity,
                 };
                 output.push((preference, 1));
             }
         })
+        .map(|((team, _polarity), preference)| (team, preference))
 }
 
 /// A preference the organisation (the tenant) holds: the same preference held by enough of its
@@ -149,14 +155,16 @@ pub struct OrgPreference {
     pub centroid: QuantisedEmbedding,
     /// Mean of the members' confidences (thousandths), rounded down.
     pub confidence_milli: u16,
+    /// The way all its members point.
+    pub polarity: Polarity,
 }
 
 /// The preferences organisations hold.
 ///
 /// Input: team preferences `((tenant, team), preference)` as [`team_preferences`] gives them
 /// (each present once whatever its multiplicity). Output: `(tenant, preference)`,
-/// multiplicity 1, for every connected component of the tenant's team preferences under
-/// centroid cosine ≥ [`SAME_PREFERENCE_COSINE`] whose members belong to at least `min_teams`
+/// multiplicity 1, for every connected component of the tenant's team preferences of one
+/// polarity under centroid cosine ≥ [`SAME_PREFERENCE_COSINE`] whose members belong to at least `min_teams`
 /// distinct teams (at least 1), as documented on [`OrgPreference`].
 ///
 /// Cost: a change to a team preference re-evaluates its tenant (all pairs of its teams'
@@ -169,8 +177,13 @@ where
     T: Timestamp + Lattice + Ord,
 {
     team_preferences
-        .map(|((tenant, team), p)| (tenant, (team, p.id, p.centroid, p.confidence_milli)))
-        .reduce(move |_tenant, input, output| {
+        .map(|((tenant, team), p)| {
+            (
+                (tenant, p.polarity),
+                (team, p.id, p.centroid, p.confidence_milli),
+            )
+        })
+        .reduce(move |(_tenant, polarity), input, output| {
             for shared in shared_preferences(input, min_teams) {
                 let preference = OrgPreference {
                     id: shared.id,
@@ -178,10 +191,12 @@ where
                     members: shared.members,
                     centroid: shared.centroid,
                     confidence_milli: shared.confidence_milli,
+                    polarity: *polarity,
                 };
                 output.push((preference, 1));
             }
         })
+        .map(|((tenant, _polarity), preference)| (tenant, preference))
 }
 
 /// One preference held by several holders (users of a team, or teams of a tenant).

@@ -1,5 +1,5 @@
-//! `similarity_links`, `correction_clusters`, `cluster_measures`, `promote_patterns` and
-//! `preference_traces`
+//! `similarity_links`, `correction_clusters`, `cluster_measures`, `promote_patterns`,
+//! `preference_traces` and `preference_contradictions`
 //! maintained incrementally
 //! equal the same definitions computed from scratch, over random streams of corrections drawn
 //! around a few topics (so real clusters form, merge and split), outliers, duplicate records,
@@ -12,8 +12,8 @@ use common::{apply, collect_into, execute, nonzero, settle, update, Sink};
 use differential_dataflow::input::Input;
 use engram_operators::correction_clusters::{
     cluster_measures, correction_clusters, promote_patterns, similarity_links, ClusterMeasure,
-    CorrectionPoint, LshBucket, LshHyperplanes, PatternRecord, QuantisedEmbedding, UserKey,
-    LINK_COSINE_THRESHOLD,
+    CorrectionPoint, LshBucket, LshHyperplanes, PatternRecord, Polarity, QuantisedEmbedding,
+    UserKey, LINK_COSINE_THRESHOLD,
 };
 use engram_operators::lifecycle::{preference_traces, PreferenceKey, PreferenceTrace};
 use engram_operators::math::decay::{LifecycleThresholds, StabilityParams};
@@ -21,17 +21,22 @@ use engram_operators::math::fusion::{
     centroid, coherence, cosine_similarity, preference_confidence, DEFAULT_EVIDENCE_WEIGHT,
     SECONDS_PER_DAY,
 };
+use engram_operators::preference_contradictions::{
+    preference_contradictions, resolve, Contradiction, Resolution, CONTRADICTION_COSINE,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Debug;
 use std::hash::Hash;
+use std::sync::{Arc, Mutex};
 use timely::dataflow::operators::probe::Handle;
 
 type Pair = (UserKey, (String, String));
 type Pattern = (UserKey, PatternRecord);
 type Measure = (UserKey, ClusterMeasure);
 type Trace = (PreferenceKey, PreferenceTrace);
+type Contradicted = (PreferenceKey, Contradiction);
 /// The input as a multiset: record → multiplicity (never 0).
 type Corrections = BTreeMap<(UserKey, CorrectionPoint), isize>;
 /// The present corrections of each user, by id.
@@ -102,11 +107,28 @@ fn correction(id: String, topics: &[Vec<f32>], rng: &mut StdRng) -> CorrectionPo
         let noise = [0.05, 0.12, 0.2][rng.gen_range(0..3)];
         topic.iter().map(|x| x + noise * gaussian(rng)).collect()
     };
+    let polarity = if rng.gen_bool(0.2) {
+        Polarity::Away
+    } else {
+        Polarity::Towards
+    };
     CorrectionPoint {
         correction_id: id,
         // whole hours over four days, so spans of exactly one day occur
         ts_micros: 1_700_000_000_000_000 + rng.gen_range(0..96) * MICROS_PER_HOUR,
-        confidence_milli: rng.gen_range(300..=1000),
+        // mostly one way, so patterns form, and now and then the opposite, which contradicts
+        // (emphatically: confident enough, at times, to outweigh a pattern)
+        polarity,
+        confidence_milli: match polarity {
+            Polarity::Towards => rng.gen_range(300..=1000),
+            Polarity::Away => rng.gen_range(700..=1000),
+        },
+        // the opposite is often said in a context of its own, which splits a preference
+        context: match polarity {
+            Polarity::Towards => ["", "", "email", "chat"][rng.gen_range(0..4)],
+            Polarity::Away => ["", "client", "client", "email"][rng.gen_range(0..4)],
+        }
+        .to_string(),
         embedding: QuantisedEmbedding::from_f32(&embedding),
     }
 }
@@ -151,35 +173,44 @@ impl BucketsOf {
     }
 }
 
-/// Links from scratch: a user's present corrections with one and the same non-zero embedding
-/// form a group, represented by its smallest id; every member is linked to its representative,
-/// and every two representatives that share an LSH bucket (same fixed hyperplanes) at dequantised
-/// cosine ≥ the threshold are linked.
+/// Links from scratch: a user's present corrections with one and the same polarity and non-zero
+/// embedding form a group, represented by its smallest id; every member is linked to its
+/// representative, and every two representatives of one polarity that share an LSH bucket
+/// (same fixed hyperplanes) at dequantised cosine ≥ the threshold are linked.
 fn links_from_scratch(present: &Present, buckets: &mut BucketsOf) -> BTreeSet<Pair> {
     let mut links = BTreeSet::new();
     for (user, points) in present {
-        // embedding -> smallest id (points iterate in id order)
-        let mut representative: BTreeMap<&QuantisedEmbedding, &String> = BTreeMap::new();
+        // (polarity, embedding) -> smallest id (points iterate in id order)
+        let mut representative: BTreeMap<(Polarity, &QuantisedEmbedding), &String> =
+            BTreeMap::new();
         let mut representatives = Vec::new();
         for (id, p) in points {
             let zero = p.embedding.0.iter().all(|&x| x == 0);
-            match representative.get(&p.embedding) {
+            match representative.get(&(p.polarity, &p.embedding)) {
                 Some(rep) if !zero => {
                     links.insert((user.clone(), ((*rep).clone(), id.clone())));
                 }
                 _ => {
-                    representative.entry(&p.embedding).or_insert(id);
+                    representative
+                        .entry((p.polarity, &p.embedding))
+                        .or_insert(id);
                     representatives.push((id, p));
                 }
             }
         }
-        let bucketed: Vec<(&String, Vec<f32>, BTreeSet<LshBucket>)> = representatives
+        let bucketed: Vec<(&String, Polarity, Vec<f32>, BTreeSet<LshBucket>)> = representatives
             .iter()
-            .map(|(id, p)| (*id, p.embedding.to_f32(), buckets.get(&p.embedding)))
+            .map(|(id, p)| {
+                let buckets = buckets.get(&p.embedding);
+                (*id, p.polarity, p.embedding.to_f32(), buckets)
+            })
             .collect();
-        for (i, (a, va, ba)) in bucketed.iter().enumerate() {
-            for (b, vb, bb) in &bucketed[i + 1..] {
-                if !ba.is_disjoint(bb) && cosine_similarity(va, vb) >= LINK_COSINE_THRESHOLD {
+        for (i, (a, pa, va, ba)) in bucketed.iter().enumerate() {
+            for (b, pb, vb, bb) in &bucketed[i + 1..] {
+                if pa == pb
+                    && !ba.is_disjoint(bb)
+                    && cosine_similarity(va, vb) >= LINK_COSINE_THRESHOLD
+                {
                     links.insert((user.clone(), ((*a).clone(), (*b).clone())));
                 }
             }
@@ -248,7 +279,7 @@ fn measures_from_scratch(present: &Present, clusters: &BTreeSet<Pair>) -> BTreeS
         measures.insert((
             user,
             ClusterMeasure {
-                cluster_id,
+                cluster_id: cluster_id.clone(),
                 size: points.len() as u32,
                 coherence_milli: (coherence * 1000.0).round() as u16,
                 span_micros,
@@ -257,6 +288,19 @@ fn measures_from_scratch(present: &Present, clusters: &BTreeSet<Pair>) -> BTreeS
                     && coherence > 0.8
                     && span_micros as f64 / 1e6 >= SECONDS_PER_DAY,
                 centroid: QuantisedEmbedding::from_f32(&centroid(&embeddings).unwrap()),
+                latest_micros: latest,
+                polarity: points
+                    .iter()
+                    .find(|p| p.correction_id == cluster_id)
+                    .unwrap()
+                    .polarity,
+                contexts: points
+                    .iter()
+                    .filter(|p| !p.context.is_empty())
+                    .map(|p| p.context.clone())
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect(),
             },
         ));
     }
@@ -283,7 +327,30 @@ fn patterns_from_scratch(measures: &BTreeSet<Measure>) -> BTreeSet<Pattern> {
         .collect()
 }
 
-/// Compares what a sink holds with the definition (every record once); `None` when equal.
+/// Per promoted cluster, the present corrections of its user that point the other way, came
+/// after its newest member and lie at cosine ≥ 0.8 of its centroid, resolved.
+fn contradictions_from_scratch(
+    present: &Present,
+    measures: &BTreeSet<Measure>,
+) -> BTreeSet<Contradicted> {
+    let mut found = BTreeSet::new();
+    for (user, m) in measures.iter().filter(|(_, m)| m.promoted) {
+        let by: Vec<&CorrectionPoint> = present[user]
+            .values()
+            .filter(|p| {
+                p.polarity != m.polarity
+                    && p.ts_micros > m.latest_micros
+                    && cosine_similarity(&p.embedding.to_f32(), &m.centroid.to_f32())
+                        >= CONTRADICTION_COSINE
+            })
+            .collect();
+        if !by.is_empty() {
+            found.insert(((user.clone(), m.cluster_id.clone()), resolve(m, &by)));
+        }
+    }
+    found
+}
+
 /// Per pattern, the decay trace its present members build.
 fn traces_from_scratch(
     present: &Present,
@@ -363,13 +430,18 @@ fn random_change(
     }
 }
 
-fn run(workers: usize, seed: u64, rounds: usize) {
+/// Runs one random stream; returns how many contradictions of each resolution the checked
+/// rounds held (so the tests can check that the streams exercise them).
+fn run(workers: usize, seed: u64, rounds: usize) -> BTreeMap<Resolution, usize> {
+    let seen: Arc<Mutex<BTreeMap<Resolution, usize>>> = Default::default();
+    let seen_by_workers = seen.clone();
     // shared by all workers: each worker's inspect adds the updates it saw
     let links_sink: Sink<Pair> = Default::default();
     let clusters_sink: Sink<Pair> = Default::default();
     let patterns_sink: Sink<Pattern> = Default::default();
     let measures_sink: Sink<Measure> = Default::default();
     let traces_sink: Sink<Trace> = Default::default();
+    let contradictions_sink: Sink<Contradicted> = Default::default();
     execute(workers, move |worker, found| {
         let probe = Handle::new();
         let mut input = worker.dataflow::<u64, _, _>(|scope| {
@@ -377,8 +449,13 @@ fn run(workers: usize, seed: u64, rounds: usize) {
             let links = similarity_links(corrections.clone());
             let clusters = correction_clusters(corrections.clone(), links.clone());
             let patterns = promote_patterns(corrections.clone(), clusters.clone());
-            cluster_measures(corrections.clone(), clusters.clone())
+            let measures = cluster_measures(corrections.clone(), clusters.clone());
+            measures
+                .clone()
                 .inspect(collect_into(&measures_sink))
+                .probe_with(&probe);
+            preference_contradictions(corrections.clone(), measures)
+                .inspect(collect_into(&contradictions_sink))
                 .probe_with(&probe);
             preference_traces(corrections, clusters.clone(), patterns.clone())
                 .inspect(collect_into(&traces_sink))
@@ -416,7 +493,16 @@ fn run(workers: usize, seed: u64, rounds: usize) {
                 let measures = measures_from_scratch(&present, &clusters);
                 let patterns = patterns_from_scratch(&measures);
                 let traces = traces_from_scratch(&present, &clusters, &patterns);
+                let contradictions = contradictions_from_scratch(&present, &measures);
+                for (_, c) in &contradictions {
+                    *seen_by_workers
+                        .lock()
+                        .unwrap()
+                        .entry(c.resolution)
+                        .or_default() += 1;
+                }
                 let differences = [
+                    difference("contradictions", &contradictions_sink, &contradictions),
                     difference("links", &links_sink, &links),
                     difference("clusters", &clusters_sink, &clusters),
                     difference("measures", &measures_sink, &measures),
@@ -429,12 +515,28 @@ fn run(workers: usize, seed: u64, rounds: usize) {
             }
         }
     });
+    let seen = seen.lock().unwrap().clone();
+    seen
 }
 
 #[test]
 fn incremental_equals_from_scratch_one_worker() {
+    let mut seen = BTreeMap::new();
     for seed in 0..10 {
-        run(1, seed, 32);
+        for (resolution, n) in run(1, seed, 32) {
+            *seen.entry(resolution).or_insert(0) += n;
+        }
+    }
+    // the streams contradict preferences in every way there is
+    for resolution in [
+        Resolution::Split,
+        Resolution::Deactivated,
+        Resolution::Contested,
+    ] {
+        assert!(
+            seen.get(&resolution).is_some_and(|n| *n > 0),
+            "{resolution:?}: {seen:?}"
+        );
     }
 }
 
@@ -545,6 +647,8 @@ fn chain_point(id: &str, day: i64, degrees: f32) -> CorrectionPoint {
         correction_id: id.into(),
         ts_micros: day * 24 * MICROS_PER_HOUR,
         confidence_milli: 900,
+        polarity: Polarity::Towards,
+        context: String::new(),
         embedding: QuantisedEmbedding::from_f32(&v),
     }
 }

@@ -8,7 +8,9 @@ mod common;
 
 use common::{collect_into, execute, nonzero, random_update, settle, update, Sink};
 use differential_dataflow::input::Input;
-use engram_operators::correction_clusters::{ClusterMeasure, QuantisedEmbedding, UserKey};
+use engram_operators::correction_clusters::{
+    ClusterMeasure, Polarity, QuantisedEmbedding, UserKey,
+};
 use engram_operators::math::fusion::{centroid, cosine_similarity};
 use engram_operators::team_preferences::{
     org_preferences, team_preferences, user_teams, OrgPreference, TeamAssignment, TeamKey,
@@ -60,6 +62,14 @@ fn random_measure(rng: &mut StdRng, topics: &[Vec<f32>], id: u64) -> (UserKey, C
             confidence_milli: rng.gen_range(700..1000),
             promoted: rng.gen_bool(0.85),
             centroid: QuantisedEmbedding::from_f32(&direction),
+            latest_micros: 86_400_000_000,
+            // now and then the opposite of a shared topic: never the same preference as it
+            polarity: if rng.gen_bool(0.2) {
+                Polarity::Away
+            } else {
+                Polarity::Towards
+            },
+            contexts: Vec::new(),
         },
     )
 }
@@ -127,12 +137,12 @@ fn team_prefs_from_scratch(
     measures: &Measures,
     teams: &BTreeMap<UserKey, String>,
 ) -> BTreeSet<(TeamKey, TeamPreference)> {
-    // per team: (user, cluster, centroid, confidence), sorted
-    let mut held: BTreeMap<TeamKey, BTreeSet<(String, String, QuantisedEmbedding, u16)>> =
-        BTreeMap::new();
+    // per team and polarity: (user, cluster, centroid, confidence), sorted
+    type Held = BTreeSet<(String, String, QuantisedEmbedding, u16)>;
+    let mut held: BTreeMap<(TeamKey, Polarity), Held> = BTreeMap::new();
     for ((user, m), _) in measures.iter().filter(|(_, c)| **c > 0) {
         if let (true, Some(team)) = (m.promoted, teams.get(user)) {
-            held.entry((user.0.clone(), team.clone()))
+            held.entry(((user.0.clone(), team.clone()), m.polarity))
                 .or_default()
                 .insert((
                     user.1.clone(),
@@ -143,7 +153,7 @@ fn team_prefs_from_scratch(
         }
     }
     let mut out = BTreeSet::new();
-    for (team, patterns) in held {
+    for ((team, polarity), patterns) in held {
         let patterns: Vec<_> = patterns.into_iter().collect();
         let centroids: Vec<Vec<f32>> = patterns.iter().map(|p| p.2.to_f32()).collect();
         for c in components(&centroids) {
@@ -167,6 +177,7 @@ fn team_prefs_from_scratch(
                     ),
                     confidence_milli: confidence as u16,
                     members,
+                    polarity,
                 },
             ));
         }
@@ -177,12 +188,16 @@ fn team_prefs_from_scratch(
 fn org_prefs_from_scratch(
     team_prefs: &BTreeSet<(TeamKey, TeamPreference)>,
 ) -> BTreeSet<(String, OrgPreference)> {
-    let mut by_tenant: BTreeMap<&String, Vec<(&String, &TeamPreference)>> = BTreeMap::new();
+    type Held<'a> = Vec<(&'a String, &'a TeamPreference)>;
+    let mut by_tenant: BTreeMap<(&String, Polarity), Held> = BTreeMap::new();
     for ((tenant, team), p) in team_prefs {
-        by_tenant.entry(tenant).or_default().push((team, p));
+        by_tenant
+            .entry((tenant, p.polarity))
+            .or_default()
+            .push((team, p));
     }
     let mut out = BTreeSet::new();
-    for (tenant, mut prefs) in by_tenant {
+    for ((tenant, polarity), mut prefs) in by_tenant {
         prefs.sort_by(|a, b| (a.0, &a.1.id, &a.1.centroid).cmp(&(b.0, &b.1.id, &b.1.centroid)));
         let centroids: Vec<Vec<f32>> = prefs.iter().map(|(_, p)| p.centroid.to_f32()).collect();
         for c in components(&centroids) {
@@ -209,6 +224,7 @@ fn org_prefs_from_scratch(
                     ),
                     confidence_milli: confidence as u16,
                     members,
+                    polarity,
                 },
             ));
         }

@@ -398,11 +398,23 @@ pub fn user_posterior(
     population_including_user: FeedbackCounts,
     params: &ShrinkageParams,
 ) -> BetaPosterior {
+    discounted_user_posterior(user, user, population_including_user, params)
+}
+
+/// [`user_posterior`] for a user whose old feedback is discounted: the prior is the population
+/// without the user's votes (`user`, undiscounted, as the population counts them), and it is
+/// updated with the user's `discounted` counts.
+pub fn discounted_user_posterior(
+    user: FeedbackCounts,
+    discounted: FeedbackCounts,
+    population_including_user: FeedbackCounts,
+    params: &ShrinkageParams,
+) -> BetaPosterior {
     let others = FeedbackCounts::new(
         (population_including_user.successes - user.successes).max(0.0),
         (population_including_user.failures - user.failures).max(0.0),
     );
-    population_prior(others, params).updated(user)
+    population_prior(others, params).updated(discounted)
 }
 
 /// FNV-1a 64-bit hash of `bytes` (offset basis 0xcbf29ce484222325, prime 0x100000001b3).
@@ -908,6 +920,20 @@ mod tests {
             new,
             population_prior(FeedbackCounts::new(80.0, 20.0), &params)
         );
+    }
+
+    #[test]
+    fn discounted_user_posterior_borrows_from_the_others_and_adds_the_discounted_votes() {
+        let params = ShrinkageParams::default();
+        // Others 80/20, as above; the user's 3/1 votes now weigh 1.5/0.25.
+        let p = discounted_user_posterior(
+            FeedbackCounts::new(3.0, 1.0),
+            FeedbackCounts::new(1.5, 0.25),
+            FeedbackCounts::new(83.0, 21.0),
+            &params,
+        );
+        assert!(close(p.alpha, 2.5 + 810.0 / 102.0, 1e-12));
+        assert!(close(p.beta, 1.25 + 210.0 / 102.0, 1e-12));
     }
 
     #[test]

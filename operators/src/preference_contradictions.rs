@@ -1,0 +1,236 @@
+//! Corrections that contradict a preference (SPEC §4.5), and what becomes of the preference.
+//!
+//! A preference is a promoted cluster of corrections that point one way (their
+//! [`Polarity`](crate::correction_clusters::Polarity)). A correction **contradicts** it when it is about the same thing (dequantised
+//! cosine to the pattern's centroid ≥ [`CONTRADICTION_COSINE`]), points the other way, and was
+//! made after the pattern's newest member: the user now asks for the opposite of what they had
+//! taught. What happens then depends on the contexts (a correction's `context`, e.g.
+//! "external client") and on confidence:
+//!
+//! - **split**: the pattern's members name contexts, and every contradicting correction was
+//!   made in a context none of them names. Both hold, each in its own contexts: the preference
+//!   keeps applying in its contexts, and stops applying in the contradicting ones.
+//! - **deactivated**: otherwise, when a contradicting correction is more confident than the
+//!   preference. The preference no longer applies anywhere.
+//! - **contested**: otherwise. The preference stands (it is the more confident), and the
+//!   contradiction is shown for the user to settle.
+//!
+//! A correction that later agrees with the preference again (joins its cluster) moves the
+//! newest member past the contradiction, which then no longer counts: the preference is back.
+
+use differential_dataflow::lattice::Lattice;
+use differential_dataflow::VecCollection;
+use serde::{Deserialize, Serialize};
+use timely::progress::Timestamp;
+
+use crate::correction_clusters::{present_corrections, ClusterMeasure, CorrectionPoint, UserKey};
+use crate::lifecycle::PreferenceKey;
+use crate::math::fusion::cosine_similarity;
+use crate::skill_feedback::present_values;
+
+/// How close to a pattern's centroid a correction must be to be about the same thing: the
+/// coherence a pattern's own members need on average (SPEC §4.3: coherence > 0.8).
+pub const CONTRADICTION_COSINE: f64 = 0.8;
+
+/// What a contradiction does to a preference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Resolution {
+    /// It holds in its own contexts only.
+    Split,
+    /// It no longer applies.
+    Deactivated,
+    /// It stands; the user has to settle the conflict.
+    Contested,
+}
+
+/// A contradicted preference.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Contradiction {
+    pub resolution: Resolution,
+    /// The contradicting corrections, by id, ascending.
+    pub by: Vec<String>,
+    /// The contexts the preference was taught in (its members' contexts), ascending.
+    pub holds_in: Vec<String>,
+    /// The contexts the contradicting corrections were made in, ascending, each once.
+    pub contradicted_in: Vec<String>,
+}
+
+impl Contradiction {
+    /// Whether the preference applies to a request made in `context` (trimmed, lowercased; empty
+    /// for none): never when deactivated; when split, except in a context it was contradicted
+    /// in; when contested, always.
+    pub fn applies_in(&self, context: &str) -> bool {
+        match self.resolution {
+            Resolution::Deactivated => false,
+            Resolution::Split => !self.contradicted_in.iter().any(|c| c == context),
+            Resolution::Contested => true,
+        }
+    }
+}
+
+/// Whether `point` contradicts the pattern measured by `pattern`: the other polarity, made after
+/// its newest member, embeddings of one length, and dequantised cosine to its centroid
+/// ≥ [`CONTRADICTION_COSINE`].
+pub fn contradicts(pattern: &ClusterMeasure, point: &CorrectionPoint) -> bool {
+    point.polarity == pattern.polarity.opposite()
+        && point.ts_micros > pattern.latest_micros
+        && point.embedding.dims() == pattern.centroid.dims()
+        && cosine_similarity(&point.embedding.to_f32(), &pattern.centroid.to_f32())
+            >= CONTRADICTION_COSINE
+}
+
+/// What the contradicting corrections `by` (non-empty) do to the pattern measured by `pattern`
+/// (see the module docs): split when the pattern has contexts and every one of `by` has a
+/// context outside them; else deactivated when one of `by` is more confident than the pattern
+/// (thousandths compared); else contested.
+pub fn resolve(pattern: &ClusterMeasure, by: &[&CorrectionPoint]) -> Contradiction {
+    let holds_in = pattern.contexts.clone();
+    let mut contradicted_in: Vec<String> = by
+        .iter()
+        .filter(|p| !p.context.is_empty())
+        .map(|p| p.context.clone())
+        .collect();
+    contradicted_in.sort();
+    contradicted_in.dedup();
+    let elsewhere = !holds_in.is_empty()
+        && by
+            .iter()
+            .all(|p| !p.context.is_empty() && !holds_in.contains(&p.context));
+    let stronger = by
+        .iter()
+        .any(|p| p.confidence_milli.min(1000) > pattern.confidence_milli);
+    let resolution = if elsewhere {
+        Resolution::Split
+    } else if stronger {
+        Resolution::Deactivated
+    } else {
+        Resolution::Contested
+    };
+    let mut ids: Vec<String> = by.iter().map(|p| p.correction_id.clone()).collect();
+    ids.sort();
+    Contradiction {
+        resolution,
+        by: ids,
+        holds_in,
+        contradicted_in,
+    }
+}
+
+/// The contradicted preferences.
+///
+/// Input: corrections keyed by `(tenant, user)` (present as in
+/// [`crate::correction_clusters`]), and cluster measures `((tenant, user), measure)` as
+/// [`crate::correction_clusters::cluster_measures`] produces them (one per cluster).
+///
+/// Output: `(((tenant, user), cluster_id), contradiction)`, multiplicity 1, for every promoted
+/// measure that at least one present correction of the same user [`contradicts`]:
+/// [`resolve`] of the measure and all such corrections.
+///
+/// Cost: a user's corrections are compared with that user's patterns (a handful): a new
+/// correction costs one cosine per pattern, a pattern that changes one per correction of its
+/// user.
+pub fn preference_contradictions<'scope, T>(
+    corrections: VecCollection<'scope, T, (UserKey, CorrectionPoint)>,
+    measures: VecCollection<'scope, T, (UserKey, ClusterMeasure)>,
+) -> VecCollection<'scope, T, (PreferenceKey, Contradiction)>
+where
+    T: Timestamp + Lattice + Ord,
+{
+    let points = present_corrections(corrections).map(|((user, _id), point)| (user, point));
+    measures
+        .filter(|(_, measure)| measure.promoted)
+        .join_map(points, |user, pattern, point| {
+            contradicts(pattern, point).then(|| ((user.clone(), pattern.clone()), point.clone()))
+        })
+        .flat_map(|found| found)
+        .reduce(|(_user, pattern), points, output| {
+            let by = present_values(points);
+            if !by.is_empty() {
+                output.push((resolve(pattern, &by), 1));
+            }
+        })
+        .map(|((user, pattern), contradiction)| ((user, pattern.cluster_id), contradiction))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::correction_clusters::{Polarity, QuantisedEmbedding};
+
+    fn pattern(contexts: &[&str], confidence_milli: u16) -> ClusterMeasure {
+        ClusterMeasure {
+            cluster_id: "c1".into(),
+            size: 3,
+            coherence_milli: 950,
+            span_micros: 86_400_000_000,
+            confidence_milli,
+            promoted: true,
+            centroid: QuantisedEmbedding::from_f32(&[1.0, 0.0, 0.0]),
+            latest_micros: 100,
+            polarity: Polarity::Towards,
+            contexts: contexts.iter().map(|c| c.to_string()).collect(),
+        }
+    }
+
+    fn point(id: &str, ts: i64, polarity: Polarity, context: &str, v: &[f32]) -> CorrectionPoint {
+        CorrectionPoint {
+            correction_id: id.into(),
+            ts_micros: ts,
+            confidence_milli: 900,
+            polarity,
+            context: context.into(),
+            embedding: QuantisedEmbedding::from_f32(v),
+        }
+    }
+
+    #[test]
+    fn only_a_later_opposite_correction_on_the_same_topic_contradicts() {
+        let p = pattern(&[], 830);
+        let near = [0.9, 0.3, 0.0]; // cos 0.949
+        assert!(contradicts(&p, &point("x", 101, Polarity::Away, "", &near)));
+        // same direction: it agrees
+        assert!(!contradicts(
+            &p,
+            &point("x", 101, Polarity::Towards, "", &near)
+        ));
+        // before the newest member: the pattern was taught after it
+        assert!(!contradicts(
+            &p,
+            &point("x", 100, Polarity::Away, "", &near)
+        ));
+        // another topic: cos 0.707 < 0.8
+        assert!(!contradicts(
+            &p,
+            &point("x", 101, Polarity::Away, "", &[1.0, 1.0, 0.0])
+        ));
+        // another embedding length
+        assert!(!contradicts(
+            &p,
+            &point("x", 101, Polarity::Away, "", &[1.0, 0.0])
+        ));
+    }
+
+    #[test]
+    fn contexts_split_and_confidence_deactivates() {
+        let v = [1.0, 0.0, 0.0];
+        let external = point("x1", 200, Polarity::Away, "external client", &v);
+        let team = point("x2", 300, Polarity::Away, "team chat", &v);
+        let bare = point("x3", 300, Polarity::Away, "", &v);
+        // taught in "team chat", contradicted for external clients: both hold, each in its own
+        let split = resolve(&pattern(&["team chat"], 830), &[&external]);
+        assert_eq!(split.resolution, Resolution::Split);
+        assert_eq!(split.contradicted_in, vec!["external client".to_string()]);
+        assert!(split.applies_in("team chat") && split.applies_in(""));
+        assert!(!split.applies_in("external client"));
+        // contradicted in its own context, by a more confident correction (0.9 > 0.83)
+        let off = resolve(&pattern(&["team chat"], 830), &[&external, &team]);
+        assert_eq!(off.resolution, Resolution::Deactivated);
+        assert_eq!(off.by, vec!["x1".to_string(), "x2".to_string()]);
+        assert!(!off.applies_in("team chat"));
+        // no contexts to split by, and a less confident correction: contested, still applies
+        let contested = resolve(&pattern(&[], 950), &[&bare]);
+        assert_eq!(contested.resolution, Resolution::Contested);
+        assert!(contested.applies_in("anything"));
+    }
+}
