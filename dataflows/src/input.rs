@@ -1,6 +1,8 @@
 //! What the memory dataflow consumes.
 
-use engram_operators::correction_clusters::{CorrectionPoint, QuantisedEmbedding, UserKey};
+use engram_operators::correction_clusters::{
+    CorrectionPoint, Polarity, QuantisedEmbedding, UserKey,
+};
 use engram_operators::correction_notes::CorrectionNote;
 use engram_operators::facts::{extract_facts, normalise_attribute, FactAssertion, FactKey};
 use engram_operators::math::beta::context_bucket;
@@ -45,6 +47,16 @@ pub fn correction_text(correction: &Correction) -> &str {
         .map(|text| text.trim())
         .find(|text| !text.is_empty())
         .unwrap_or(correction.original.trim())
+}
+
+/// The context a correction was made in, trimmed and lowercased (empty when none), so that
+/// "External client" and "external client " are one context.
+pub fn correction_context(correction: &Correction) -> String {
+    correction
+        .context
+        .as_deref()
+        .map(|t| t.trim().to_lowercase())
+        .unwrap_or_default()
 }
 
 /// A correction's confidence: as stated, else fused from its raw signals (SPEC §4.6), else
@@ -100,6 +112,8 @@ impl InputRecord {
                 correction_id: h.event_id.clone(),
                 ts_micros: h.ts.timestamp_micros(),
                 confidence_milli: (correction_confidence(c) * 1000.0).round() as u16,
+                polarity: Polarity::of_instruction(correction_text(c)),
+                context: correction_context(c),
                 embedding: QuantisedEmbedding::from_f32(embedding),
             },
         ))
@@ -217,6 +231,7 @@ impl InputRecord {
                     corrected: c.corrected.clone(),
                     expected_behavior: c.expected_behavior.clone(),
                     confidence_milli: (correction_confidence(c) * 1000.0).round() as u16,
+                    context: correction_context(c),
                 },
             )],
             Body::Control(c) if c.action == ControlAction::SetTeam => {

@@ -10,5 +10,8 @@ pub mod memory;
 pub mod views;
 
 pub use input::{correction_text, InputRecord, InputSource};
-pub use memory::{run_memory_dataflow, DataflowHandle, EngineClock, EpisodeBatch, HierarchyParams};
+pub use memory::{
+    run_memory_dataflow, DataflowHandle, DataflowParams, EngineClock, EpisodeBatch,
+    HierarchyParams, SkillParams,
+};
 pub use views::{MemoryViews, SharedViews};

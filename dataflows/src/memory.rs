@@ -16,6 +16,8 @@ use engram_operators::lifecycle::{
 };
 use engram_operators::math::decay::{LifecycleState, LifecycleThresholds};
 use engram_operators::memory_marks::{memory_marks, MemoryUse};
+use engram_operators::preference_contradictions::preference_contradictions;
+use engram_operators::skill_confidence::{discounted_skill_feedback, skill_confidences};
 use engram_operators::skill_feedback::{skill_feedback, FeedbackVote, MessageKey};
 use engram_operators::style_preferences::style_preferences;
 use engram_operators::team_preferences::{
@@ -144,7 +146,7 @@ pub fn run_memory_dataflow<F>(
     workers: usize,
     make_source: F,
     clock: EngineClock,
-    hierarchy: HierarchyParams,
+    params: DataflowParams,
     views: Arc<SharedViews>,
     episodes_out: Sender<EpisodeBatch>,
 ) -> Result<DataflowHandle, String>
@@ -206,10 +208,13 @@ where
             let measures = cluster_measures(corrections.clone(), clusters.clone());
             let patterns = promoted_patterns(measures.clone());
             let teams = user_teams(assignments);
-            let team_prefs =
-                team_preferences(measures.clone(), teams.clone(), hierarchy.team_min_users);
+            let team_prefs = team_preferences(
+                measures.clone(),
+                teams.clone(),
+                params.hierarchy.team_min_users,
+            );
             capture(
-                org_preferences(team_prefs.clone(), hierarchy.org_min_teams),
+                org_preferences(team_prefs.clone(), params.hierarchy.org_min_teams),
                 &cap,
                 &mut probe,
                 |(tenant, p)| ViewUpdate::OrgPreference(tenant.clone(), p.clone()),
@@ -220,6 +225,14 @@ where
             capture(teams, &cap, &mut probe, |(user, team)| {
                 ViewUpdate::UserTeam(user.clone(), team.clone())
             });
+            capture(
+                preference_contradictions(corrections.clone(), measures.clone()),
+                &cap,
+                &mut probe,
+                |(key, contradiction)| {
+                    ViewUpdate::Contradiction(key.clone(), contradiction.clone())
+                },
+            );
             capture(measures, &cap, &mut probe, |(user, measure)| {
                 ViewUpdate::ClusterMeasure(user.clone(), measure.clone())
             });
@@ -245,6 +258,20 @@ where
                 &mut probe,
                 |(user, style)| ViewUpdate::Style(user.clone(), *style),
             );
+            capture(
+                skill_confidences(votes.clone()),
+                &cap,
+                &mut probe,
+                |(key, confidence)| ViewUpdate::SkillConfidence(key.clone(), *confidence),
+            );
+            if let Some(half_life) = params.skills.half_life_secs() {
+                capture(
+                    discounted_skill_feedback(votes.clone(), half_life),
+                    &cap,
+                    &mut probe,
+                    |(key, tally)| ViewUpdate::DiscountedSkillTally(key.clone(), *tally),
+                );
+            }
             let (skill_tallies, population_tallies) = skill_feedback(votes);
             capture(skill_tallies, &cap, &mut probe, |(key, tally)| {
                 ViewUpdate::SkillTally(key.clone(), *tally)
@@ -356,6 +383,32 @@ where
         as_of,
         guards: Some(guards),
     })
+}
+
+/// The parameters of the memory dataflow's views.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct DataflowParams {
+    pub hierarchy: HierarchyParams,
+    pub skills: SkillParams,
+}
+
+/// How skill feedback is weighed (SPEC §6).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SkillParams {
+    /// When set, a vote this many days older than a user's latest one (in the same bucket and
+    /// skill) weighs half in that user's Thompson posterior: for preferences that drift. Unset
+    /// (the default), every vote weighs the same.
+    pub feedback_half_life_days: Option<f64>,
+}
+
+impl SkillParams {
+    /// The half-life in whole seconds (at least one), when discounting is on.
+    pub fn half_life_secs(&self) -> Option<u64> {
+        self.feedback_half_life_days
+            .filter(|d| d.is_finite() && *d > 0.0)
+            .map(|d| ((d * 86_400.0).round() as u64).max(1))
+    }
 }
 
 /// How many members share a preference before their group holds it (SPEC §4.4).

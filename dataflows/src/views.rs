@@ -8,6 +8,8 @@ use engram_operators::facts::{FactKey, FactVersion};
 use engram_operators::lifecycle::{PreferenceKey, PreferenceTrace};
 use engram_operators::math::decay::LifecycleState;
 use engram_operators::memory_marks::{MemoryKey, MemoryMark};
+use engram_operators::preference_contradictions::Contradiction;
+use engram_operators::skill_confidence::{DiscountedTally, SkillConfidence, UserSkillKey};
 use engram_operators::skill_feedback::{FeedbackTally, PopulationKey, SkillKey};
 use engram_operators::style_preferences::UserStyle;
 use engram_operators::team_preferences::{OrgPreference, TeamKey, TeamPreference};
@@ -55,6 +57,11 @@ pub struct UserMemory {
     pub co_mentions: BTreeMap<(String, String), u64>,
     /// `(context bucket, skill)` → the user's counted votes.
     pub skills: BTreeMap<(u32, String), FeedbackTally>,
+    /// `(context bucket, skill)` → the user's votes with old ones discounted, as of the latest
+    /// (only when the dataflow runs with a feedback half-life).
+    pub discounted_skills: BTreeMap<(u32, String), DiscountedTally>,
+    /// Skill → the user's confidence in it (an EMA of their rewards).
+    pub skill_confidence: BTreeMap<String, SkillConfidence>,
     /// Correction id → its cluster (named by the cluster's smallest correction id).
     pub correction_clusters: BTreeMap<String, String>,
     /// Cluster id → its measurements (size, coherence, span), promoted or not.
@@ -65,6 +72,8 @@ pub struct UserMemory {
     pub preferences: BTreeMap<String, PreferenceTrace>,
     /// Cluster id → the preference's lifecycle state as of `engine_time_secs`.
     pub preference_states: BTreeMap<String, LifecycleState>,
+    /// Cluster id → how later corrections contradicted its preference, for those that were.
+    pub contradictions: BTreeMap<String, Contradiction>,
     /// Correction id → its words.
     pub corrections: BTreeMap<String, CorrectionNote>,
     /// The style the user's feedback points to (absent before any feedback).
@@ -82,12 +91,15 @@ pub enum ViewUpdate {
     Entity(EntityKey, EntityStats),
     CoMention(CoMentionKey, u64),
     SkillTally(SkillKey, FeedbackTally),
+    DiscountedSkillTally(SkillKey, DiscountedTally),
+    SkillConfidence(UserSkillKey, SkillConfidence),
     /// `(correction_id, cluster_id)`.
     ClusterMember(UserKey, (String, String)),
     ClusterMeasure(UserKey, ClusterMeasure),
     Pattern(UserKey, PatternRecord),
     PreferenceTrace(PreferenceKey, PreferenceTrace),
     PreferenceState(PreferenceKey, LifecycleState),
+    Contradiction(PreferenceKey, Contradiction),
     PopulationTally(PopulationKey, FeedbackTally),
     CorrectionNote(UserKey, CorrectionNote),
     UserTeam(UserKey, String),
@@ -142,6 +154,22 @@ impl MemoryViews {
                 let skills = &mut self.users.entry((tenant, user)).or_default().skills;
                 set_or_clear(skills, (bucket, skill), tally, diff);
             }
+            ViewUpdate::DiscountedSkillTally((tenant, user, bucket, skill), tally) => {
+                let skills = &mut self
+                    .users
+                    .entry((tenant, user))
+                    .or_default()
+                    .discounted_skills;
+                set_or_clear(skills, (bucket, skill), tally, diff);
+            }
+            ViewUpdate::SkillConfidence((tenant, user, skill), confidence) => {
+                let skills = &mut self
+                    .users
+                    .entry((tenant, user))
+                    .or_default()
+                    .skill_confidence;
+                set_or_clear(skills, skill, confidence, diff);
+            }
             ViewUpdate::ClusterMember(user, (correction, cluster)) => {
                 let members = &mut self.users.entry(user).or_default().correction_clusters;
                 set_or_clear(members, correction, cluster, diff);
@@ -161,6 +189,10 @@ impl MemoryViews {
             ViewUpdate::PreferenceState((user, cluster), state) => {
                 let states = &mut self.users.entry(user).or_default().preference_states;
                 set_or_clear(states, cluster, state, diff);
+            }
+            ViewUpdate::Contradiction((user, cluster), contradiction) => {
+                let found = &mut self.users.entry(user).or_default().contradictions;
+                set_or_clear(found, cluster, contradiction, diff);
             }
             ViewUpdate::CorrectionNote(user, note) => {
                 let notes = &mut self.users.entry(user).or_default().corrections;
@@ -233,7 +265,10 @@ impl ViewUpdate {
             ViewUpdate::Fact(key, _) => (&key.0, &key.1),
             ViewUpdate::Entity(key, _) => (&key.0, &key.1),
             ViewUpdate::CoMention(key, _) => (&key.0, &key.1),
-            ViewUpdate::SkillTally(key, _) => (&key.0, &key.1),
+            ViewUpdate::SkillTally(key, _) | ViewUpdate::DiscountedSkillTally(key, _) => {
+                (&key.0, &key.1)
+            }
+            ViewUpdate::SkillConfidence(key, _) => (&key.0, &key.1),
             ViewUpdate::MemoryMark(key, _) => (&key.0, &key.1),
             ViewUpdate::ClusterMember(user, _)
             | ViewUpdate::ClusterMeasure(user, _)
@@ -242,6 +277,7 @@ impl ViewUpdate {
             | ViewUpdate::Style(user, _)
             | ViewUpdate::PreferenceTrace((user, _), _)
             | ViewUpdate::PreferenceState((user, _), _)
+            | ViewUpdate::Contradiction((user, _), _)
             | ViewUpdate::UserTeam(user, _) => (&user.0, &user.1),
             ViewUpdate::PopulationTally(key, _) => return (&key.0, None),
             ViewUpdate::TeamPreference(team, _) => return (&team.0, None),

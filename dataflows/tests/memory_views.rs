@@ -4,7 +4,8 @@
 
 use chrono::{TimeZone, Utc};
 use engram_dataflows::{
-    run_memory_dataflow, EngineClock, HierarchyParams, InputRecord, InputSource, SharedViews,
+    run_memory_dataflow, DataflowParams, EngineClock, HierarchyParams, InputRecord, InputSource,
+    SharedViews, SkillParams,
 };
 use engram_operators::entities::{extract_entities, sentence_pairs, EntityKind};
 use engram_operators::facts::{fact_versions, FactAssertion, FactVersion};
@@ -479,6 +480,28 @@ fn published(views: &SharedViews) -> Expected {
                 (c.size, c.span_micros, c.promoted),
             );
         }
+        // The confidence and discounted views count the same votes as the tallies: uses per
+        // skill are its votes over all buckets, and discounting keeps every (bucket, skill).
+        let mut uses: BTreeMap<&String, u64> = BTreeMap::new();
+        for ((_, skill), tally) in &m.skills {
+            *uses.entry(skill).or_default() += tally.votes();
+        }
+        let confidence_uses: BTreeMap<&String, u64> = m
+            .skill_confidence
+            .iter()
+            .map(|(s, c)| (s, c.uses))
+            .collect();
+        assert_eq!(
+            confidence_uses, uses,
+            "skill confidences of {tenant}/{user}"
+        );
+        for c in m.skill_confidence.values() {
+            assert!((0.2..=0.9).contains(&c.confidence()), "{c:?}");
+        }
+        assert!(
+            m.discounted_skills.keys().eq(m.skills.keys()),
+            "discounted tallies of {tenant}/{user}"
+        );
         for ((bucket, skill), tally) in &m.skills {
             skills.insert(
                 (tenant.clone(), user.clone(), *bucket, skill.clone()),
@@ -573,7 +596,12 @@ fn run(workers: usize, seed: u64) -> (usize, usize) {
             }) as Box<dyn InputSource>
         },
         EngineClock::Events,
-        HIERARCHY,
+        DataflowParams {
+            hierarchy: HIERARCHY,
+            skills: SkillParams {
+                feedback_half_life_days: Some(1.0),
+            },
+        },
         views.clone(),
         tx,
     )

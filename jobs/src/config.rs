@@ -3,7 +3,7 @@
 
 use crate::kafka::KafkaConfig;
 use engram_connectors::{EmbedderConfig, IndexPolicy};
-use engram_dataflows::{EngineClock, HierarchyParams};
+use engram_dataflows::{EngineClock, HierarchyParams, SkillParams};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -40,6 +40,8 @@ pub struct Config {
     pub llm: LlmConfig,
     /// When a team, and an organisation, hold a preference their members hold.
     pub hierarchy: HierarchyParams,
+    /// How skill feedback is weighed: `skills.feedback_half_life_days` discounts old votes.
+    pub skills: SkillParams,
 }
 
 /// Prompt assembly (`/v1/prompt`, `/v1/chat`).
@@ -202,6 +204,7 @@ impl Default for Config {
             prompt: PromptConfig::default(),
             llm: LlmConfig::default(),
             hierarchy: HierarchyParams::default(),
+            skills: SkillParams::default(),
         }
     }
 }

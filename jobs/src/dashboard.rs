@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use engram_dataflows::views::{UserMemory, ViewChanges, ViewUpdate};
 use engram_dataflows::MemoryViews;
-use engram_operators::math::beta::{thompson_shares, user_posterior, ShrinkageParams};
+use engram_operators::math::beta::{discounted_user_posterior, thompson_shares, ShrinkageParams};
 use engram_operators::math::decay::{lifecycle_transition_times, LifecycleThresholds};
 use engram_operators::math::fusion::PromotionCriteria;
 use engram_operators::math::skills::BASE_SKILLS;
@@ -304,14 +304,16 @@ impl Touched {
                 self.preferences.insert(p.cluster_id.clone());
             }
             ViewUpdate::PreferenceTrace((_, cluster), _)
-            | ViewUpdate::PreferenceState((_, cluster), _) => {
+            | ViewUpdate::PreferenceState((_, cluster), _)
+            | ViewUpdate::Contradiction((_, cluster), _) => {
                 self.preferences.insert(cluster.clone());
             }
             // the words of a correction show in its cluster's row and its preference's
             ViewUpdate::CorrectionNote(_, note) => {
                 self.corrections.insert(note.correction_id.clone());
             }
-            ViewUpdate::SkillTally((_, _, bucket, _), _) => {
+            ViewUpdate::SkillTally((_, _, bucket, _), _)
+            | ViewUpdate::DiscountedSkillTally((_, _, bucket, _), _) => {
                 self.buckets.insert(*bucket);
             }
             _ => {}
@@ -780,6 +782,7 @@ fn preference_row(memory: &UserMemory, cluster: &str, now: i64) -> Option<Value>
         "confidence": memory.patterns.get(cluster).map(|p| milli(p.confidence_milli)),
         "inactive_at_secs": inactive_at, "archived_at_secs": archived_at,
         "next_transition": next, "curve": curve,
+        "contradiction": memory.contradictions.get(cluster),
     }))
 }
 
@@ -809,7 +812,13 @@ fn skill_rows(
                 .get(&(tenant.to_string(), bucket, skill.id.to_string()))
                 .copied()
                 .unwrap_or(own);
-            let posterior = user_posterior(own.counts(), population.counts(), &shrinkage);
+            // as skill selection draws from it: discounted votes where that is on
+            let weighted = memory
+                .discounted_skills
+                .get(&(bucket, skill.id.to_string()))
+                .map_or(own.counts(), |d| d.at(views.engine_time_secs as i64));
+            let posterior =
+                discounted_user_posterior(own.counts(), weighted, population.counts(), &shrinkage);
             (skill, own, population, posterior)
         })
         .collect();

@@ -173,7 +173,10 @@ impl Engine {
                 )) as Box<dyn InputSource>
             },
             config.clock,
-            config.hierarchy,
+            engram_dataflows::DataflowParams {
+                hierarchy: config.hierarchy,
+                skills: config.skills,
+            },
             views.clone(),
             tx,
         )

@@ -22,12 +22,14 @@ use engram_connectors::embedder::cosine;
 use engram_dataflows::views::UserMemory;
 use engram_dataflows::MemoryViews;
 use engram_operators::correction_notes::CorrectionNote;
-use engram_operators::math::beta::{context_bucket, user_posterior, ShrinkageParams};
+use engram_operators::math::beta::{context_bucket, discounted_user_posterior, ShrinkageParams};
 use engram_operators::math::decay::LifecycleState;
 use engram_operators::math::skills::{
     choose_skill, exploration_rate, keyword_topic_similarity, selection_score, style_alignment,
     trigger_match, BaseSkill, StyleVector, BASE_SKILLS, NEUTRAL_STYLE, TRIGGER_MATCH_THRESHOLD,
 };
+use engram_operators::preference_contradictions::Resolution;
+use engram_operators::skill_confidence::DiscountedTally;
 use engram_operators::skill_feedback::FeedbackTally;
 use engram_operators::team_preferences::same_preference;
 use engram_schemas::{validate_name, EventError, FeedbackContext};
@@ -63,6 +65,10 @@ pub struct PromptRequest {
     /// Qwen3's `enable_thinking` (absent: the template's default, thinking on).
     #[serde(default)]
     pub enable_thinking: Option<bool>,
+    /// Where the answer goes, in the words corrections use for their `context` (e.g. "external
+    /// client"): a preference the user contradicted in that context is left out there.
+    #[serde(default)]
+    pub situation: Option<String>,
 }
 
 /// Tokens per part of the prompt (each part's own text; the total is the exact count of the
@@ -87,6 +93,9 @@ pub struct PreferenceUsed {
     pub relevance: f64,
     /// The corrections the preference was learned from.
     pub corrections: Vec<String>,
+    /// `split`, `contested` or `deactivated` when later corrections contradicted it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contradiction: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -136,6 +145,10 @@ pub struct SkillPick {
     pub exploration_rate: f64,
     /// The candidates (trigger match ≥ 0.5, or every skill when none reaches it), best first.
     pub candidates: Vec<SkillScore>,
+    /// The user's confidence in the picked skill (an EMA of their rewards for it, SPEC §6);
+    /// absent before any feedback on it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
 }
 
 /// Where every part of the prompt came from.
@@ -226,7 +239,8 @@ pub fn full_context(
 }
 
 /// Scores every base skill for a query (SPEC §6): 0.4·trigger match + 0.3·Thompson draw from
-/// the user's posterior for (bucket, skill) (shrunk towards the tenant's population) + 0.3·style
+/// the user's posterior for (bucket, skill) (shrunk towards the tenant's population; the user's
+/// votes discounted by age as of `now_secs` where `discounted` holds them) + 0.3·style
 /// alignment with the user's style. Candidates are the skills whose trigger match reaches
 /// [`TRIGGER_MATCH_THRESHOLD`] (all skills when none does); one is chosen ε-greedily with
 /// ε = [`exploration_rate`] of the user's feedback count. Returns the pick with every
@@ -236,6 +250,8 @@ pub fn select_skill(
     query: &str,
     context: &FeedbackContext,
     user_tallies: &BTreeMap<(u32, String), FeedbackTally>,
+    discounted: &BTreeMap<(u32, String), DiscountedTally>,
+    now_secs: i64,
     population: impl Fn(u32, &str) -> Option<FeedbackTally>,
     user_style: Option<&StyleVector>,
     feedback_count: u64,
@@ -276,7 +292,13 @@ pub fn select_skill(
                 .copied()
                 .unwrap_or_default();
             let pop = population(bucket, skill.id).unwrap_or(own);
-            let thompson = user_posterior(own.counts(), pop.counts(), &shrinkage).sample(uniform);
+            // with discounting on, the user's votes weigh less as they age
+            let weighted = discounted
+                .get(&(bucket, skill.id.to_string()))
+                .map_or(own.counts(), |d| d.at(now_secs));
+            let thompson =
+                discounted_user_posterior(own.counts(), weighted, pop.counts(), &shrinkage)
+                    .sample(uniform);
             let alignment = style_alignment(style, &skill.style);
             (
                 i,
@@ -307,6 +329,7 @@ pub fn select_skill(
         bucket,
         exploration_rate: epsilon,
         candidates,
+        confidence: None,
     }
 }
 
@@ -373,13 +396,31 @@ pub struct ActivePreference {
     pub corrections: Vec<String>,
     /// `user`, or `team` / `org` for one inherited from the user's team or organisation.
     pub level: &'static str,
+    /// How later corrections contradicted it (SPEC §4.5), when they did: `split` (it applies
+    /// outside the contexts it was contradicted in), `contested` (it stands), or `deactivated`
+    /// (then this entry is the newest contradicting correction that took its place).
+    pub contradiction: Option<&'static str>,
 }
 
-pub fn active_preferences(memory: &UserMemory, min_confidence: f64) -> Vec<ActivePreference> {
+/// The user's active preferences for a request made in `situation` (trimmed, lowercased;
+/// empty for none), with contradictions applied (SPEC §4.5): a deactivated preference is
+/// replaced by the newest of the corrections that contradicted it; a split one applies outside
+/// the contexts it was contradicted in (and there, too, the newest contradicting correction
+/// made in that context takes its place); a contested one stands.
+pub fn active_preferences(
+    memory: &UserMemory,
+    min_confidence: f64,
+    situation: &str,
+) -> Vec<ActivePreference> {
     let mut members: BTreeMap<&String, Vec<&String>> = BTreeMap::new();
     for (correction, cluster) in &memory.correction_clusters {
         members.entry(cluster).or_default().push(correction);
     }
+    let newest_instruction = |ids: &mut dyn Iterator<Item = &String>| {
+        ids.filter_map(|id| memory.corrections.get(id))
+            .filter(|n| n.instruction().is_some())
+            .max_by_key(|n| (n.ts_micros, n.correction_id.clone()))
+    };
     memory
         .patterns
         .iter()
@@ -392,17 +433,58 @@ pub fn active_preferences(memory: &UserMemory, min_confidence: f64) -> Vec<Activ
                 return None;
             }
             let ids = members.get(cluster)?;
-            let newest = ids
-                .iter()
-                .filter_map(|id| memory.corrections.get(*id))
-                .filter(|n| n.instruction().is_some())
-                .max_by_key(|n| (n.ts_micros, n.correction_id.clone()))?;
+            let contradiction = memory.contradictions.get(cluster);
+            if let Some(c) = contradiction.filter(|c| !c.applies_in(situation)) {
+                // the user's later word on it: the newest contradicting correction that applies
+                let newest = newest_instruction(&mut c.by.iter().filter(|id| {
+                    c.resolution == Resolution::Deactivated
+                        || memory
+                            .corrections
+                            .get(*id)
+                            .is_some_and(|n| n.context == situation)
+                }))?;
+                return Some(ActivePreference {
+                    cluster_id: cluster.clone(),
+                    confidence: f64::from(newest.confidence_milli) / 1000.0,
+                    line: format!(
+                        "{} (this replaces an earlier preference)",
+                        instruction_line(newest)?
+                    ),
+                    corrections: vec![newest.correction_id.clone()],
+                    level: "user",
+                    contradiction: Some(match c.resolution {
+                        Resolution::Deactivated => "deactivated",
+                        _ => "split",
+                    }),
+                });
+            }
+            let newest = newest_instruction(&mut ids.iter().copied())?;
+            let mut line = instruction_line(newest)?;
+            match contradiction.map(|c| c.resolution) {
+                Some(Resolution::Split) => {
+                    let c = contradiction.expect("matched");
+                    line.push_str(&format!(
+                        " (when {}; not when {})",
+                        c.holds_in.join(" or "),
+                        c.contradicted_in.join(" or ")
+                    ));
+                }
+                Some(Resolution::Contested) => {
+                    line.push_str(" (a later correction said otherwise; check with the user)")
+                }
+                _ => {}
+            }
             Some(ActivePreference {
                 cluster_id: cluster.clone(),
                 confidence,
-                line: instruction_line(newest)?,
+                line,
                 corrections: ids.iter().map(|s| s.to_string()).collect(),
                 level: "user",
+                contradiction: contradiction.map(|c| match c.resolution {
+                    Resolution::Split => "split",
+                    Resolution::Contested => "contested",
+                    Resolution::Deactivated => "deactivated",
+                }),
             })
         })
         .collect()
@@ -479,6 +561,7 @@ pub fn inherited_preferences(
                 line,
                 corrections: Vec::new(),
                 level: "team",
+                contradiction: None,
             });
         }
     }
@@ -509,6 +592,7 @@ pub fn inherited_preferences(
                 line,
                 corrections: Vec::new(),
                 level: "org",
+                contradiction: None,
             });
         }
     }
@@ -612,7 +696,7 @@ impl Engine {
         let (recalled, recent) = (recalled?, recent?);
 
         // Everything read from the views is read at one timestamp.
-        let (memory, population, views_as_of, inherited) = {
+        let (memory, population, views_as_of, engine_secs, inherited) = {
             let views = self.views.read();
             let inherited = inherited_preferences(
                 &views,
@@ -631,11 +715,18 @@ impl Engine {
                 .filter(|((t, _, _), _)| *t == req.tenant)
                 .map(|((_, b, s), tally)| ((*b, s.clone()), *tally))
                 .collect();
-            (memory, population, views.as_of, inherited)
+            let engine_secs = views.engine_time_secs as i64;
+            (memory, population, views.as_of, engine_secs, inherited)
         };
 
         // Texts to compare with the query: preferences and correction examples.
-        let mut preferences = active_preferences(&memory, cfg.min_preference_confidence);
+        let situation = req
+            .situation
+            .as_deref()
+            .map(|t| t.trim().to_lowercase())
+            .unwrap_or_default();
+        let mut preferences =
+            active_preferences(&memory, cfg.min_preference_confidence, &situation);
         preferences.extend(inherited);
         let session = req.session.clone().unwrap_or_default();
         let in_preferences: std::collections::HashSet<&String> =
@@ -695,6 +786,8 @@ impl Engine {
             &req.query,
             &context,
             &memory.skills,
+            &memory.discounted_skills,
+            engine_secs,
             |bucket, skill| population.get(&(bucket, skill.to_string())).copied(),
             style.as_ref(),
             memory.style.map_or(0, |s| s.feedback_count),
@@ -704,6 +797,10 @@ impl Engine {
             pick.skill_id = id.clone();
             pick.how = "requested";
         }
+        pick.confidence = memory
+            .skill_confidence
+            .get(&pick.skill_id)
+            .map(|c| c.confidence());
         let skill = engram_operators::math::skills::base_skill(&pick.skill_id).expect("checked");
         pick.name = skill.name.to_string();
 
@@ -884,6 +981,7 @@ impl Engine {
                     confidence: p.confidence,
                     relevance: *relevance,
                     corrections: p.corrections.clone(),
+                    contradiction: p.contradiction,
                 })
                 .collect(),
             session_corrections: session_notes
@@ -1080,6 +1178,7 @@ mod tests {
             corrected: corrected.map(str::to_string),
             expected_behavior: expected.map(str::to_string),
             confidence_milli: 900,
+            context: String::new(),
         }
     }
 
@@ -1168,6 +1267,8 @@ mod tests {
                 "explain how this works",
                 &context,
                 &tallies,
+                &BTreeMap::new(),
+                0,
                 |_, _| None,
                 None,
                 120,

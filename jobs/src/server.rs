@@ -10,7 +10,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Extension, Json, Router};
-use engram_operators::math::beta::{user_posterior, ShrinkageParams};
+use engram_operators::math::beta::{discounted_user_posterior, ShrinkageParams};
 use engram_operators::math::decay::{LifecycleState, LifecycleThresholds};
 use engram_operators::math::skills::STYLE_DIMENSION_NAMES;
 use serde_json::{json, Value};
@@ -383,8 +383,14 @@ pub fn memory_json(views: &engram_dataflows::MemoryViews, tenant: &str, user: &s
                 .get(&(tenant.to_string(), *bucket, skill.clone()))
                 .copied()
                 .unwrap_or(*tally);
-            let posterior = user_posterior(
+            // as prompts draw from it: the user's votes discounted by age when that is on
+            let discounted = memory
+                .discounted_skills
+                .get(&(*bucket, skill.clone()))
+                .map(|d| d.at(views.engine_time_secs as i64));
+            let posterior = discounted_user_posterior(
                 tally.counts(),
+                discounted.unwrap_or(tally.counts()),
                 population.counts(),
                 &ShrinkageParams::default(),
             );
@@ -392,6 +398,7 @@ pub fn memory_json(views: &engram_dataflows::MemoryViews, tenant: &str, user: &s
             json!({
                 "bucket": bucket, "skill_id": skill, "successes": tally.successes,
                 "failures": tally.failures, "neutral": tally.neutral,
+                "discounted": discounted.map(|d| json!({"successes": d.successes, "failures": d.failures})),
                 "population": {"successes": population.successes, "failures": population.failures},
                 "posterior": {"alpha": posterior.alpha, "beta": posterior.beta,
                     "mean": posterior.mean(), "ci95": [low, high]},
@@ -432,6 +439,8 @@ pub fn memory_json(views: &engram_dataflows::MemoryViews, tenant: &str, user: &s
                 "last_activation": micros_to_rfc3339(trace.last_activation_secs * 1_000_000),
                 "activations": trace.activations,
                 "next_transition": next,
+                // later corrections that said the opposite, and what that did to it
+                "contradiction": memory.contradictions.get(cluster),
             })
         })
         .collect();
@@ -465,11 +474,47 @@ pub fn memory_json(views: &engram_dataflows::MemoryViews, tenant: &str, user: &s
                 "ts": micros_to_rfc3339(n.ts_micros), "original": n.original,
                 "corrected": n.corrected, "expected_behavior": n.expected_behavior,
                 "confidence": f64::from(n.confidence_milli) / 1000.0,
+                "context": (!n.context.is_empty()).then_some(&n.context),
             })
         })
         .collect();
+    let skill_confidence: serde_json::Map<String, Value> = memory
+        .skill_confidence
+        .iter()
+        .map(|(skill, c)| {
+            let v = json!({"confidence": c.confidence(), "uses": c.uses});
+            (skill.clone(), v)
+        })
+        .collect();
+    // The typed edges of the consolidation graph (SPEC §3): a promoted cluster's corrections
+    // CORRECT its pattern, which EVOLVES_TO its preference; a closed fact is SUPERSEDED_BY the
+    // version that closed it.
+    let mut edges = Vec::new();
+    for (correction, cluster) in &memory.correction_clusters {
+        if memory.patterns.contains_key(cluster) {
+            edges.push(
+                json!({"type": "CORRECTS", "from": correction, "to": format!("pattern:{cluster}")}),
+            );
+        }
+    }
+    for cluster in memory.patterns.keys() {
+        if memory.preferences.contains_key(cluster) {
+            edges.push(
+                json!({"type": "EVOLVES_TO", "from": format!("pattern:{cluster}"),
+                "to": format!("preference:{cluster}")}),
+            );
+        }
+    }
+    for versions in memory.facts.values() {
+        for v in versions {
+            if let Some(next) = &v.superseded_by {
+                edges.push(json!({"type": "SUPERSEDED_BY", "from": v.fact_id, "to": next}));
+            }
+        }
+    }
     json!({
-        "style": style, "corrections": corrections,
+        "style": style, "corrections": corrections, "skill_confidence": skill_confidence,
+        "edges": edges,
         "tenant": tenant, "user": user, "views_as_of": views.as_of,
         "team": views.user_teams.get(&(tenant.to_string(), user.to_string())),
         "marks": marks,

@@ -269,6 +269,113 @@ fn prompts_fit_their_budget_count_tokens_like_qwen3_and_carry_preferences_and_pr
     }
 }
 
+fn bullets_correction(
+    id: &str,
+    days_ago: i64,
+    context: &str,
+    text: &str,
+    confidence: f64,
+) -> Value {
+    event(
+        "correction",
+        id,
+        "bob",
+        &format!("session-{id}"),
+        days_ago,
+        json!({
+            "target_event_id": "x", "correction_type": "FORMAT",
+            "original": "First open the lid. Then pour the water. Then wait.",
+            "expected_behavior": text, "context": context, "confidence": confidence,
+        }),
+    )
+}
+
+/// A later correction that says the opposite of a preference (SPEC §4.5): made in another
+/// context, it splits the preference by context; made in the preference's own context with more
+/// confidence, it deactivates it, and the newer instruction takes its place.
+#[test]
+fn a_contradicting_correction_splits_a_preference_by_context_then_deactivates_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let use_bullets = "Use bullet points when you list steps.";
+    let no_bullets = "Don't use bullet points when you list steps.";
+    let events = json!([
+        bullets_correction("b1", 5, "Team chat", use_bullets, 0.9),
+        bullets_correction("b2", 3, "team chat", use_bullets, 0.9),
+        bullets_correction("b3", 1, "team chat ", use_bullets, 0.9),
+    ]);
+    assert_eq!(server.post("/v1/events", &events).0, 200);
+    server.wait_caught_up(Duration::from_secs(60));
+    let prompt = |situation: Option<&str>| {
+        let mut req = json!({"tenant": "acme", "user": "bob", "session": "now",
+                             "query": "How do I make tea?", "seed": 1});
+        if let Some(s) = situation {
+            req["situation"] = json!(s);
+        }
+        let (status, p) = server.post("/v1/prompt", &req);
+        assert_eq!(status, 200, "{p}");
+        p["provenance"]["preferences"].as_array().unwrap().clone()
+    };
+    let before = prompt(None);
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert!(before[0]["instruction"]
+        .as_str()
+        .unwrap()
+        .starts_with(use_bullets));
+    assert!(before[0].get("contradiction").is_none(), "{before:?}");
+
+    // the opposite, for external clients: both hold, each in its own context
+    let external = bullets_correction("b4", 0, "External client", no_bullets, 0.9);
+    assert_eq!(server.post("/v1/events", &external).0, 200);
+    server.wait_caught_up(Duration::from_secs(60));
+    let for_client = prompt(Some("external client"));
+    assert_eq!(for_client.len(), 1, "{for_client:?}");
+    assert_eq!(for_client[0]["contradiction"], "split");
+    assert!(
+        for_client[0]["instruction"]
+            .as_str()
+            .unwrap()
+            .starts_with(no_bullets),
+        "{for_client:?}"
+    );
+    assert_eq!(for_client[0]["corrections"], json!(["b4"]));
+    let in_team = prompt(Some("Team chat"));
+    assert_eq!(in_team[0]["contradiction"], "split");
+    let line = in_team[0]["instruction"].as_str().unwrap();
+    assert!(line.starts_with(use_bullets), "{line}");
+    assert!(
+        line.contains("when team chat; not when external client"),
+        "{line}"
+    );
+
+    // then the opposite in the preference's own context, more confident than it: deactivated
+    let team = bullets_correction("b5", 0, "team chat", no_bullets, 0.95);
+    assert_eq!(server.post("/v1/events", &team).0, 200);
+    server.wait_caught_up(Duration::from_secs(60));
+    let after = prompt(Some("team chat"));
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_eq!(after[0]["contradiction"], "deactivated");
+    assert!(after[0]["instruction"]
+        .as_str()
+        .unwrap()
+        .starts_with(no_bullets));
+    let (status, memory) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "bob"}));
+    assert_eq!(status, 200, "{memory}");
+    let contradiction = &memory["preferences"][0]["contradiction"];
+    assert_eq!(contradiction["resolution"], "deactivated", "{memory}");
+    assert_eq!(contradiction["by"], json!(["b4", "b5"]));
+    assert_eq!(contradiction["holds_in"], json!(["team chat"]));
+    // the consolidation graph: three corrections CORRECT the pattern, which EVOLVES_TO the
+    // preference
+    let edges = memory["edges"].as_array().unwrap();
+    let of_type = |t: &str| edges.iter().filter(|e| e["type"] == t).count();
+    assert_eq!(
+        (of_type("CORRECTS"), of_type("EVOLVES_TO")),
+        (3, 1),
+        "{edges:?}"
+    );
+}
+
 #[test]
 fn chat_goes_through_the_stand_in_is_stored_and_feedback_moves_the_posterior() {
     let (llm_url, seen) = stand_in_llm(10, Duration::from_secs(300));

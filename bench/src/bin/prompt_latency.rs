@@ -80,6 +80,7 @@ async fn main() -> anyhow::Result<()> {
             as_of: None,
             seed: Some(i as u64),
             enable_thinking: None,
+            situation: None,
         })
         .collect();
     for r in requests.iter().take(10) {
