@@ -7,7 +7,7 @@
 //!    first, "do X, not Y" where the correction has both); the corrections made earlier in
 //!    this session (they act at once, before any pattern forms); the chosen skill's template;
 //! 2. user: few-shot corrections (the most similar original → corrected pairs) and memory
-//!    (current facts, recalled episodes with dates);
+//!    (current facts, most similar to the query first; recalled episodes with dates);
 //! 3. the session's last turns, verbatim;
 //! 4. user: the query; then the assistant's turn is opened.
 //!
@@ -123,6 +123,8 @@ pub struct FactUsed {
     pub attribute: String,
     pub value: String,
     pub valid_from: chrono::DateTime<chrono::Utc>,
+    /// Cosine of the fact ("subject attribute value") to the query: facts are ranked by it.
+    pub relevance: f64,
 }
 
 /// One skill's selection score and its parts.
@@ -748,7 +750,15 @@ impl Engine {
             .filter_map(|n| few_shot_example(n).map(|e| (n, e)))
             .filter(|(_, e)| seen_examples.insert(e.clone()))
             .collect();
+        // Current facts: a shortlist by shared words and recency, ranked by meaning below.
+        let mut facts = ranked_facts(&memory, &req.query, FACT_SHORTLIST.max(cfg.facts));
+        let fact_texts: Vec<String> = facts
+            .iter()
+            .map(|f| format!("{} {} {}", f.subject, f.attribute, f.value))
+            .collect();
         let mut texts: Vec<&str> = vec![req.query.as_str()];
+        texts.extend(fact_texts.iter().map(String::as_str));
+        let first_preference = texts.len();
         texts.extend(preferences.iter().map(|p| p.line.as_str()));
         texts.extend(examples.iter().map(|(n, _)| {
             n.instruction()
@@ -765,12 +775,18 @@ impl Engine {
         .expect("embedding task")?;
         let query_vec = &vectors[0];
         let relevance = |i: usize| f64::from(cosine(query_vec, &vectors[i]));
+        for (i, f) in facts.iter_mut().enumerate() {
+            f.relevance = relevance(1 + i);
+        }
+        // most relevant first; the shortlist's order (shared words, recency) breaks ties
+        facts.sort_by(|a, b| b.relevance.total_cmp(&a.relevance));
+        facts.truncate(cfg.facts);
 
         // Preferences, most relevant first.
         let mut preferences: Vec<(ActivePreference, f64)> = preferences
             .into_iter()
             .enumerate()
-            .map(|(i, p)| (p, relevance(1 + i)))
+            .map(|(i, p)| (p, relevance(first_preference + i)))
             .collect();
         preferences.sort_by(|a, b| b.1.total_cmp(&a.1));
         let n_prefs = preferences.len();
@@ -858,7 +874,7 @@ impl Engine {
             });
         }
         let mut ranked_examples: Vec<(usize, f64)> = (0..examples.len())
-            .map(|i| (i, relevance(1 + n_prefs + i)))
+            .map(|i| (i, relevance(first_preference + n_prefs + i)))
             .collect();
         ranked_examples.sort_by(|a, b| b.1.total_cmp(&a.1));
         ranked_examples.truncate(cfg.few_shot);
@@ -875,7 +891,6 @@ impl Engine {
         }
         let recent_ids: std::collections::HashSet<&str> =
             recent.iter().map(|r| r.id.as_str()).collect();
-        let facts = ranked_facts(&memory, &req.query, cfg.facts);
         for (i, f) in facts.iter().enumerate() {
             let text = format!(
                 "- {} {}: {} (since {})\n",
@@ -1067,6 +1082,11 @@ impl Engine {
     }
 }
 
+/// How many current facts, picked by shared words and recency, are ranked by their embeddings'
+/// similarity to the query (the embedder's cache makes the facts of a user cheap after their
+/// first prompt).
+const FACT_SHORTLIST: usize = 64;
+
 /// The user's current facts, those sharing the most words with the query first, then the most
 /// recently learned; at most `limit`.
 fn ranked_facts(memory: &UserMemory, query: &str, limit: usize) -> Vec<FactUsed> {
@@ -1093,6 +1113,7 @@ fn ranked_facts(memory: &UserMemory, query: &str, limit: usize) -> Vec<FactUsed>
                     value: current.value.clone(),
                     valid_from: chrono::DateTime::from_timestamp_micros(current.valid_from)
                         .unwrap_or_default(),
+                    relevance: 0.0,
                 },
             ))
         })

@@ -376,6 +376,54 @@ fn a_contradicting_correction_splits_a_preference_by_context_then_deactivates_it
     );
 }
 
+/// Facts are ranked by meaning: the one a question is about comes first even when it shares no
+/// word with the question and is not the newest.
+#[test]
+fn the_fact_a_question_is_about_comes_first_without_shared_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let facts = [
+        ("employer", "Acme Robotics"),
+        ("favourite colour", "green"),
+        ("sister", "Maria"),
+        ("gym schedule", "Tuesdays and Fridays"),
+        ("car", "a blue Volvo"),
+        ("allergy", "peanuts"),
+        ("guitar teacher", "Tom"),
+        ("hometown", "Porto"),
+    ];
+    let events: Vec<Value> = facts
+        .iter()
+        .enumerate()
+        .map(|(i, (attribute, value))| {
+            // the employer is the oldest fact: recency alone would put it last
+            event(
+                "fact",
+                &format!("f{i}"),
+                "carol",
+                "s0",
+                10 - i as i64,
+                json!({"subject": "carol", "attribute": attribute, "value": value}),
+            )
+        })
+        .collect();
+    assert_eq!(server.post("/v1/events", &json!(events)).0, 200);
+    server.wait_caught_up(Duration::from_secs(60));
+    let (status, p) = server.post(
+        "/v1/prompt",
+        &json!({"tenant": "acme", "user": "carol", "query": "Which company do I work for?", "seed": 3}),
+    );
+    assert_eq!(status, 200, "{p}");
+    let used = p["provenance"]["facts"].as_array().unwrap();
+    assert_eq!(used.len(), facts.len(), "{used:?}");
+    assert_eq!(used[0]["value"], "Acme Robotics", "{used:?}");
+    let relevance: Vec<f64> = used
+        .iter()
+        .map(|f| f["relevance"].as_f64().unwrap())
+        .collect();
+    assert!(relevance.windows(2).all(|w| w[0] >= w[1]), "{relevance:?}");
+}
+
 #[test]
 fn chat_goes_through_the_stand_in_is_stored_and_feedback_moves_the_posterior() {
     let (llm_url, seen) = stand_in_llm(10, Duration::from_secs(300));

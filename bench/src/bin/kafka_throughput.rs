@@ -7,7 +7,9 @@
 //! then starts the engine with its Kafka source and measures, from the moment it starts
 //! consuming:
 //! - Kafka → views: until the event log holds every event and the views are as of its end
-//!   (validation, log append and sync, offset commits, the memory dataflow; no embedding);
+//!   (validation, log append and sync, the memory dataflow; no embedding);
+//! - Kafka → the Lance events table: until `events.lance` holds every event (the point after
+//!   which offsets are committed);
 //! - Kafka → Lance: until every episode is embedded and committed to Lance as well.
 
 use engram_bench::{numeric_args, sentence};
@@ -94,6 +96,10 @@ async fn main() -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let to_views = started.elapsed().as_secs_f64();
+    while (engine.events.end() as usize) < events {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let to_events_table = started.elapsed().as_secs_f64();
     loop {
         let p = engine.progress();
         if p.caught_up() && p.episodes >= events {
@@ -108,6 +114,10 @@ async fn main() -> anyhow::Result<()> {
     println!(
         "Kafka → views: {events} events in {to_views:.2} s = {:.0} events/s (no embedding)",
         events as f64 / to_views
+    );
+    println!(
+        "Kafka → Lance events table (offsets committable): {to_events_table:.2} s = {:.0} events/s",
+        events as f64 / to_events_table
     );
     println!(
         "Kafka → views → Lance with embeddings: {to_lance:.2} s = {:.0} events/s",
