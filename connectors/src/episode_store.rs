@@ -89,8 +89,10 @@ pub struct IndexPolicy {
     pub reindex_after_rows: usize,
     /// Compact small files once the dataset has this many fragments.
     pub compact_after_fragments: usize,
-    /// Users with fewer episodes than this are searched exactly (a user's rows are a small,
-    /// selective slice of the table, where an IVF probe can miss); larger ones use the ANN index.
+    /// Users with fewer episodes than this are searched exactly; larger ones use the ANN index,
+    /// which keeps probing partitions past the first 20 until it has found `k` of the user's rows
+    /// (recall@10 against exact search 0.999 with 1,000 rows per user in 100,000, where it is
+    /// also faster: 10.5 ms against 17 ms, `recall_latency`).
     pub exact_search_below_user_rows: usize,
     /// Keep a full-text (BM25) index on the content (a table searched only by vector, like
     /// passages, does not need one).
@@ -107,7 +109,7 @@ impl Default for IndexPolicy {
             ann_min_rows: 20_000,
             reindex_after_rows: 5_000,
             compact_after_fragments: 48,
-            exact_search_below_user_rows: 50_000,
+            exact_search_below_user_rows: 500,
             full_text: true,
             index_cache_mib: 512,
             metadata_cache_mib: 128,
@@ -480,11 +482,19 @@ impl EpisodeStore {
                 )
                 .await
             }
-            USER_INDEX => {
+            // Every search filters by tenant as well as user: without an index on the tenant,
+            // that half of the filter is evaluated by reading the column (a third of the time of
+            // a search at 100,000 rows).
+            USER_INDEX | TENANT_INDEX => {
+                let (column, kind) = if name == USER_INDEX {
+                    (col::USER, IndexType::BTree)
+                } else {
+                    (col::TENANT, IndexType::Bitmap)
+                };
                 ds.create_index(
-                    &[col::USER],
-                    IndexType::BTree,
-                    Some(USER_INDEX.into()),
+                    &[column],
+                    kind,
+                    Some(name.into()),
                     &ScalarIndexParams::default(),
                     true,
                 )
@@ -551,9 +561,11 @@ impl EpisodeStore {
             self.build_index(&mut ds, FTS_INDEX, rows).await?;
             changed = true;
         }
-        if !has(USER_INDEX) {
-            self.build_index(&mut ds, USER_INDEX, rows).await?;
-            changed = true;
+        for scalar in [USER_INDEX, TENANT_INDEX] {
+            if !has(scalar) {
+                self.build_index(&mut ds, scalar, rows).await?;
+                changed = true;
+            }
         }
         // (Re)train the vector index when the table reaches the threshold and again each time
         // it doubles, so partitions keep fitting the data.
@@ -824,6 +836,7 @@ impl EpisodeStore {
 
 const FTS_INDEX: &str = "content_fts";
 const USER_INDEX: &str = "user_btree";
+const TENANT_INDEX: &str = "tenant_bitmap";
 const ANN_INDEX: &str = "vector_ivf_pq";
 
 const PROJECTION: [&str; 11] = [

@@ -254,3 +254,66 @@ async fn rows_written_after_the_index_build_are_still_found() {
         .unwrap();
     assert_eq!(text.first().map(|h| h.episode.log_offset), Some(offset));
 }
+
+/// The ANN index serves users whose rows are a small slice of the table: the search keeps
+/// probing partitions until it has `k` of the user's rows, finds the row a query copies, and
+/// never returns another user's or another tenant's row (the same user name lives in two
+/// tenants here, so only the tenant half of the filter tells them apart).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_user_among_many_is_searched_through_the_index_completely() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("episodes.lance");
+    let dim = 32;
+    let policy = IndexPolicy {
+        ann_min_rows: 1_000,
+        reindex_after_rows: 100_000,
+        compact_after_fragments: 1000,
+        exact_search_below_user_rows: 0,
+        ..IndexPolicy::default()
+    };
+    let store = EpisodeStore::open(&path, dim, policy).await.unwrap();
+    let mut rng = StdRng::seed_from_u64(7);
+    let mut rows = Vec::new();
+    let mut vectors = std::collections::HashMap::new();
+    for offset in 0..1_600u64 {
+        let tenant = if offset % 2 == 0 { "t1" } else { "t2" };
+        let user = format!("u{}", offset % 40);
+        let v = random_unit(&mut rng, dim);
+        vectors.insert(offset, v.clone());
+        rows.push(row(tenant, &user, offset, &format!("note {offset}"), v));
+    }
+    store.append(rows).await.unwrap();
+    let (indexes, _) = store.index_status().await.unwrap();
+    let names: Vec<&str> = indexes.iter().map(|(n, _)| n.as_str()).collect();
+    for index in ["vector_ivf_pq", "user_btree", "tenant_bitmap"] {
+        assert!(names.contains(&index), "{index} missing from {names:?}");
+    }
+    // users u0, u2, … live only in t1 and u1, u3, … only in t2; ask each tenant for a user
+    // name of the other tenant's parity too, which must find nothing
+    for offset in [0u64, 41, 402, 1_203, 1_599] {
+        let tenant = if offset % 2 == 0 { "t1" } else { "t2" };
+        let user = format!("u{}", offset % 40);
+        let hits = store
+            .search_vector(tenant, &user, &vectors[&offset], 10, None)
+            .await
+            .unwrap();
+        assert_eq!(
+            hits.len(),
+            10,
+            "{tenant}/{user} has 40 rows: 10 must come back"
+        );
+        assert_eq!(
+            hits[0].episode.log_offset, offset,
+            "the copied row comes first"
+        );
+        assert!(hits
+            .iter()
+            .all(|h| h.episode.tenant == tenant && h.episode.user == user));
+        let other = if tenant == "t1" { "t2" } else { "t1" };
+        let none = store
+            .search_vector(other, &user, &vectors[&offset], 10, None)
+            .await
+            .unwrap();
+        assert!(none.is_empty(), "{other}/{user} has no rows: {none:?}");
+    }
+}
