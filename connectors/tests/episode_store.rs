@@ -317,3 +317,142 @@ async fn a_small_user_among_many_is_searched_through_the_index_completely() {
         assert!(none.is_empty(), "{other}/{user} has no rows: {none:?}");
     }
 }
+
+/// Appends interleave users; once the table reaches the ANN threshold, and again each time it
+/// has grown by half, it is rewritten with each user's rows next to each other. The rewrite
+/// keeps every row exactly once (offsets, vectors and words still found, the watermark the
+/// same after reopening), rebuilds the indexes, and removes the versions it replaced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_growing_table_is_laid_out_by_user_and_keeps_every_row_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("episodes.lance");
+    let dim = 16;
+    let policy = IndexPolicy {
+        ann_min_rows: 400,
+        relayout_after_growth_percent: 50,
+        keep_versions_minutes: 0,
+        reindex_after_rows: 100_000,
+        compact_after_fragments: 1000,
+        exact_search_below_user_rows: 0,
+        ..IndexPolicy::default()
+    };
+    let store = EpisodeStore::open(&path, dim, policy.clone())
+        .await
+        .unwrap();
+    let mut rng = StdRng::seed_from_u64(3);
+    let owner = |offset: u64| {
+        (
+            if offset % 2 == 0 { "t1" } else { "t2" },
+            format!("u{}", offset % 5),
+        )
+    };
+    let mut vectors = std::collections::HashMap::new();
+    let mut batches = Vec::new();
+    for b in 0..6u64 {
+        let rows: Vec<EpisodeRow> = (b * 150..(b + 1) * 150)
+            .map(|offset| {
+                let (tenant, user) = owner(offset);
+                let v = random_unit(&mut rng, dim);
+                vectors.insert(offset, v.clone());
+                row(tenant, &user, offset, &format!("note w{offset}x"), v)
+            })
+            .collect();
+        batches.push(rows);
+    }
+    // 450 rows: the first layout; 750 (≥ 1.5 × 450): the second; 900: none
+    let mut before_second = None;
+    for (b, rows) in batches.iter().enumerate() {
+        if b == 4 {
+            before_second = Some(Utc::now());
+        }
+        assert_eq!(store.append(rows.clone()).await.unwrap(), 150);
+    }
+    let ds = store.snapshot().unwrap();
+    let mut scan = ds.scan();
+    scan.project(&["tenant_id", "user_id", "log_offset"])
+        .unwrap();
+    let batch = scan.try_into_batch().await.unwrap();
+    let col = |name: &str| batch.column_by_name(name).unwrap().clone();
+    let (tenants, users, offsets) = (col("tenant_id"), col("user_id"), col("log_offset"));
+    let tenants = tenants
+        .as_any()
+        .downcast_ref::<arrow_array::StringArray>()
+        .unwrap();
+    let users = users
+        .as_any()
+        .downcast_ref::<arrow_array::StringArray>()
+        .unwrap();
+    let offsets = offsets
+        .as_any()
+        .downcast_ref::<arrow_array::UInt64Array>()
+        .unwrap();
+    let stored: Vec<(String, String, u64)> = (0..batch.num_rows())
+        .map(|i| {
+            (
+                tenants.value(i).to_string(),
+                users.value(i).to_string(),
+                offsets.value(i),
+            )
+        })
+        .collect();
+    assert_eq!(stored.len(), 900, "every row once");
+    let mut seen: Vec<u64> = stored.iter().map(|r| r.2).collect();
+    seen.sort_unstable();
+    assert_eq!(
+        seen,
+        (0..900).collect::<Vec<u64>>(),
+        "no row lost or doubled"
+    );
+    // the first 750 rows (laid out at 750) are in (tenant, user, offset) order
+    let mut laid_out = stored[..750].to_vec();
+    laid_out.sort();
+    assert_eq!(stored[..750], laid_out[..], "laid out by user");
+    for r in &stored {
+        assert_eq!(
+            (r.0.as_str(), r.1.clone()),
+            owner(r.2),
+            "row kept its owner"
+        );
+    }
+    // versions from before the second layout are gone
+    let versions = ds.versions().await.unwrap();
+    assert!(
+        versions
+            .iter()
+            .all(|v| v.timestamp >= before_second.unwrap()),
+        "{versions:?}"
+    );
+    let (indexes, _) = store.index_status().await.unwrap();
+    let names: Vec<&str> = indexes.iter().map(|(n, _)| n.as_str()).collect();
+    for index in [
+        "vector_ivf_pq",
+        "content_fts",
+        "user_btree",
+        "tenant_bitmap",
+    ] {
+        assert!(names.contains(&index), "{index} missing from {names:?}");
+    }
+    for offset in [0u64, 333, 612, 749, 899] {
+        let (tenant, user) = owner(offset);
+        let hits = store
+            .search_vector(tenant, &user, &vectors[&offset], 5, None)
+            .await
+            .unwrap();
+        assert_eq!(hits[0].episode.log_offset, offset, "the copied row first");
+        assert!(hits
+            .iter()
+            .all(|h| h.episode.tenant == tenant && h.episode.user == user));
+        let text = store
+            .search_text(tenant, &user, &format!("w{offset}x"), 5, None)
+            .await
+            .unwrap();
+        assert_eq!(text.first().map(|h| h.episode.log_offset), Some(offset));
+    }
+    drop(store);
+    let store = EpisodeStore::open(&path, dim, policy).await.unwrap();
+    assert_eq!(store.watermark(), Some(899));
+    assert_eq!(store.row_count(), 900);
+    for rows in batches {
+        assert_eq!(store.append(rows).await.unwrap(), 0, "nothing twice");
+    }
+}
