@@ -266,24 +266,64 @@ impl Recall {
             .await
             .expect("embedding task")?
             .remove(0);
-        let by_passage = async {
-            match &self.passages {
-                Some(p) => {
-                    p.search_vector(tenant, user, &vector, candidates, as_of)
-                        .await
-                }
-                None => Ok(Vec::new()),
-            }
+        self.fused_candidates_for(tenant, user, query, vector, candidates, as_of)
+            .await
+    }
+
+    /// [`Recall::fused_candidates`] with the query already embedded (`vector`).
+    pub async fn fused_candidates_for(
+        &self,
+        tenant: &str,
+        user: &str,
+        query: &str,
+        vector: Vec<f32>,
+        candidates: usize,
+        as_of: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> Result<Vec<RecallHit>, RecallError> {
+        // Graph expansion: episodes naming what the query's entities are connected to.
+        let expansion = if self.config.graph_neighbours > 0 {
+            let views = self.views.read();
+            views
+                .users
+                .get(&(tenant.to_string(), user.to_string()))
+                .map(|m| graph_expansion(m, query, self.config.graph_neighbours))
+                .unwrap_or_default()
+        } else {
+            Vec::new()
         };
-        let (by_vector, by_text, by_passage) = tokio::join!(
-            self.store
-                .search_vector(tenant, user, &vector, candidates, as_of),
-            self.store
-                .search_text(tenant, user, query, candidates, as_of),
-            by_passage,
-        );
-        let (by_vector, by_text) = (by_vector?, by_text?);
-        let by_passage = passage_ranking(by_passage?);
+        // Each search is a task of its own: a Lance search does much of its work inside its
+        // future's poll, so searches polled together on one task take turns on one core (at
+        // 1M episodes, vector and full-text search took their sum, not their maximum).
+        let vector = Arc::new(vector);
+        let by_vector_of = |store: Arc<EpisodeStore>| {
+            let (tenant, user, vector) = (tenant.to_string(), user.to_string(), vector.clone());
+            tokio::spawn(async move {
+                store
+                    .search_vector(&tenant, &user, &vector, candidates, as_of)
+                    .await
+            })
+        };
+        let by_text_of = |words: String| {
+            let (store, tenant, user) = (self.store.clone(), tenant.to_string(), user.to_string());
+            tokio::spawn(async move {
+                store
+                    .search_text(&tenant, &user, &words, candidates, as_of)
+                    .await
+            })
+        };
+        let by_vector = by_vector_of(self.store.clone());
+        let by_text = by_text_of(query.to_string());
+        let by_passage = self.passages.clone().map(by_vector_of);
+        let by_graph = (!expansion.is_empty()).then(|| {
+            let terms: Vec<&str> = expansion.iter().map(|(e, _)| e.as_str()).collect();
+            by_text_of(terms.join(" "))
+        });
+        let by_vector = by_vector.await.expect("vector search task")?;
+        let by_text = by_text.await.expect("full-text search task")?;
+        let by_passage = match by_passage {
+            Some(task) => passage_ranking(task.await.expect("passage search task")?),
+            None => Vec::new(),
+        };
         // Episodes found only through a passage are read from the episode store.
         let known: std::collections::HashSet<&str> = by_vector
             .iter()
@@ -297,23 +337,8 @@ impl Recall {
             .collect();
         let found = self.store.episodes_by_id(tenant, user, &missing).await?;
         let mut fused = fuse(by_vector, by_text, by_passage, found, self.config.rrf_k);
-        // Graph expansion: episodes naming what the query's entities are connected to.
-        let expansion = if self.config.graph_neighbours > 0 {
-            let views = self.views.read();
-            views
-                .users
-                .get(&(tenant.to_string(), user.to_string()))
-                .map(|m| graph_expansion(m, query, self.config.graph_neighbours))
-                .unwrap_or_default()
-        } else {
-            Vec::new()
-        };
-        if !expansion.is_empty() {
-            let terms: Vec<&str> = expansion.iter().map(|(e, _)| e.as_str()).collect();
-            let hits = self
-                .store
-                .search_text(tenant, user, &terms.join(" "), candidates, as_of)
-                .await?;
+        if let Some(task) = by_graph {
+            let hits = task.await.expect("graph expansion search task")?;
             add_graph_hits(&mut fused, hits, &expansion, self.config.rrf_k);
         }
         Ok(fused)
