@@ -37,6 +37,65 @@ const COMMIT_RETRY: Duration = Duration::from_secs(30);
 /// How long a batch waits for more messages once it has one.
 const BATCH_WAIT: Duration = Duration::from_millis(20);
 
+#[derive(Debug, Clone, Copy)]
+enum ClientRole {
+    Consumer,
+    Producer,
+}
+
+/// `kafka.properties` librdkafka reads only in a consumer (its CONFIGURATION.md, role C).
+const CONSUMER_ONLY: &[&str] = &[
+    "group.id",
+    "group.instance.id",
+    "group.protocol",
+    "group.remote.assignor",
+    "partition.assignment.strategy",
+    "session.timeout.ms",
+    "heartbeat.interval.ms",
+    "coordinator.query.interval.ms",
+    "max.poll.interval.ms",
+    "enable.auto.commit",
+    "auto.commit.interval.ms",
+    "enable.auto.offset.store",
+    "auto.offset.reset",
+    "queued.min.messages",
+    "queued.max.messages.kbytes",
+    "fetch.wait.max.ms",
+    "fetch.message.max.bytes",
+    "max.partition.fetch.bytes",
+    "fetch.max.bytes",
+    "fetch.min.bytes",
+    "fetch.error.backoff.ms",
+    "isolation.level",
+    "enable.partition.eof",
+    "check.crcs",
+];
+
+/// `kafka.properties` librdkafka reads only in a producer (role P).
+const PRODUCER_ONLY: &[&str] = &[
+    "transactional.id",
+    "transaction.timeout.ms",
+    "enable.idempotence",
+    "enable.gapless.guarantee",
+    "queue.buffering.max.messages",
+    "queue.buffering.max.kbytes",
+    "queue.buffering.max.ms",
+    "linger.ms",
+    "message.send.max.retries",
+    "retries",
+    "batch.num.messages",
+    "batch.size",
+    "compression.codec",
+    "compression.type",
+    "request.required.acks",
+    "acks",
+    "request.timeout.ms",
+    "message.timeout.ms",
+    "delivery.timeout.ms",
+    "partitioner",
+    "sticky.partitioning.linger.ms",
+];
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct KafkaConfig {
@@ -47,8 +106,9 @@ pub struct KafkaConfig {
     /// Topic names are this prefix plus `interactions`, `corrections`, `feedback`, `control`
     /// and `dlq`.
     pub topic_prefix: String,
-    /// Passed to librdkafka as they are, for consumer and producer alike: security settings
-    /// (`security.protocol`, `sasl.mechanism`, `ssl.ca.location`, …) and tuning.
+    /// Passed to librdkafka as they are: security settings (`security.protocol`,
+    /// `sasl.mechanism`, `ssl.ca.location`, …) and tuning. The consumers get all but the
+    /// producer-only ones, the DLQ producer all but the consumer-only ones.
     pub properties: BTreeMap<String, String>,
 }
 
@@ -92,26 +152,39 @@ impl KafkaConfig {
         format!("{}dlq", self.topic_prefix)
     }
 
-    /// Client settings: the brokers, then `defaults`, then `properties` (which override both).
-    fn client(&self, defaults: &[(&str, &str)]) -> ClientConfig {
+    /// Client settings for `role`: the brokers, then `defaults`, then `properties` (which
+    /// override both), less the properties only the other role reads (librdkafka warns of
+    /// each one it is given and ignores).
+    fn client(&self, role: ClientRole, defaults: &[(&str, &str)]) -> ClientConfig {
+        let other_role_only = match role {
+            ClientRole::Consumer => PRODUCER_ONLY,
+            ClientRole::Producer => CONSUMER_ONLY,
+        };
         let mut c = ClientConfig::new();
         c.set("bootstrap.servers", &self.brokers);
         for (key, value) in defaults {
             c.set(*key, *value);
         }
         for (key, value) in &self.properties {
-            c.set(key, value);
+            if !other_role_only.contains(&key.as_str()) {
+                c.set(key, value);
+            }
         }
         c
     }
 
-    fn producer(&self) -> anyhow::Result<FutureProducer> {
-        Ok(self
-            .client(&[
+    fn producer_config(&self) -> ClientConfig {
+        self.client(
+            ClientRole::Producer,
+            &[
                 ("enable.idempotence", "true"),
                 ("message.timeout.ms", "30000"),
-            ])
-            .create()?)
+            ],
+        )
+    }
+
+    fn producer(&self) -> anyhow::Result<FutureProducer> {
+        Ok(self.producer_config().create()?)
     }
 }
 
@@ -165,16 +238,19 @@ async fn consume(
     } = sink;
     let kinds: BTreeMap<String, EventKind> = config.input_topics().into_iter().collect();
     let client_id = format!("engram-{member}");
-    let mut client = config.client(&[
-        ("client.id", client_id.as_str()),
-        ("group.id", config.group_id.as_str()),
-        ("enable.auto.commit", "false"),
-        ("auto.offset.reset", "earliest"),
-        ("enable.partition.eof", "false"),
-        // a crashed instance's partitions move to the others after 10 s, not 45
-        ("session.timeout.ms", "10000"),
-        ("heartbeat.interval.ms", "2000"),
-    ]);
+    let mut client = config.client(
+        ClientRole::Consumer,
+        &[
+            ("client.id", client_id.as_str()),
+            ("group.id", config.group_id.as_str()),
+            ("enable.auto.commit", "false"),
+            ("auto.offset.reset", "earliest"),
+            ("enable.partition.eof", "false"),
+            // a crashed instance's partitions move to the others after 10 s, not 45
+            ("session.timeout.ms", "10000"),
+            ("heartbeat.interval.ms", "2000"),
+        ],
+    );
     // A static member id names one consumer: each member of this instance gets its own.
     if let Some(id) = config.properties.get("group.instance.id") {
         client.set("group.instance.id", format!("{id}-{member}"));
@@ -440,4 +516,44 @@ fn loose_key(line: &str) -> String {
     let value: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
     let field = |name: &str| value.get(name).and_then(|v| v.as_str()).unwrap_or("");
     format!("{}/{}", field("tenant"), field("user"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_client_gets_the_properties_of_its_role_and_the_shared_ones() {
+        let config = KafkaConfig {
+            brokers: "127.0.0.1:9092".into(),
+            properties: [
+                ("group.instance.id", "engram-a"),
+                ("session.timeout.ms", "6000"),
+                ("linger.ms", "5"),
+                ("security.protocol", "SASL_SSL"),
+                ("message.timeout.ms", "1000"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+            ..KafkaConfig::default()
+        };
+        let producer = config.producer_config();
+        assert_eq!(producer.get("group.instance.id"), None);
+        assert_eq!(producer.get("session.timeout.ms"), None);
+        assert_eq!(producer.get("linger.ms"), Some("5"));
+        assert_eq!(producer.get("security.protocol"), Some("SASL_SSL"));
+        assert_eq!(
+            producer.get("message.timeout.ms"),
+            Some("1000"),
+            "properties override the defaults"
+        );
+        let consumer = config.client(ClientRole::Consumer, &[("session.timeout.ms", "10000")]);
+        assert_eq!(consumer.get("session.timeout.ms"), Some("6000"));
+        assert_eq!(consumer.get("group.instance.id"), Some("engram-a"));
+        assert_eq!(consumer.get("linger.ms"), None);
+        assert_eq!(consumer.get("message.timeout.ms"), None);
+        assert_eq!(consumer.get("security.protocol"), Some("SASL_SSL"));
+        assert_eq!(consumer.get("bootstrap.servers"), Some("127.0.0.1:9092"));
+    }
 }
