@@ -622,13 +622,14 @@ impl EpisodeStore {
             self.state.write().unwrap().unindexed_rows = 0;
             changed = true;
         }
-        if ds.count_fragments() >= self.policy.compact_after_fragments {
+        let compact = ds.count_fragments() >= self.policy.compact_after_fragments;
+        if compact {
             compact_files(&mut ds, CompactionOptions::default(), None)
                 .await
                 .map_err(|e| self.err("compact", e))?;
             changed = true;
         }
-        if relayout || changed && ds.count_fragments() < self.policy.compact_after_fragments / 4 {
+        if relayout || compact {
             // Compaction and relayout leave the replaced files to older versions; without this
             // the folder keeps every byte ever written.
             ds.cleanup_old_versions(
