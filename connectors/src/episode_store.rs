@@ -267,28 +267,50 @@ impl EpisodeStore {
         }
     }
 
-    /// Rebuilds the in-memory bookkeeping from the committed rows (offsets and owners only).
-    async fn load_state(&self, ds: &Dataset) -> Result<(), StoreError> {
+    /// Calls `each(tenant, user, log offset, row id)` for every row of `ds`, reading only those
+    /// columns (`what` names the operation in errors).
+    async fn for_each_owner(
+        &self,
+        ds: &Dataset,
+        what: &'static str,
+        mut each: impl FnMut(&str, &str, u64, u64),
+    ) -> Result<(), StoreError> {
         let mut scan = ds.scan();
         scan.project(&[col::TENANT, col::USER, col::LOG_OFFSET])
-            .map_err(|e| self.err("scan", e))?;
+            .map_err(|e| self.err(what, e))?
+            .with_row_id();
         let mut stream = scan
             .try_into_stream()
             .await
-            .map_err(|e| self.err("scan", e))?;
-        let mut st = StoreState::default();
-        while let Some(batch) = stream.try_next().await.map_err(|e| self.err("scan", e))? {
+            .map_err(|e| self.err(what, e))?;
+        while let Some(batch) = stream.try_next().await.map_err(|e| self.err(what, e))? {
             let tenants = string_col(&batch, col::TENANT);
             let users = string_col(&batch, col::USER);
             let offsets = u64_col(&batch, col::LOG_OFFSET);
+            let row_ids = u64_col(&batch, lance::dataset::ROW_ID);
             for i in 0..batch.num_rows() {
-                st.watermark = st.watermark.max(Some(offsets.value(i)));
-                *st.rows_per_user
-                    .entry((tenants.value(i).to_string(), users.value(i).to_string()))
-                    .or_default() += 1;
+                each(
+                    tenants.value(i),
+                    users.value(i),
+                    offsets.value(i),
+                    row_ids.value(i),
+                );
             }
-            st.rows += batch.num_rows();
         }
+        Ok(())
+    }
+
+    /// Rebuilds the in-memory bookkeeping from the committed rows (offsets and owners only).
+    async fn load_state(&self, ds: &Dataset) -> Result<(), StoreError> {
+        let mut st = StoreState::default();
+        self.for_each_owner(ds, "scan", |tenant, user, offset, _| {
+            st.watermark = st.watermark.max(Some(offset));
+            *st.rows_per_user
+                .entry((tenant.to_string(), user.to_string()))
+                .or_default() += 1;
+            st.rows += 1;
+        })
+        .await?;
         let indexes = ds
             .load_indices()
             .await
@@ -534,16 +556,14 @@ impl EpisodeStore {
                     lance_linalg::distance::MetricType::Cosine,
                     50,
                 );
-                let built = ds
-                    .create_index(
-                        &[col::VECTOR],
-                        IndexType::Vector,
-                        Some(ANN_INDEX.into()),
-                        &params,
-                        true,
-                    )
-                    .await;
-                built
+                ds.create_index(
+                    &[col::VECTOR],
+                    IndexType::Vector,
+                    Some(ANN_INDEX.into()),
+                    &params,
+                    true,
+                )
+                .await
             }
             other => {
                 tracing::warn!(index = other, "unknown index left as it is");
@@ -594,6 +614,7 @@ impl EpisodeStore {
             let mut st = self.state.write().unwrap();
             st.rows_at_last_layout = rows;
             st.unindexed_rows = 0;
+            changed = true;
         } else if unindexed >= self.policy.reindex_after_rows {
             ds.optimize_indices(&OptimizeOptions::default())
                 .await
@@ -652,33 +673,11 @@ impl EpisodeStore {
     /// holds the sort keys and one chunk, not the table.
     async fn laid_out_by_user(&self, ds: &Dataset) -> Result<Dataset, StoreError> {
         let started = std::time::Instant::now();
-        let mut scan = ds.scan();
-        scan.project(&[col::TENANT, col::USER, col::LOG_OFFSET])
-            .map_err(|e| self.err("relayout", e))?
-            .with_row_id();
-        let mut stream = scan
-            .try_into_stream()
-            .await
-            .map_err(|e| self.err("relayout", e))?;
         let mut keys: Vec<(String, String, u64, u64)> = Vec::with_capacity(self.row_count());
-        while let Some(batch) = stream
-            .try_next()
-            .await
-            .map_err(|e| self.err("relayout", e))?
-        {
-            let tenants = string_col(&batch, col::TENANT);
-            let users = string_col(&batch, col::USER);
-            let offsets = u64_col(&batch, col::LOG_OFFSET);
-            let row_ids = u64_col(&batch, lance::dataset::ROW_ID);
-            for i in 0..batch.num_rows() {
-                keys.push((
-                    tenants.value(i).to_string(),
-                    users.value(i).to_string(),
-                    offsets.value(i),
-                    row_ids.value(i),
-                ));
-            }
-        }
+        self.for_each_owner(ds, "relayout", |tenant, user, offset, row_id| {
+            keys.push((tenant.to_string(), user.to_string(), offset, row_id))
+        })
+        .await?;
         keys.sort_unstable();
         let chunks: Vec<Vec<u64>> = keys
             .chunks(RELAYOUT_CHUNK_ROWS)
