@@ -255,7 +255,7 @@ async fn consume(
     if let Some(id) = config.properties.get("group.instance.id") {
         client.set("group.instance.id", format!("{id}-{member}"));
     }
-    let consumer: StreamConsumer = client.create()?;
+    let consumer: Arc<StreamConsumer> = Arc::new(client.create()?);
     let topics: Vec<&str> = kinds.keys().map(String::as_str).collect();
     consumer.subscribe(&topics)?;
     let dlq = config.producer()?;
@@ -292,7 +292,8 @@ async fn consume(
         // does not succeed (a long outage, the partitions moved to another instance, stopping),
         // the batch is redelivered later and the log recognises its event ids.
         let give_up = Instant::now() + COMMIT_RETRY;
-        while let Err(err) = commit(&consumer, &batch) {
+        let offsets = offsets_after(&batch);
+        while let Err(err) = commit(&consumer, &offsets).await {
             if stop.load(Ordering::Acquire) || Instant::now() > give_up {
                 tracing::warn!(%err, "Kafka offsets not committed; the batch will be redelivered and recognised");
                 break;
@@ -441,18 +442,31 @@ async fn send_to_dlq(
     }
 }
 
-/// Commits, per partition, the offset after the batch's last message.
-fn commit(consumer: &StreamConsumer, batch: &[Received]) -> anyhow::Result<()> {
+/// Per (topic, partition), the offset after the batch's last message there.
+fn offsets_after(batch: &[Received]) -> Vec<(String, i32, i64)> {
     let mut next: BTreeMap<(&str, i32), i64> = BTreeMap::new();
     for m in batch {
         let e = next.entry((m.topic.as_str(), m.partition)).or_insert(0);
         *e = (*e).max(m.offset + 1);
     }
+    next.into_iter()
+        .map(|((topic, partition), offset)| (topic.to_string(), partition, offset))
+        .collect()
+}
+
+/// Commits `offsets` synchronously on a blocking thread: during a broker outage a sync commit
+/// waits for the broker for many seconds, and on a runtime worker it would stall the HTTP
+/// server (two such waits fill both workers of a 2-core machine).
+async fn commit(
+    consumer: &Arc<StreamConsumer>,
+    offsets: &[(String, i32, i64)],
+) -> anyhow::Result<()> {
     let mut list = TopicPartitionList::new();
-    for ((topic, partition), offset) in next {
-        list.add_partition_offset(topic, partition, Offset::Offset(offset))?;
+    for (topic, partition, offset) in offsets {
+        list.add_partition_offset(topic, *partition, Offset::Offset(*offset))?;
     }
-    consumer.commit(&list, CommitMode::Sync)?;
+    let consumer = consumer.clone();
+    tokio::task::spawn_blocking(move || consumer.commit(&list, CommitMode::Sync)).await??;
     Ok(())
 }
 
