@@ -70,8 +70,25 @@ pub const EMBEDDING_SCALE: f32 = 10_000.0;
 
 /// An embedding as collection data: the vector scaled to unit length, each component times
 /// [`EMBEDDING_SCALE`] rounded to the nearest integer. All zeros for an all-zero vector.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct QuantisedEmbedding(pub Vec<i16>);
+///
+/// The components are shared: a correction's embedding sits in many arrangements (one per LSH
+/// band alone), and a clone costs a reference count, not 768 bytes.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct QuantisedEmbedding(pub std::sync::Arc<[i16]>);
+
+// By hand: serde's impls for `Arc` need its `rc` feature, which would rebuild every crate
+// that uses serde. Written as the plain sequence of components.
+impl Serialize for QuantisedEmbedding {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.as_ref().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for QuantisedEmbedding {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<i16>::deserialize(deserializer).map(|v| QuantisedEmbedding(v.into()))
+    }
+}
 
 impl QuantisedEmbedding {
     /// Quantises `embedding`; components that are not finite count as 0.
@@ -92,7 +109,8 @@ impl QuantisedEmbedding {
             embedding
                 .iter()
                 .map(|&x| (finite(x) * scale).round() as i16)
-                .collect(),
+                .collect::<Vec<_>>()
+                .into(),
         )
     }
 
@@ -744,15 +762,23 @@ mod tests {
 
     #[test]
     fn quantisation_keeps_the_direction() {
+        // serialised as the plain list of components, both ways
+        let q = QuantisedEmbedding::from_f32(&[3.0, -4.0]);
+        let json = serde_json::to_string(&q).unwrap();
+        assert_eq!(json, "[6000,-8000]");
+        assert_eq!(
+            serde_json::from_str::<QuantisedEmbedding>(&json).unwrap(),
+            q
+        );
         let q = QuantisedEmbedding::from_f32(&[3.0, -4.0, 0.0]);
-        assert_eq!(q.0, vec![6000, -8000, 0]);
+        assert_eq!(q.0[..], [6000, -8000, 0]);
         assert_eq!(q.to_f32(), vec![0.6, -0.8, 0.0]);
         // Length does not matter, only direction.
         assert_eq!(QuantisedEmbedding::from_f32(&[30.0, -40.0, 0.0]), q);
-        assert_eq!(QuantisedEmbedding::from_f32(&[0.0, 0.0]).0, vec![0, 0]);
+        assert_eq!(QuantisedEmbedding::from_f32(&[0.0, 0.0]).0[..], [0, 0]);
         assert_eq!(
-            QuantisedEmbedding::from_f32(&[f32::NAN, 2.0]).0,
-            vec![0, 10_000]
+            QuantisedEmbedding::from_f32(&[f32::NAN, 2.0]).0[..],
+            [0, 10_000]
         );
         // Rounding moves a cosine by far less than the gap to any threshold that matters.
         let mut rng = XorShift64::new(7);
