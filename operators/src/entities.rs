@@ -8,7 +8,7 @@ use differential_dataflow::VecCollection;
 use serde::{Deserialize, Serialize};
 use timely::progress::Timestamp;
 
-use crate::episodes::{Episode, SessionKey};
+use crate::episodes::{episode_key, Episode, SessionKey};
 use crate::facts::{sentences, Sentence, Token, Word};
 
 /// How an entity was found. `Named` orders first: a name found both ways is `Named`.
@@ -325,15 +325,10 @@ fn noun_phrases(sentence: &Sentence) -> Vec<(usize, String, EntityKind)> {
 fn episode_mentions(
     (tenant, user, _session): &SessionKey,
     episode: &Episode,
-) -> Vec<(EntityKey, (i64, String, EntityKind))> {
+) -> Vec<(EntityKey, EntityKind)> {
     extract_entities(&episode.content)
         .into_iter()
-        .map(|(name, kind)| {
-            (
-                (tenant.clone(), user.clone(), name),
-                (episode.ts_micros, episode.id.clone(), kind),
-            )
-        })
+        .map(|(name, kind)| ((tenant.clone(), user.clone(), name), kind))
         .collect()
 }
 
@@ -358,7 +353,7 @@ where
         .flat_map(|(session, episode)| {
             episode_mentions(&session, &episode)
                 .into_iter()
-                .map(|(entity, (_ts, episode_id, _kind))| (entity, episode_id))
+                .map(|(entity, _kind)| (entity, episode.id.clone()))
                 .collect::<Vec<_>>()
         })
         .threshold(|_mention, multiplicity| if *multiplicity > 0 { 1 } else { 0 })
@@ -383,16 +378,20 @@ where
 {
     episodes
         .flat_map(|((tenant, user, _session), episode)| {
+            // the arrangement keeps one value per pair mention: a 16-byte key, not the id
+            let key = episode_key(&episode.id);
             sentence_pairs(&episode.content)
                 .into_iter()
-                .map(move |(a, b)| ((tenant.clone(), user.clone(), a, b), episode.id.clone()))
+                .map(move |(a, b)| ((tenant.clone(), user.clone(), a, b), key))
                 .collect::<Vec<_>>()
         })
-        .threshold(|_pair_in_episode, multiplicity| if *multiplicity > 0 { 1 } else { 0 })
-        .map(|(pair, _episode_id)| pair)
-        .count()
-        // each record stands for one episode, so counts are positive
-        .map(|(pair, episodes)| (pair, episodes as u64))
+        .reduce(|_pair, episodes, output| {
+            // one entry per episode key, its multiplicities summed
+            let present = episodes.iter().filter(|(_, m)| *m > 0).count();
+            if present > 0 {
+                output.push((present as u64, 1));
+            }
+        })
 }
 
 /// First and last time seen, mention count and kind of every entity.
@@ -415,9 +414,15 @@ where
     T: Timestamp + Lattice + Ord,
 {
     episodes
-        .flat_map(|(session, episode)| episode_mentions(&session, &episode))
+        .flat_map(|(session, episode)| {
+            // one value per mention: the episode as a 16-byte key, not its id
+            let (ts, key) = (episode.ts_micros, episode_key(&episode.id));
+            episode_mentions(&session, &episode)
+                .into_iter()
+                .map(move |(entity, kind)| (entity, (ts, key, kind)))
+        })
         .reduce(|_entity, entity_mentions, output| {
-            let present: Vec<&(i64, String, EntityKind)> = entity_mentions
+            let present: Vec<&(i64, u128, EntityKind)> = entity_mentions
                 .iter()
                 .filter(|(_, m)| *m > 0)
                 .map(|(mention, _)| *mention)
@@ -429,7 +434,7 @@ where
             ) else {
                 return;
             };
-            let episodes: BTreeSet<&String> = present.iter().map(|(_, id, _)| id).collect();
+            let episodes: BTreeSet<u128> = present.iter().map(|(_, key, _)| *key).collect();
             let stats = EntityStats {
                 first_seen_micros: first_seen,
                 last_seen_micros: last_seen,

@@ -37,6 +37,49 @@ impl Episode {
     }
 }
 
+/// An episode id in 16 bytes, for arrangements that keep one record per mention of an episode
+/// (a `String` id costs 24 bytes plus its heap block there). An id in the lowercase hyphenated
+/// UUID form — every id the engine gives an episode — becomes that UUID's 128 bits, so two
+/// such ids never share a key; any other id becomes a 128-bit hash of it (two different ids
+/// share one with probability about 2⁻¹²⁸).
+pub fn episode_key(id: &str) -> u128 {
+    uuid_bits(id).unwrap_or_else(|| {
+        use std::hash::{Hash, Hasher};
+        let half = |domain: u8| {
+            let mut h = std::hash::DefaultHasher::new();
+            domain.hash(&mut h);
+            id.hash(&mut h);
+            h.finish() as u128
+        };
+        (half(0) << 64) | half(1)
+    })
+}
+
+/// The 128 bits of `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` in lowercase hex; `None` for any other
+/// text (an uppercase UUID is another id, so it must not map to the same bits).
+fn uuid_bits(id: &str) -> Option<u128> {
+    let b = id.as_bytes();
+    if b.len() != 36 {
+        return None;
+    }
+    let mut bits = 0u128;
+    for (i, &c) in b.iter().enumerate() {
+        if matches!(i, 8 | 13 | 18 | 23) {
+            if c != b'-' {
+                return None;
+            }
+            continue;
+        }
+        let digit = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            _ => return None,
+        };
+        bits = (bits << 4) | digit as u128;
+    }
+    Some(bits)
+}
+
 /// An episode without its message: enough to order a session. Ordered like [`Episode`].
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct EpisodeNode {
@@ -74,4 +117,43 @@ where
             previous = Some(e);
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::episode_key;
+
+    #[test]
+    fn a_uuid_id_is_its_own_bits() {
+        assert_eq!(episode_key("00000000-0000-0000-0000-000000000001"), 1);
+        assert_eq!(
+            episode_key("0123abcd-4567-89ef-0123-456789abcdef"),
+            0x0123abcd_4567_89ef_0123_456789abcdef
+        );
+        assert_eq!(
+            episode_key("ffffffff-ffff-ffff-ffff-ffffffffffff"),
+            u128::MAX
+        );
+    }
+
+    #[test]
+    fn other_ids_are_hashed_and_stay_apart() {
+        let lower = "0123abcd-4567-89ef-0123-456789abcdef";
+        let upper = lower.to_uppercase();
+        // another id, so another key (were it parsed, both would be the same bits)
+        assert_ne!(episode_key(&upper), episode_key(lower));
+        assert_eq!(episode_key(&upper), episode_key(&upper));
+        // misplaced hyphens, a non-hex digit, one character short: hashed
+        for id in [
+            "0123abcd4-567-89ef-0123-456789abcdef",
+            "0123abcg-4567-89ef-0123-456789abcdef",
+            "0123abcd-4567-89ef-0123-456789abcde",
+        ] {
+            assert_ne!(episode_key(id), episode_key(lower), "{id}");
+        }
+        let keys: std::collections::BTreeSet<u128> = (0..10_000)
+            .map(|i| episode_key(&format!("ep{i}")))
+            .collect();
+        assert_eq!(keys.len(), 10_000);
+    }
 }
