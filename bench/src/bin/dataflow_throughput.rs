@@ -17,7 +17,9 @@
 //!    waited for; the median against the from-scratch time is the ratio the incremental
 //!    dataflow saves.
 //! 3. Memory: resident set size growth over the load, per episode (the allocator keeps freed
-//!    memory, so this is an upper bound).
+//!    memory, and the load's transient buffers peak at once, so this is an upper bound), and
+//!    the live heap: bytes allocated and not freed when the load is done, counted by the
+//!    global allocator (mimalloc, as in the engram binary).
 
 use engram_bench::{percentile, sentence};
 use engram_dataflows::{run_memory_dataflow, EngineClock, InputRecord, InputSource, SharedViews};
@@ -27,9 +29,43 @@ use engram_schemas::{
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use std::alloc::GlobalAlloc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// mimalloc (as the engram binary uses), counting the bytes it has handed out and not had back.
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator(AtomicU64::new(0));
+
+struct CountingAllocator(AtomicU64);
+
+// SAFETY: every call goes to mimalloc unchanged; the counter only adds and subtracts sizes.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        self.0.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        mimalloc::MiMalloc.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        self.0.fetch_sub(layout.size() as u64, Ordering::Relaxed);
+        mimalloc::MiMalloc.dealloc(ptr, layout)
+    }
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        self.0.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        mimalloc::MiMalloc.alloc_zeroed(layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        self.0.fetch_add(new_size as u64, Ordering::Relaxed);
+        self.0.fetch_sub(layout.size() as u64, Ordering::Relaxed);
+        mimalloc::MiMalloc.realloc(ptr, layout, new_size)
+    }
+}
+
+/// Bytes allocated and not yet freed: what the views and arrangements hold, without the memory
+/// an allocator keeps after a free (which the resident set counts).
+fn live_heap_bytes() -> u64 {
+    ALLOCATOR.0.load(Ordering::Relaxed)
+}
 
 /// Directions synthetic corrections are drawn around.
 const TOPICS: usize = 5;
@@ -258,6 +294,7 @@ fn main() -> anyhow::Result<()> {
     // the episode batches would go to Lance; here they are dropped as they come
     let drain = std::thread::spawn(move || for _ in episodes_in {});
     let rss_before = resident_kib();
+    let heap_before = live_heap_bytes();
 
     let source_released = released.clone();
     let handle = run_memory_dataflow(
@@ -282,6 +319,7 @@ fn main() -> anyhow::Result<()> {
     wait_for(|| handle.as_of(), loaded);
     let from_scratch = t.elapsed().as_secs_f64();
     let rss_after = resident_kib();
+    let heap_after = live_heap_bytes();
 
     let mut one_more = Vec::with_capacity(o.extra);
     for offset in loaded..loaded + extra {
@@ -338,6 +376,12 @@ fn main() -> anyhow::Result<()> {
         "resident memory: +{:.1} MiB over the load = {:.0} bytes per episode (upper bound)",
         rss_after.saturating_sub(rss_before) as f64 / 1024.0,
         rss_after.saturating_sub(rss_before) as f64 * 1024.0 / episodes.max(1) as f64
+    );
+    println!(
+        "live heap: +{:.1} MiB over the load = {:.0} bytes per episode (what the views and \
+         arrangements hold, without memory the allocator keeps after a free)",
+        heap_after.saturating_sub(heap_before) as f64 / (1024.0 * 1024.0),
+        heap_after.saturating_sub(heap_before) as f64 / episodes.max(1) as f64
     );
     Ok(())
 }
