@@ -287,7 +287,7 @@ where
                 ),
                 &cap,
                 &mut probe,
-                |(key, edge)| ViewUpdate::NextEdge(key.clone(), edge.clone()),
+                |(key, edge)| ViewUpdate::NextEdge(key.clone(), *edge),
             );
             capture(
                 facts_over_time(facts),

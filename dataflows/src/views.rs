@@ -22,10 +22,12 @@ use tokio::sync::broadcast;
 #[derive(Debug, Clone, Default)]
 pub struct MemoryViews {
     pub as_of: u64,
-    /// `NEXT` edges: episode id → the next episode of its session.
-    pub next: HashMap<String, String>,
+    /// `NEXT` edges: episode → the next episode of its session, both as the 128 bits of their
+    /// UUID ids ([`engram_operators::episode_key`]; 32 bytes an edge, not two strings). Read
+    /// them by id with [`MemoryViews::next_id`].
+    pub next: HashMap<u128, u128>,
     /// The reverse of `next`.
-    pub prev: HashMap<String, String>,
+    pub prev: HashMap<u128, u128>,
     /// Episodes per session.
     pub session_sizes: HashMap<SessionKey, usize>,
     /// Episodes per `(tenant, user)`: the sum of their sessions' sizes.
@@ -85,7 +87,7 @@ pub struct UserMemory {
 /// A change to the views, produced by the dataflow.
 #[derive(Debug, Clone)]
 pub enum ViewUpdate {
-    NextEdge(SessionKey, (String, String)),
+    NextEdge(SessionKey, (u128, u128)),
     SessionEpisode(SessionKey),
     Fact(FactKey, FactVersion),
     Entity(EntityKey, EntityStats),
@@ -110,11 +112,24 @@ pub enum ViewUpdate {
 }
 
 impl MemoryViews {
+    /// The id of the episode after episode `id` in its session. Episode ids are UUIDs (the
+    /// engine names every episode so); any other id has no neighbours here.
+    pub fn next_id(&self, id: &str) -> Option<String> {
+        let key = engram_operators::uuid_bits(id)?;
+        self.next.get(&key).map(|&k| engram_operators::uuid_text(k))
+    }
+
+    /// The id of the episode before episode `id` in its session (see [`MemoryViews::next_id`]).
+    pub fn prev_id(&self, id: &str) -> Option<String> {
+        let key = engram_operators::uuid_bits(id)?;
+        self.prev.get(&key).map(|&k| engram_operators::uuid_text(k))
+    }
+
     pub(crate) fn apply(&mut self, update: ViewUpdate, diff: isize) {
         match update {
             ViewUpdate::NextEdge(_, (from, to)) => {
                 if diff > 0 {
-                    self.next.insert(from.clone(), to.clone());
+                    self.next.insert(from, to);
                     self.prev.insert(to, from);
                 } else {
                     // An edge retracted and its replacement inserted at the same time may come

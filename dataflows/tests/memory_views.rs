@@ -11,7 +11,7 @@ use engram_operators::entities::{extract_entities, sentence_pairs, EntityKind};
 use engram_operators::facts::{fact_versions, FactAssertion, FactVersion};
 use engram_operators::math::beta::context_bucket;
 use engram_operators::skill_feedback::FeedbackTally;
-use engram_operators::Episode;
+use engram_operators::{episode_key, Episode};
 use engram_schemas::{
     Body, Control, ControlAction, ControlScope, Correction, CorrectionType, Event, Feedback,
     FeedbackContext, Header, Interaction, Role,
@@ -184,7 +184,7 @@ fn random_event(rng: &mut StdRng, i: usize) -> Event {
 
 #[derive(Debug, PartialEq)]
 struct Expected {
-    next: HashMap<String, String>,
+    next: HashMap<u128, u128>,
     facts: BTreeMap<(String, String, String, String), BTreeSet<FactVersion>>,
     entities: BTreeMap<(String, String, String), (i64, i64, u64, EntityKind)>,
     co_mentions: BTreeMap<(String, String, String, String), u64>,
@@ -382,7 +382,7 @@ fn from_scratch(log: &[Event]) -> Expected {
     for ((tenant, user, _), mut eps) in sessions {
         eps.sort();
         for w in eps.windows(2) {
-            next.insert(w[0].id.clone(), w[1].id.clone());
+            next.insert(episode_key(&w[0].id), episode_key(&w[1].id));
         }
         *user_episodes
             .entry((tenant.clone(), user.clone()))

@@ -249,7 +249,7 @@ impl Engine {
                 json!({
                     "id": e.id, "event_id": e.event_id, "session": e.session, "role": e.role,
                     "content": e.content, "ts": e.ts, "turn": e.turn, "importance": e.importance,
-                    "next_id": views.next.get(&e.id),
+                    "next_id": views.next_id(&e.id),
                 })
             })
             .collect();

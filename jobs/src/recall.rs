@@ -236,8 +236,8 @@ impl Recall {
         results.truncate(k);
         let views = self.views.read();
         for r in &mut results {
-            r.prev_id = views.prev.get(&r.id).cloned();
-            r.next_id = views.next.get(&r.id).cloned();
+            r.prev_id = views.prev_id(&r.id);
+            r.next_id = views.next_id(&r.id);
         }
         Ok(RecallResponse {
             results,

@@ -32,7 +32,7 @@ impl Episode {
             ts_micros: self.ts_micros,
             turn: self.turn,
             log_offset: self.log_offset,
-            id: self.id.clone(),
+            key: episode_key(&self.id),
         }
     }
 }
@@ -57,7 +57,7 @@ pub fn episode_key(id: &str) -> u128 {
 
 /// The 128 bits of `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` in lowercase hex; `None` for any other
 /// text (an uppercase UUID is another id, so it must not map to the same bits).
-fn uuid_bits(id: &str) -> Option<u128> {
+pub fn uuid_bits(id: &str) -> Option<u128> {
     let b = id.as_bytes();
     if b.len() != 36 {
         return None;
@@ -80,13 +80,27 @@ fn uuid_bits(id: &str) -> Option<u128> {
     Some(bits)
 }
 
-/// An episode without its message: enough to order a session. Ordered like [`Episode`].
+/// The id whose [`uuid_bits`] are `bits`: lowercase hyphenated hex.
+pub fn uuid_text(bits: u128) -> String {
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        bits >> 96,
+        (bits >> 80) & 0xffff,
+        (bits >> 64) & 0xffff,
+        (bits >> 48) & 0xffff,
+        bits & 0xffff_ffff_ffff
+    )
+}
+
+/// An episode without its message: enough to order a session. Ordered like [`Episode`] (for
+/// UUID ids the key orders as the id does).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct EpisodeNode {
     pub ts_micros: i64,
     pub turn: Option<u32>,
     pub log_offset: u64,
-    pub id: String,
+    /// [`episode_key`] of the id.
+    pub key: u128,
 }
 
 /// The `NEXT` edges of each session.
@@ -94,7 +108,7 @@ pub struct EpisodeNode {
 /// Input: episode nodes keyed by their session ([`Episode::node`]: the edges need no message
 /// text, so the session arrangement does not hold it). Output: for every session whose nodes, in
 /// [`EpisodeNode`] order, are `e1 < e2 < … < en`, the records `(session, (e_i.id, e_{i+1}.id))` for
-/// `i` in `1..n`, each with multiplicity 1. An episode present with multiplicity m > 1 counts once;
+/// `i` in `1..n`, each with multiplicity 1 (the ids as [`episode_key`]s: 32 bytes an edge). An episode present with multiplicity m > 1 counts once;
 /// one with multiplicity ≤ 0 does not count. When an episode arrives out of order (an earlier
 /// timestamp than episodes already present) or is retracted, the edges around it are retracted
 /// and replaced, so the output always equals this definition over the current input.
@@ -103,7 +117,7 @@ pub struct EpisodeNode {
 /// sessions are untouched.
 pub fn next_edges<'scope, T>(
     episodes: VecCollection<'scope, T, (SessionKey, EpisodeNode)>,
-) -> VecCollection<'scope, T, (SessionKey, (String, String))>
+) -> VecCollection<'scope, T, (SessionKey, (u128, u128))>
 where
     T: Timestamp + Lattice + Ord,
 {
@@ -112,7 +126,7 @@ where
         let mut previous: Option<&EpisodeNode> = None;
         for e in present {
             if let Some(p) = previous {
-                output.push(((p.id.clone(), e.id.clone()), 1));
+                output.push(((p.key, e.key), 1));
             }
             previous = Some(e);
         }
@@ -121,7 +135,7 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::episode_key;
+    use super::{episode_key, uuid_bits, uuid_text};
 
     #[test]
     fn a_uuid_id_is_its_own_bits() {
@@ -134,6 +148,18 @@ mod tests {
             episode_key("ffffffff-ffff-ffff-ffff-ffffffffffff"),
             u128::MAX
         );
+    }
+
+    #[test]
+    fn uuid_bits_print_back_as_the_id() {
+        for id in [
+            "00000000-0000-0000-0000-000000000001",
+            "0123abcd-4567-89ef-0123-456789abcdef",
+            "ffffffff-ffff-ffff-ffff-ffffffffffff",
+        ] {
+            assert_eq!(uuid_text(uuid_bits(id).unwrap()), id);
+        }
+        assert_eq!(uuid_bits("ep1"), None);
     }
 
     #[test]

@@ -18,4 +18,6 @@ pub mod skill_feedback;
 pub mod style_preferences;
 pub mod team_preferences;
 
-pub use episodes::{episode_key, next_edges, Episode, EpisodeNode, SessionKey};
+pub use episodes::{
+    episode_key, next_edges, uuid_bits, uuid_text, Episode, EpisodeNode, SessionKey,
+};

@@ -5,13 +5,13 @@ mod common;
 
 use common::{collect_into, execute, nonzero, settle, update, Sink};
 use differential_dataflow::input::Input;
-use engram_operators::{next_edges, Episode, SessionKey};
+use engram_operators::{episode_key, next_edges, Episode, SessionKey};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, HashMap};
 use timely::dataflow::operators::probe::Handle;
 
-type Edge = (SessionKey, (String, String));
+type Edge = (SessionKey, (u128, u128));
 
 fn episode(i: u64, rng: &mut StdRng) -> (SessionKey, Episode) {
     let session = (
@@ -49,7 +49,10 @@ fn from_scratch(current: &BTreeMap<(SessionKey, Episode), isize>) -> HashMap<Edg
     for (s, mut eps) in by_session {
         eps.sort();
         for w in eps.windows(2) {
-            out.insert((s.clone(), (w[0].id.clone(), w[1].id.clone())), 1);
+            out.insert(
+                (s.clone(), (episode_key(&w[0].id), episode_key(&w[1].id))),
+                1,
+            );
         }
     }
     out
