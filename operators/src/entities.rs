@@ -369,7 +369,9 @@ where
 /// and content is positive (present more than once: once; retracted: not at all).
 ///
 /// Cost: pairs are derived per episode and stateless (quadratic in the entities of one
-/// sentence); a change updates the weights of the pairs that episode touches.
+/// sentence); a change re-counts the pairs that episode touches. State: each pair once, and per
+/// mention its episode's 16-byte [`episode_key`] (so "distinct episode ids" holds up to a
+/// 128-bit hash collision of two non-UUID ids).
 pub fn co_mentions<'scope, T>(
     episodes: VecCollection<'scope, T, (SessionKey, Episode)>,
 ) -> VecCollection<'scope, T, (CoMentionKey, u64)>
@@ -406,7 +408,8 @@ where
 /// than once counts once). Retracting the first or last mention moves `first_seen` or
 /// `last_seen` back to the remaining ones.
 ///
-/// Cost: a change to an entity's mentions re-derives its stats (linear in its mentions).
+/// Cost: a change to an entity's mentions re-derives its stats (linear in its mentions). State:
+/// each entity once, and per mention (time, [`episode_key`], kind), 32 bytes.
 pub fn entity_stats<'scope, T>(
     episodes: VecCollection<'scope, T, (SessionKey, Episode)>,
 ) -> VecCollection<'scope, T, (EntityKey, EntityStats)>
