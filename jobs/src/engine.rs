@@ -37,6 +37,9 @@ pub struct Engine {
     archiver: Mutex<Option<std::thread::JoinHandle<()>>>,
     stop: Arc<AtomicBool>,
     started: std::time::Instant,
+    /// Rows of the episode store when it was opened, before the writer stored anything (the
+    /// episodes an interrupted run logged but had not stored yet are stored after this).
+    pub episodes_at_open: usize,
     /// Set when the server begins to shut down: long-lived responses (the dashboard stream)
     /// end then, so the graceful shutdown does not wait for them.
     closing: tokio::sync::watch::Sender<bool>,
@@ -117,7 +120,8 @@ impl Engine {
             EpisodeStore::open(&config.episodes_dir(), embedder.dim(), config.index.clone())
                 .await?,
         );
-        tracing::info!(rows = store.row_count(), watermark = ?store.watermark(), log_end = log.end_offset(),
+        let episodes_at_open = store.row_count();
+        tracing::info!(rows = episodes_at_open, watermark = ?store.watermark(), log_end = log.end_offset(),
             "episode store opened");
         let passages = if config.passages.enabled {
             let p = Arc::new(
@@ -227,6 +231,7 @@ impl Engine {
             archiver: Mutex::new(Some(archiver)),
             stop,
             started: std::time::Instant::now(),
+            episodes_at_open,
             closing: tokio::sync::watch::channel(false).0,
             health: tokio::sync::watch::channel(None).0,
             config,

@@ -109,7 +109,9 @@ pub async fn run(engine: Arc<Engine>, opts: ReplayOptions) -> anyhow::Result<Rep
     }
     let total_records: u64 = files.iter().map(|f| f.records()).sum();
     let started = Instant::now();
-    let rows_before = engine.store.row_count();
+    // From the store's opening, not from now: the writer may already have stored what an
+    // interrupted run had logged, and that counts as this run's.
+    let rows_before = engine.episodes_at_open;
     let texts_before = engine.recall.embedder.model_texts();
     let base = backlog(&engine).done;
 
