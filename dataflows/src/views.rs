@@ -115,14 +115,12 @@ impl MemoryViews {
     /// The id of the episode after episode `id` in its session. Episode ids are UUIDs (the
     /// engine names every episode so); any other id has no neighbours here.
     pub fn next_id(&self, id: &str) -> Option<String> {
-        let key = engram_operators::uuid_bits(id)?;
-        self.next.get(&key).map(|&k| engram_operators::uuid_text(k))
+        neighbour(&self.next, id)
     }
 
     /// The id of the episode before episode `id` in its session (see [`MemoryViews::next_id`]).
     pub fn prev_id(&self, id: &str) -> Option<String> {
-        let key = engram_operators::uuid_bits(id)?;
-        self.prev.get(&key).map(|&k| engram_operators::uuid_text(k))
+        neighbour(&self.prev, id)
     }
 
     pub(crate) fn apply(&mut self, update: ViewUpdate, diff: isize) {
@@ -300,6 +298,12 @@ impl ViewUpdate {
         };
         (tenant, Some(user))
     }
+}
+
+/// The UUID id `edges` (`next` or `prev`) pairs with the UUID id `id`.
+fn neighbour(edges: &HashMap<u128, u128>, id: &str) -> Option<String> {
+    let key = engram_operators::uuid_bits(id)?;
+    edges.get(&key).map(|&k| engram_operators::uuid_text(k))
 }
 
 /// One batch of view updates as the dataflow applied it: the change feed that live readers (the

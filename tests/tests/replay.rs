@@ -79,26 +79,21 @@ fn killed_replay_resumes_and_stores_every_event_once() {
     let mut rng = rand::rngs::StdRng::from_entropy();
     let log = data.join("log").join("events.log");
     let lance_data = data.join("lance").join("episodes.lance").join("data");
-    let mut child = replay(&[&file], &data, &summary).spawn().unwrap();
-    let started = Instant::now();
-    let began = |wait_for_lance: bool| {
+    let wait_for_lance = rng.gen_bool(0.5);
+    let began = || {
         if wait_for_lance {
             std::fs::read_dir(&lance_data).is_ok_and(|mut d| d.next().is_some())
         } else {
             std::fs::metadata(&log).is_ok_and(|m| m.len() > 0)
         }
     };
-    for wait_for_lance in [false, true] {
-        while !began(wait_for_lance) && started.elapsed() < Duration::from_secs(60) {
-            if child.try_wait().unwrap().is_some() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        // half the time the kill comes once events are logged, half once Lance has some
-        if rng.gen_bool(0.5) {
+    let mut child = replay(&[&file], &data, &summary).spawn().unwrap();
+    let started = Instant::now();
+    while !began() && started.elapsed() < Duration::from_secs(60) {
+        if child.try_wait().unwrap().is_some() {
             break;
         }
+        std::thread::sleep(Duration::from_millis(5));
     }
     std::thread::sleep(Duration::from_millis(rng.gen_range(0..300)));
     let _ = child.kill(); // SIGKILL
