@@ -7,6 +7,7 @@ pub mod episode_store;
 pub mod event_files;
 pub mod event_log;
 pub mod event_table;
+pub mod vector_cache;
 
 pub use chat_template::{ChatTemplateError, Qwen3Chat, TemplateMessage};
 pub use embedder::{Embedder, EmbedderConfig, EmbedderError};

@@ -456,3 +456,121 @@ async fn a_growing_table_is_laid_out_by_user_and_keeps_every_row_once() {
         assert_eq!(store.append(rows).await.unwrap(), 0, "nothing twice");
     }
 }
+
+/// The in-memory quantised vectors change how an exact search is computed, not what it
+/// returns: through appends (new and old users, both tenants using the same user names),
+/// layouts by user, compactions, an erase and a reopen, every search of the cached store
+/// returns the same rows with the same scores as a store of the same rows without the cache
+/// (Lance's own exact search), with and without a time bound, and only the searched owner's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_vectors_return_what_lances_exact_search_returns() {
+    let dim = 24;
+    let policy = IndexPolicy {
+        ann_min_rows: 300,
+        relayout_after_growth_percent: 50,
+        keep_versions_minutes: 0,
+        reindex_after_rows: 90,
+        compact_after_fragments: 6,
+        exact_search_below_user_rows: usize::MAX,
+        full_text: false,
+        ..IndexPolicy::default()
+    };
+    let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let cached_path = dirs.0.path().join("episodes.lance");
+    let open = |path: std::path::PathBuf, mib: usize| {
+        let policy = IndexPolicy {
+            vector_cache_mib: mib,
+            ..policy.clone()
+        };
+        async move { EpisodeStore::open(&path, dim, policy).await.unwrap() }
+    };
+    let mut cached = open(cached_path.clone(), 64).await;
+    let plain = open(dirs.1.path().join("episodes.lance"), 0).await;
+    let mut rng = StdRng::seed_from_u64(17);
+    let owners: Vec<(&str, String)> = ["t1", "t2"]
+        .iter()
+        .flat_map(|t| (0..4).map(move |u| (*t, format!("u{u}"))))
+        .collect();
+    let mut offset = 0u64;
+    let mut searches = 0;
+    for round in 0..14 {
+        // later rounds bring users that had no rows before
+        let active = (4 + round / 2).min(owners.len());
+        let rows: Vec<EpisodeRow> = (0..rng.gen_range(20..90))
+            .map(|_| {
+                let (tenant, user) = &owners[rng.gen_range(0..active)];
+                offset += 1;
+                row(
+                    tenant,
+                    user,
+                    offset,
+                    &format!("note {offset}"),
+                    random_unit(&mut rng, dim),
+                )
+            })
+            .collect();
+        let n = rows.len();
+        assert_eq!(cached.append(rows.clone()).await.unwrap(), n);
+        assert_eq!(plain.append(rows).await.unwrap(), n);
+        if round == 7 {
+            let (t, u) = &owners[1];
+            let a = cached.erase(t, Some(u), offset + 1).await.unwrap();
+            assert_eq!(plain.erase(t, Some(u), offset + 1).await.unwrap(), a);
+            assert!(a > 0);
+        }
+        if round == 10 {
+            // a restart: the cache starts empty and loads from the reopened table
+            drop(cached);
+            cached = open(cached_path.clone(), 64).await;
+        }
+        if round == 12 {
+            assert!(cached.warm_vector_cache().await.unwrap() > 0);
+        }
+        for _ in 0..6 {
+            let (tenant, user) = &owners[rng.gen_range(0..owners.len())];
+            let q = random_unit(&mut rng, dim);
+            let k = rng.gen_range(1..12);
+            let as_of = rng.gen_bool(0.3).then(|| {
+                Utc.timestamp_opt(1_700_000_000 + rng.gen_range(0..=offset) as i64, 0)
+                    .unwrap()
+            });
+            let got = cached
+                .search_vector(tenant, user, &q, k, as_of)
+                .await
+                .unwrap();
+            let want = plain
+                .search_vector(tenant, user, &q, k, as_of)
+                .await
+                .unwrap();
+            let ids = |hits: &[engram_connectors::EpisodeHit]| {
+                hits.iter()
+                    .map(|h| h.episode.id.clone())
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(
+                ids(&got),
+                ids(&want),
+                "round {round}, {tenant}/{user}, k {k}, as_of {as_of:?}"
+            );
+            for (g, w) in got.iter().zip(&want) {
+                assert!(
+                    (g.score - w.score).abs() < 1e-4,
+                    "{} vs {}",
+                    g.score,
+                    w.score
+                );
+                assert_eq!(
+                    (g.episode.tenant.as_str(), &g.episode.user),
+                    (*tenant, user)
+                );
+                assert_eq!(
+                    g.episode.vector.len(),
+                    0,
+                    "rows come back without their vectors"
+                );
+            }
+            searches += !want.is_empty() as usize;
+        }
+    }
+    assert!(searches > 40, "only {searches} searches found something");
+}

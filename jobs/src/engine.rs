@@ -120,6 +120,23 @@ impl Engine {
             EpisodeStore::open(&config.episodes_dir(), embedder.dim(), config.index.clone())
                 .await?,
         );
+        {
+            // searches load a user's vectors on demand until this has loaded them all
+            let store = store.clone();
+            tokio::spawn(async move {
+                let started = std::time::Instant::now();
+                match store.warm_vector_cache().await {
+                    Ok(users) => tracing::info!(
+                        users,
+                        seconds = started.elapsed().as_secs_f64(),
+                        "episode vectors loaded into memory"
+                    ),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "loading episode vectors into memory failed; searches load them as needed")
+                    }
+                }
+            });
+        }
         let episodes_at_open = store.row_count();
         tracing::info!(rows = episodes_at_open, watermark = ?store.watermark(), log_end = log.end_offset(),
             "episode store opened");
