@@ -40,6 +40,9 @@ pub struct EpisodeBatch {
     /// The views' timestamp after this batch.
     pub as_of: u64,
     pub episodes: Vec<(SessionKey, Episode)>,
+    /// Fact assertions that entered the views, in log order, for the caller to store (Lance):
+    /// `((tenant, user, subject, attribute), assertion)`.
+    pub facts: Vec<(FactKey, FactAssertion)>,
 }
 
 /// A running dataflow. Dropping it does not stop it; call [`DataflowHandle::stop`].
@@ -72,6 +75,7 @@ impl Drop for DataflowHandle {
 
 type Captured = Arc<Mutex<Vec<(ViewUpdate, u64, isize)>>>;
 type CapturedEpisodes = Arc<Mutex<Vec<((SessionKey, Episode), u64, isize)>>>;
+type CapturedFacts = Arc<Mutex<Vec<((FactKey, FactAssertion), u64, isize)>>>;
 type CapturedStates = Arc<Mutex<Vec<((PreferenceKey, LifecycleState), u64, isize)>>>;
 
 /// What moves engine time, the clock of preference lifecycles (decay happens in engine time).
@@ -157,6 +161,7 @@ where
     let as_of = Arc::new(AtomicU64::new(0));
     let captured: Captured = Default::default();
     let captured_episodes: CapturedEpisodes = Default::default();
+    let captured_facts: CapturedFacts = Default::default();
     let captured_states: CapturedStates = Default::default();
     let engine_time = Arc::new(EngineTime {
         clock,
@@ -171,6 +176,7 @@ where
         let mut probe = Handle::new();
         let mut lifecycle_probe = Handle::new();
         let (cap, cap_eps) = (captured.clone(), captured_episodes.clone());
+        let cap_facts = captured_facts.clone();
         // preference traces as the memory dataflow emits them, for the lifecycle dataflow
         let new_traces: Rc<RefCell<Vec<(PreferenceKey, PreferenceTrace, isize)>>> =
             Default::default();
@@ -289,6 +295,10 @@ where
                 &mut probe,
                 |(key, edge)| ViewUpdate::NextEdge(key.clone(), *edge),
             );
+            facts
+                .clone()
+                .inspect(move |(rec, t, d)| cap_facts.lock().unwrap().push((rec.clone(), *t, *d)))
+                .probe_with(&mut probe);
             capture(
                 facts_over_time(facts),
                 &cap,
@@ -367,6 +377,7 @@ where
                         },
                         &captured,
                         &captured_episodes,
+                        &captured_facts,
                         &captured_states,
                         &views,
                         &out,
@@ -504,6 +515,7 @@ fn publish(
     frontiers: Frontiers,
     captured: &Captured,
     captured_episodes: &CapturedEpisodes,
+    captured_facts: &CapturedFacts,
     captured_states: &CapturedStates,
     views: &SharedViews,
     out: &Sender<EpisodeBatch>,
@@ -511,6 +523,7 @@ fn publish(
     let frontier = frontiers.log;
     let ready = take_before(captured, frontier);
     let mut episodes = take_before(captured_episodes, frontier);
+    let mut facts = take_before(captured_facts, frontier);
     let states = take_before(captured_states, frontiers.engine_time);
     let mut updates: Vec<(ViewUpdate, isize)> =
         Vec::with_capacity(ready.len() + episodes.len() + states.len());
@@ -538,10 +551,15 @@ fn publish(
     views.apply_batch(updates, frontier, engine_time);
     episodes.retain(|(_, _, d)| *d > 0);
     episodes.sort_by_key(|((_, e), _, _)| e.log_offset);
-    if !episodes.is_empty() {
+    facts.retain(|(_, _, d)| *d > 0);
+    facts.sort_by(|((ka, a), _, _), ((kb, b), _, _)| {
+        (a.log_offset, ka, a).cmp(&(b.log_offset, kb, b))
+    });
+    if !episodes.is_empty() || !facts.is_empty() {
         let _ = out.send(EpisodeBatch {
             as_of: frontier,
             episodes: episodes.into_iter().map(|(rec, _, _)| rec).collect(),
+            facts: facts.into_iter().map(|(rec, _, _)| rec).collect(),
         });
     }
 }

@@ -345,4 +345,9 @@ impl Config {
     pub fn passages_dir(&self) -> PathBuf {
         self.data_dir.join("lance").join("passages.lance")
     }
+
+    /// The Lance `facts` table: every fact assertion with its embedding, for recall.
+    pub fn facts_dir(&self) -> PathBuf {
+        self.data_dir.join("lance").join("facts.lance")
+    }
 }

@@ -158,6 +158,11 @@ impl Engine {
             None
         };
 
+        let facts = Arc::new(
+            EpisodeStore::open(&config.facts_dir(), embedder.dim(), config.index.clone()).await?,
+        );
+        tracing::info!(rows = facts.row_count(), watermark = ?facts.watermark(), "fact store opened");
+
         let views = Arc::new(SharedViews::default());
         let (tx, rx) = std::sync::mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
@@ -171,6 +176,7 @@ impl Engine {
                     max_per_episode: config.passages.max_per_episode,
                 })
             }),
+            Some(facts.clone()),
             embedder.clone(),
             tokio::runtime::Handle::current(),
             stop.clone(),
@@ -230,6 +236,7 @@ impl Engine {
         let recall = Recall {
             store: store.clone(),
             passages,
+            facts: Some(facts),
             embedder,
             views: views.clone(),
             config: config.recall.clone(),

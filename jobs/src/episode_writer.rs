@@ -1,4 +1,5 @@
-//! Stores the episodes the dataflow emits: embeds them in batches and appends them to Lance.
+//! Stores the episodes the dataflow emits (and the fact assertions, in a table of their own):
+//! embeds them in batches and appends them to Lance.
 //!
 //! Two stages on two threads, so the embedder never waits for a Lance commit or an index
 //! refresh: the embedding stage turns episodes into rows, the appending stage commits them (in
@@ -10,6 +11,7 @@
 use chrono::{TimeZone, Utc};
 use engram_connectors::{Embedder, EpisodeRow, EpisodeStore};
 use engram_dataflows::EpisodeBatch;
+use engram_operators::facts::{FactAssertion, FactKey};
 use engram_operators::{Episode, SessionKey};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
@@ -41,16 +43,53 @@ impl PassageSink {
     }
 }
 
-/// Rows of one embedded chunk: passages and episodes (each may be empty).
+/// Rows of one embedded chunk: passages, facts and episodes (each may be empty).
 struct Embedded {
     passages: Vec<EpisodeRow>,
+    facts: Vec<EpisodeRow>,
     episodes: Vec<EpisodeRow>,
+}
+
+/// The role of a fact's row in the facts table.
+pub const FACT_ROLE: &str = "fact";
+
+/// What a fact's row holds, to be found by vector and by words: "subject attribute: value",
+/// with the attribute's underscores as spaces ("user lives in: Berlin").
+pub fn fact_text(subject: &str, attribute: &str, value: &str) -> String {
+    format!("{subject} {}: {value}", attribute.replace('_', " "))
+}
+
+/// A fact assertion as a row of the facts table: its fact id, its text, its valid-from time
+/// and its log offset (the table's idempotency key, as for episodes).
+pub fn fact_row(
+    (tenant, user, subject, attribute): &FactKey,
+    a: &FactAssertion,
+    vector: Vec<f32>,
+) -> EpisodeRow {
+    EpisodeRow {
+        id: a.fact_id.clone(),
+        event_id: a.fact_id.clone(),
+        tenant: tenant.clone(),
+        user: user.clone(),
+        session: None,
+        role: FACT_ROLE.into(),
+        content: fact_text(subject, attribute, &a.value),
+        ts: Utc
+            .timestamp_micros(a.valid_from_micros)
+            .single()
+            .unwrap_or_default(),
+        turn: None,
+        importance: None,
+        log_offset: a.log_offset,
+        vector,
+    }
 }
 
 pub fn spawn_episode_writer(
     rx: Receiver<EpisodeBatch>,
     store: Arc<EpisodeStore>,
     passages: Option<Arc<PassageSink>>,
+    facts: Option<Arc<EpisodeStore>>,
     embedder: Arc<Embedder>,
     rt: tokio::runtime::Handle,
     stop: Arc<AtomicBool>,
@@ -61,15 +100,26 @@ pub fn spawn_episode_writer(
             let (to_appender, embedded) = std::sync::mpsc::sync_channel(APPEND_QUEUE);
             let appender = {
                 let (store, stop, passages) = (store.clone(), stop.clone(), passages.clone());
+                let facts = facts.clone();
                 std::thread::Builder::new()
                     .name("episode-appender".into())
-                    .spawn(move || append_stage(embedded, &store, passages.as_deref(), &rt, &stop))
+                    .spawn(move || {
+                        append_stage(
+                            embedded,
+                            &store,
+                            passages.as_deref(),
+                            facts.as_deref(),
+                            &rt,
+                            &stop,
+                        )
+                    })
                     .expect("spawn the episode appender")
             };
             embed_stage(
                 rx,
                 &store,
                 passages.as_deref(),
+                facts.as_deref(),
                 &embedder,
                 &stop,
                 to_appender,
@@ -83,28 +133,77 @@ fn embed_stage(
     rx: Receiver<EpisodeBatch>,
     store: &EpisodeStore,
     passages: Option<&PassageSink>,
+    facts: Option<&EpisodeStore>,
     embedder: &Embedder,
     stop: &AtomicBool,
     to_appender: SyncSender<Embedded>,
 ) {
     let mut pending: Vec<(SessionKey, Episode)> = Vec::new();
+    let mut pending_facts: Vec<(FactKey, FactAssertion)> = Vec::new();
+    let receive = |b: EpisodeBatch,
+                   pending: &mut Vec<(SessionKey, Episode)>,
+                   pending_facts: &mut Vec<(FactKey, FactAssertion)>| {
+        pending.extend(b.episodes);
+        if let Some(store) = facts {
+            let watermark = store.watermark();
+            pending_facts.extend(
+                b.facts
+                    .into_iter()
+                    .filter(|(_, a)| watermark.is_none_or(|w| a.log_offset > w)),
+            );
+        }
+    };
     loop {
         // On stop, what is not yet embedded stays in the log and is stored after the restart.
         if stop.load(Ordering::Acquire) {
             return;
         }
-        if pending.is_empty() {
+        if pending.is_empty() && pending_facts.is_empty() {
             match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(b) => pending.extend(b.episodes),
+                Ok(b) => receive(b, &mut pending, &mut pending_facts),
                 Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => return,
             }
         }
         // Take whatever else is already waiting: batches grow with load.
-        while pending.len() < MAX_PENDING {
+        while pending.len() + pending_facts.len() < MAX_PENDING {
             match rx.try_recv() {
-                Ok(b) => pending.extend(b.episodes),
+                Ok(b) => receive(b, &mut pending, &mut pending_facts),
                 Err(_) => break,
+            }
+        }
+        // Facts go in chunks of their own, all of one log offset together (the table skips
+        // offsets it holds, so one offset's facts must not be split over two commits).
+        if !pending_facts.is_empty() {
+            let mut take = pending_facts.len().min(EMBED_CHUNK);
+            while take < pending_facts.len()
+                && pending_facts[take].1.log_offset == pending_facts[take - 1].1.log_offset
+            {
+                take += 1;
+            }
+            let chunk: Vec<(FactKey, FactAssertion)> = pending_facts.drain(..take).collect();
+            let texts: Vec<String> = chunk
+                .iter()
+                .map(|((_, _, subject, attribute), a)| fact_text(subject, attribute, &a.value))
+                .collect();
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let Some(vectors) = retry(stop, "embedding facts", refs.len(), || {
+                embedder.embed(&refs)
+            }) else {
+                return;
+            };
+            let facts = chunk
+                .iter()
+                .zip(vectors)
+                .map(|((key, a), vector)| fact_row(key, a, vector))
+                .collect();
+            let rows = Embedded {
+                passages: Vec::new(),
+                facts,
+                episodes: Vec::new(),
+            };
+            if to_appender.send(rows).is_err() {
+                return;
             }
         }
         let watermark = store.watermark();
@@ -151,7 +250,12 @@ fn embed_stage(
                 row
             })
             .collect();
-        if to_appender.send(Embedded { passages, episodes }).is_err() {
+        let rows = Embedded {
+            passages,
+            facts: Vec::new(),
+            episodes,
+        };
+        if to_appender.send(rows).is_err() {
             return;
         }
     }
@@ -164,6 +268,7 @@ fn append_stage(
     embedded: Receiver<Embedded>,
     store: &EpisodeStore,
     passages: Option<&PassageSink>,
+    facts: Option<&EpisodeStore>,
     rt: &tokio::runtime::Handle,
     stop: &AtomicBool,
 ) {
@@ -171,13 +276,25 @@ fn append_stage(
     // committed. Passages are committed before their episodes; each store skips offsets it
     // already holds, so a crash between the two commits repeats nothing.
     while let Ok(mut batch) = embedded.recv() {
-        while batch.episodes.len() + batch.passages.len() < MAX_ROWS_PER_COMMIT {
+        while batch.episodes.len() + batch.passages.len() + batch.facts.len() < MAX_ROWS_PER_COMMIT
+        {
             match embedded.try_recv() {
                 Ok(more) => {
                     batch.episodes.extend(more.episodes);
                     batch.passages.extend(more.passages);
+                    batch.facts.extend(more.facts);
                 }
                 Err(_) => break,
+            }
+        }
+        if let (Some(store), false) = (facts, batch.facts.is_empty()) {
+            let rows = &batch.facts;
+            if retry(stop, "storing facts", rows.len(), || {
+                rt.block_on(store.append(rows.clone()))
+            })
+            .is_none()
+            {
+                return;
             }
         }
         if let (Some(p), false) = (passages, batch.passages.is_empty()) {

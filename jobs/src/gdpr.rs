@@ -53,6 +53,9 @@ pub struct ErasureReceipt {
     pub rejections_removed: usize,
     pub episodes_erased: usize,
     pub passages_erased: usize,
+    /// Rows of the Lance facts table.
+    #[serde(default)]
+    pub facts_erased: usize,
     pub tenant_keys_removed: bool,
     pub completed_at: chrono::DateTime<chrono::Utc>,
     pub took_ms: f64,
@@ -143,6 +146,10 @@ impl Engine {
             Some(p) => p.erase(tenant, user, offset).await?,
             None => 0,
         };
+        let facts_erased = match &self.recall.facts {
+            Some(f) => f.erase(tenant, user, offset).await?,
+            None => 0,
+        };
         // The log: every record of the erased below the erase event.
         let log = self.ingestor.log().clone();
         let (t, u) = (tenant.to_string(), user.map(str::to_string));
@@ -197,6 +204,7 @@ impl Engine {
             rejections_removed,
             episodes_erased,
             passages_erased,
+            facts_erased,
             tenant_keys_removed,
             completed_at: chrono::Utc::now(),
             took_ms: started.elapsed().as_secs_f64() * 1000.0,

@@ -135,9 +135,47 @@ impl RecallHit {
     }
 }
 
+/// A fact the query found in the user's facts table, with its validity from the views.
+#[derive(Debug, Clone, Serialize)]
+pub struct FactHit {
+    /// The fact version's id (an assertion repeating a current value is credited to it).
+    pub fact_id: String,
+    pub subject: String,
+    pub attribute: String,
+    pub value: String,
+    pub valid_from: chrono::DateTime<chrono::Utc>,
+    /// When a newer value closed it; absent while it holds (at the recall's `as_of`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid_to: Option<chrono::DateTime<chrono::Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
+    /// Valid at the recall's time: current facts come before superseded ones.
+    pub current: bool,
+    /// Fused score (sum of 1 / (rrf_k + rank) over vector and full-text search).
+    pub score: f32,
+    pub why: FactWhy,
+}
+
+/// Why a fact was chosen: its rank and raw score in each search that found it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FactWhy {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vector_rank: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vector_similarity: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_rank: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_bm25: Option<f32>,
+}
+
 #[derive(Debug, Serialize)]
 pub struct RecallResponse {
     pub results: Vec<RecallHit>,
+    /// The user's facts closest to the query (vector and full-text search over the facts
+    /// table), current ones first; at most `k`.
+    #[serde(default)]
+    pub facts: Vec<FactHit>,
     /// The views' timestamp (input-log offset) the neighbours were read at.
     pub views_as_of: u64,
     pub took_ms: f64,
@@ -157,6 +195,8 @@ pub struct Recall {
     pub store: Arc<EpisodeStore>,
     /// Sentences of long episodes, searched by vector; a hit credits its episode.
     pub passages: Option<Arc<EpisodeStore>>,
+    /// Fact assertions (`episode_writer::fact_row`), searched by vector and by words.
+    pub facts: Option<Arc<EpisodeStore>>,
     pub embedder: Arc<Embedder>,
     pub views: Arc<SharedViews>,
     pub config: RecallConfig,
@@ -184,16 +224,35 @@ impl Recall {
         let started = std::time::Instant::now();
         let k = self.validate(req)?;
         let candidates = k * self.config.candidates_per_k.max(1);
-        let own = self.fused_candidates(&req.tenant, &req.user, &req.query, candidates, req.as_of);
+        let vector = self.embed_query(&req.query).await?;
+        let own = self.fused_candidates_for(
+            &req.tenant,
+            &req.user,
+            &req.query,
+            vector.clone(),
+            candidates,
+            req.as_of,
+        );
         let domain = async {
             if req.include_domain && req.user != DOMAIN_USER {
-                self.fused_candidates(&req.tenant, DOMAIN_USER, &req.query, k, req.as_of)
+                let v = vector.clone();
+                self.fused_candidates_for(&req.tenant, DOMAIN_USER, &req.query, v, k, req.as_of)
                     .await
             } else {
                 Ok(Vec::new())
             }
         };
-        let (own, domain) = tokio::join!(own, domain);
+        let facts = self.fact_hits(
+            &req.tenant,
+            &req.user,
+            &req.query,
+            vector.clone(),
+            candidates,
+            req.as_of,
+        );
+        let (own, domain, facts) = tokio::join!(own, domain, facts);
+        let mut facts = facts?;
+        facts.truncate(k);
         let mut results = own?;
         // Both lists are scored by the same reciprocal-rank fusion, so they merge by score.
         results.extend(domain?.into_iter().map(|mut h| {
@@ -241,6 +300,7 @@ impl Recall {
         }
         Ok(RecallResponse {
             results,
+            facts,
             views_as_of: views.as_of,
             took_ms: started.elapsed().as_secs_f64() * 1000.0,
         })
@@ -248,6 +308,120 @@ impl Recall {
 }
 
 impl Recall {
+    /// The user's facts found by vector and full-text search of the facts table (the top
+    /// `candidates` of each, fused by reciprocal rank), as the views hold them: each version
+    /// once, those valid at `as_of` (or now) first, then by fused score. With `as_of`, only
+    /// facts asserted by then are searched. Empty without a facts table.
+    pub async fn fact_hits(
+        &self,
+        tenant: &str,
+        user: &str,
+        query: &str,
+        vector: Vec<f32>,
+        candidates: usize,
+        as_of: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> Result<Vec<FactHit>, RecallError> {
+        let Some(store) = self.facts.clone() else {
+            return Ok(Vec::new());
+        };
+        if store.user_row_count(tenant, user) == 0 {
+            return Ok(Vec::new());
+        }
+        let by_vector = {
+            let (store, tenant, user) = (store.clone(), tenant.to_string(), user.to_string());
+            tokio::spawn(async move {
+                store
+                    .search_vector(&tenant, &user, &vector, candidates, as_of)
+                    .await
+            })
+        };
+        let by_text = store
+            .search_text(tenant, user, query, candidates, as_of)
+            .await?;
+        let by_vector = by_vector.await.expect("fact vector search task")?;
+        let rrf_k = self.config.rrf_k;
+        // fact version id → (fused score, why)
+        let mut fused: HashMap<String, (f32, FactWhy)> = HashMap::new();
+        let views = self.views.read();
+        let Some(memory) = views.users.get(&(tenant.to_string(), user.to_string())) else {
+            return Ok(Vec::new());
+        };
+        // every assertion id of the user's facts → its key and version: the version's own id,
+        // or (an assertion that repeated a value) the version holding that value
+        let versions: HashMap<&str, (&(String, String), &engram_operators::facts::FactVersion)> =
+            memory
+                .facts
+                .iter()
+                .flat_map(|(key, versions)| {
+                    versions.iter().map(move |v| (v.fact_id.as_str(), (key, v)))
+                })
+                .collect();
+        let version_of = |hit: &EpisodeHit| -> Option<String> {
+            if versions.contains_key(hit.episode.id.as_str()) {
+                return Some(hit.episode.id.clone());
+            }
+            // "subject attribute: value" of a repeated assertion: the version with that text
+            versions
+                .values()
+                .filter(|(k, v)| {
+                    crate::episode_writer::fact_text(&k.0, &k.1, &v.value).to_lowercase()
+                        == hit.episode.content.to_lowercase()
+                        && v.valid_from <= hit.episode.ts.timestamp_micros()
+                })
+                .max_by_key(|(_, v)| v.valid_from)
+                .map(|(_, v)| v.fact_id.clone())
+        };
+        for (rank, hit) in by_vector.iter().enumerate() {
+            let Some(id) = version_of(hit) else { continue };
+            let (score, why) = fused.entry(id).or_default();
+            if why.vector_rank.is_none() {
+                *score += 1.0 / (rrf_k + rank as f32 + 1.0);
+                why.vector_rank = Some(rank + 1);
+                why.vector_similarity = Some(hit.score);
+            }
+        }
+        for (rank, hit) in by_text.iter().enumerate() {
+            let Some(id) = version_of(hit) else { continue };
+            let (score, why) = fused.entry(id).or_default();
+            if why.text_rank.is_none() {
+                *score += 1.0 / (rrf_k + rank as f32 + 1.0);
+                why.text_rank = Some(rank + 1);
+                why.text_bm25 = Some(hit.score);
+            }
+        }
+        let at = as_of.map(|t| t.timestamp_micros());
+        let time =
+            |micros: i64| chrono::DateTime::from_timestamp_micros(micros).unwrap_or_default();
+        let mut hits: Vec<FactHit> = fused
+            .into_iter()
+            .filter_map(|(id, (score, why))| {
+                let ((subject, attribute), v) = versions.get(id.as_str())?;
+                // as of a time, a version closed later still held then
+                let valid_to = v.valid_to.filter(|to| at.is_none_or(|t| *to <= t));
+                Some(FactHit {
+                    fact_id: id,
+                    subject: subject.clone(),
+                    attribute: attribute.clone(),
+                    value: v.value.clone(),
+                    valid_from: time(v.valid_from),
+                    valid_to: valid_to.map(time),
+                    superseded_by: valid_to.and(v.superseded_by.clone()),
+                    current: valid_to.is_none(),
+                    score,
+                    why,
+                })
+            })
+            .collect();
+        hits.sort_by(|a, b| {
+            b.current
+                .cmp(&a.current)
+                .then(b.score.total_cmp(&a.score))
+                .then(b.valid_from.cmp(&a.valid_from))
+                .then(a.fact_id.cmp(&b.fact_id))
+        });
+        Ok(hits)
+    }
+
     /// The user's episodes found by embedding `query` and taking the top `candidates` of vector
     /// search, of full-text search and (when passages are kept) of passage vector search, fused
     /// by reciprocal rank (best first, not truncated). With `as_of`, only episodes whose event
@@ -260,14 +434,21 @@ impl Recall {
         candidates: usize,
         as_of: Option<chrono::DateTime<chrono::Utc>>,
     ) -> Result<Vec<RecallHit>, RecallError> {
-        let embedder = self.embedder.clone();
-        let text = query.to_string();
-        let vector = tokio::task::spawn_blocking(move || embedder.embed(&[text.as_str()]))
-            .await
-            .expect("embedding task")?
-            .remove(0);
+        let vector = self.embed_query(query).await?;
         self.fused_candidates_for(tenant, user, query, vector, candidates, as_of)
             .await
+    }
+
+    /// The query's embedding (on a blocking thread: the model runs for milliseconds).
+    pub async fn embed_query(&self, query: &str) -> Result<Vec<f32>, RecallError> {
+        let embedder = self.embedder.clone();
+        let text = query.to_string();
+        Ok(
+            tokio::task::spawn_blocking(move || embedder.embed(&[text.as_str()]))
+                .await
+                .expect("embedding task")?
+                .remove(0),
+        )
     }
 
     /// [`Recall::fused_candidates`] with the query already embedded (`vector`).

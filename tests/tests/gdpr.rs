@@ -82,6 +82,16 @@ fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
             files_containing(&data.join("lance/episodes.lance/data"), marker).len() > 0,
             "{marker} is stored in Lance (the search can see stored text)"
         );
+        // the facts table is written beside the episodes, a moment after the views
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let facts_table = data.join("lance/facts.lance/data");
+        while !facts_table.exists() || files_containing(&facts_table, marker).is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{marker}, a fact's value, is never stored in the facts table"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
         assert!(!files_containing(&data.join("log"), marker).is_empty());
     }
 
@@ -109,6 +119,7 @@ fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
         receipt["passages_erased"].as_u64().unwrap() > 0,
         "{receipt}"
     );
+    assert!(receipt["facts_erased"].as_u64().unwrap() > 0, "{receipt}");
     // every event of hers, the set_team included
     let logged = history("acme", "alice", "zqalicemark").len();
     assert_eq!(receipt["log_records_redacted"], logged, "{receipt}");
@@ -136,6 +147,7 @@ fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
         );
         let recall = server.recall("acme", "alice", "what is my locker code", 10);
         assert_eq!(recall["results"], json!([]));
+        assert_eq!(recall["facts"], json!([]));
         let (_, prompt) = server.post(
             "/v1/prompt",
             &json!({"tenant": "acme", "user": "alice", "session": "s1", "query": "locker code?"}),

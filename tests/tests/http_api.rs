@@ -256,6 +256,54 @@ fn facts_supersede_and_entities_accumulate_per_user() {
         "{names:?}"
     );
     assert!(!names.contains(&"berlin"));
+
+    // recall searches the facts table by meaning: the current value first, the one it
+    // superseded after it, and as of a time before the move, the old value as current
+    let facts_for =
+        |body: Value| -> Vec<Value> { body["facts"].as_array().cloned().unwrap_or_default() };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let found = loop {
+        // the facts table is written beside the episodes, a moment after the views
+        let found = facts_for(server.recall("acme", "alice", "which city is my home now?", 5));
+        if found.len() >= 3 || std::time::Instant::now() > deadline {
+            break found;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(found.len(), 3, "{found:?}");
+    assert_eq!(found[0]["value"], "Porto", "{found:?}");
+    assert_eq!(found[0]["current"], true);
+    assert_eq!(found[0]["fact_id"], porto["id"]);
+    assert!(
+        found[0]["why"]["vector_rank"].as_u64().is_some(),
+        "{found:?}"
+    );
+    let old = found
+        .iter()
+        .find(|f| f["value"] == "Lisbon")
+        .expect("Lisbon");
+    assert_eq!(old["current"], false);
+    assert_eq!(old["superseded_by"], porto["id"]);
+    assert!(
+        found.iter().all(|f| f["value"] != "Berlin"),
+        "bob's fact: {found:?}"
+    );
+    let before_move = chrono::DateTime::parse_from_rfc3339(porto["valid_from"].as_str().unwrap())
+        .unwrap()
+        - chrono::Duration::seconds(1);
+    let (status, then) = server.post(
+        "/v1/recall",
+        &json!({"tenant": "acme", "user": "alice", "query": "which city is my home?",
+                "as_of": before_move.to_rfc3339()}),
+    );
+    assert_eq!(status, 200, "{then}");
+    let then = facts_for(then);
+    assert!(then.iter().all(|f| f["value"] != "Porto"), "{then:?}");
+    let lisbon_then = then
+        .iter()
+        .find(|f| f["value"] == "Lisbon")
+        .expect("Lisbon then");
+    assert_eq!(lisbon_then["current"], true, "{then:?}");
 }
 
 #[test]

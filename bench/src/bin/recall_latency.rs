@@ -115,6 +115,7 @@ async fn main() -> anyhow::Result<()> {
     let recall = Recall {
         store: store.clone(),
         passages: None,
+        facts: None,
         embedder: embedder.clone(),
         views: Arc::new(SharedViews::default()),
         config: RecallConfig::default(),
