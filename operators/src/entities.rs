@@ -1,7 +1,7 @@
 //! Entities: deterministic extraction of the things a message mentions, the `MENTIONS` and
 //! `CO_MENTIONED` edges, and per-entity first/last-seen times and mention counts.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use differential_dataflow::lattice::Lattice;
 use differential_dataflow::VecCollection;
@@ -10,6 +10,7 @@ use timely::progress::Timestamp;
 
 use crate::episodes::{episode_key, Episode, SessionKey};
 use crate::facts::{sentences, Sentence, Token, Word};
+use crate::keyed_state::{fold_per_key, Multiset};
 
 /// How an entity was found. `Named` orders first: a name found both ways is `Named`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -369,31 +370,88 @@ where
 /// and content is positive (present more than once: once; retracted: not at all).
 ///
 /// Cost: pairs are derived per episode and stateless (quadratic in the entities of one
-/// sentence); a change re-counts the pairs that episode touches. State: each pair once, and per
-/// mention its episode's 16-byte [`episode_key`] (so "distinct episode ids" holds up to a
-/// 128-bit hash collision of two non-UUID ids).
-pub fn co_mentions<'scope, T>(
-    episodes: VecCollection<'scope, T, (SessionKey, Episode)>,
-) -> VecCollection<'scope, T, (CoMentionKey, u64)>
-where
-    T: Timestamp + Lattice + Ord,
-{
-    episodes
-        .flat_map(|((tenant, user, _session), episode)| {
-            // the arrangement keeps one value per pair mention: a 16-byte key, not the id
-            let key = episode_key(&episode.id);
-            sentence_pairs(&episode.content)
-                .into_iter()
-                .map(move |(a, b)| ((tenant.clone(), user.clone(), a, b), key))
-                .collect::<Vec<_>>()
-        })
-        .reduce(|_pair, episodes, output| {
-            // one entry per episode key, its multiplicities summed
-            let present = episodes.iter().filter(|(_, m)| *m > 0).count();
-            if present > 0 {
-                output.push((present as u64, 1));
+/// sentence); each pair mention then costs O(log n) in the pair's n mentions
+/// ([`fold_per_key`]). State: per pair, its episodes' 16-byte [`episode_key`]s (so "distinct
+/// episode ids" holds up to a 128-bit hash collision of two non-UUID ids).
+pub fn co_mentions<'scope>(
+    episodes: VecCollection<'scope, u64, (SessionKey, Episode)>,
+) -> VecCollection<'scope, u64, (CoMentionKey, u64)> {
+    let pair_mentions = episodes.flat_map(|((tenant, user, _session), episode)| {
+        let key = episode_key(&episode.id);
+        sentence_pairs(&episode.content)
+            .into_iter()
+            .map(move |(a, b)| ((tenant.clone(), user.clone(), a, b), key))
+            .collect::<Vec<_>>()
+    });
+    fold_per_key(
+        pair_mentions,
+        "CoMentions",
+        |_pair, episodes: &mut CountedSet<u128>, key: &u128, diff, out| {
+            let before = episodes.present;
+            if episodes.update(*key, diff) {
+                if before > 0 {
+                    out.push((before, -1));
+                }
+                if episodes.present > 0 {
+                    out.push((episodes.present, 1));
+                }
             }
+        },
+    )
+}
+
+/// A [`Multiset`] that also counts its present values.
+#[derive(Debug, Default)]
+struct CountedSet<T> {
+    values: Multiset<T>,
+    present: u64,
+}
+
+impl<T: Ord> CountedSet<T> {
+    /// Applies the update; returns whether the count of present values changed.
+    fn update(&mut self, value: T, diff: isize) -> bool {
+        match self.values.update(value, diff) {
+            Some(true) => self.present += 1,
+            Some(false) => self.present -= 1,
+            None => return false,
+        }
+        true
+    }
+}
+
+/// What [`entity_stats`] keeps per entity: its mentions, and the aggregates of the present ones.
+#[derive(Debug, Default)]
+struct EntityMentions {
+    /// (episode key, time, kind) of each mention.
+    mentions: Multiset<(u128, i64, EntityKind)>,
+    /// Present mentions per event time.
+    times: BTreeMap<i64, u32>,
+    /// Distinct episodes among the present mentions.
+    episodes: u64,
+    /// Present mentions found as names.
+    named: u64,
+}
+
+impl EntityMentions {
+    fn stats(&self) -> Option<EntityStats> {
+        Some(EntityStats {
+            first_seen_micros: *self.times.first_key_value()?.0,
+            last_seen_micros: *self.times.last_key_value()?.0,
+            mention_count: self.episodes,
+            kind: if self.named > 0 {
+                EntityKind::Named
+            } else {
+                EntityKind::NounPhrase
+            },
         })
+    }
+
+    /// Whether another present mention has this episode key (mentions sort by key first, so
+    /// any such mention is next to it).
+    fn episode_has_other(&self, mention: &(u128, i64, EntityKind)) -> bool {
+        let same = |m: Option<&(u128, i64, EntityKind)>| m.is_some_and(|m| m.0 == mention.0);
+        same(self.mentions.present_before(mention)) || same(self.mentions.present_after(mention))
+    }
 }
 
 /// First and last time seen, mention count and kind of every entity.
@@ -408,44 +466,60 @@ where
 /// than once counts once). Retracting the first or last mention moves `first_seen` or
 /// `last_seen` back to the remaining ones.
 ///
-/// Cost: a change to an entity's mentions re-derives its stats (linear in its mentions). State:
-/// each entity once, and per mention (time, [`episode_key`], kind), 32 bytes.
-pub fn entity_stats<'scope, T>(
-    episodes: VecCollection<'scope, T, (SessionKey, Episode)>,
-) -> VecCollection<'scope, T, (EntityKey, EntityStats)>
-where
-    T: Timestamp + Lattice + Ord,
-{
-    episodes
-        .flat_map(|(session, episode)| {
-            // one value per mention: the episode as a 16-byte key, not its id
-            let (ts, key) = (episode.ts_micros, episode_key(&episode.id));
-            episode_mentions(&session, &episode)
-                .into_iter()
-                .map(move |(entity, kind)| (entity, (ts, key, kind)))
-        })
-        .reduce(|_entity, entity_mentions, output| {
-            let present: Vec<&(i64, u128, EntityKind)> = entity_mentions
-                .iter()
-                .filter(|(_, m)| *m > 0)
-                .map(|(mention, _)| *mention)
-                .collect();
-            let (Some(first_seen), Some(last_seen), Some(kind)) = (
-                present.iter().map(|(ts, _, _)| *ts).min(),
-                present.iter().map(|(ts, _, _)| *ts).max(),
-                present.iter().map(|(_, _, kind)| *kind).min(),
-            ) else {
-                return;
-            };
-            let episodes: BTreeSet<u128> = present.iter().map(|(_, key, _)| *key).collect();
-            let stats = EntityStats {
-                first_seen_micros: first_seen,
-                last_seen_micros: last_seen,
-                mention_count: episodes.len() as u64,
-                kind,
-            };
-            output.push((stats, 1));
-        })
+/// Cost: O(log n) per mention of an entity with n mentions ([`fold_per_key`]). State: per
+/// mention (time, [`episode_key`], kind) in a sorted vector and its time in an ordered map.
+pub fn entity_stats<'scope>(
+    episodes: VecCollection<'scope, u64, (SessionKey, Episode)>,
+) -> VecCollection<'scope, u64, (EntityKey, EntityStats)> {
+    let entity_mentions = episodes.flat_map(|(session, episode)| {
+        let (ts, key) = (episode.ts_micros, episode_key(&episode.id));
+        episode_mentions(&session, &episode)
+            .into_iter()
+            .map(move |(entity, kind)| (entity, (key, ts, kind)))
+    });
+    fold_per_key(
+        entity_mentions,
+        "EntityStats",
+        |_entity, state: &mut EntityMentions, mention: &(u128, i64, EntityKind), diff, out| {
+            state.update(mention, diff, out)
+        },
+    )
+}
+
+impl EntityMentions {
+    /// Folds in one update of a mention and pushes the change of the entity's stats.
+    fn update(
+        &mut self,
+        mention: &(u128, i64, EntityKind),
+        diff: isize,
+        out: &mut Vec<(EntityStats, isize)>,
+    ) {
+        let before = self.stats();
+        let Some(present) = self.mentions.update(*mention, diff) else {
+            return;
+        };
+        let step = |n: &mut u64| if present { *n += 1 } else { *n -= 1 };
+        if !self.episode_has_other(mention) {
+            step(&mut self.episodes);
+        }
+        let (_, ts, kind) = *mention;
+        if present {
+            *self.times.entry(ts).or_default() += 1;
+        } else if let Some(n) = self.times.get_mut(&ts) {
+            *n -= 1;
+            if *n == 0 {
+                self.times.remove(&ts);
+            }
+        }
+        if kind == EntityKind::Named {
+            step(&mut self.named);
+        }
+        let after = self.stats();
+        if before != after {
+            out.extend(before.map(|b| (b, -1)));
+            out.extend(after.map(|a| (a, 1)));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -591,6 +665,36 @@ mod tests {
         );
         assert_eq!(sentence_pairs("I met Alice. I met Bob."), vec![]);
         assert_eq!(sentence_pairs(""), vec![]);
+    }
+
+    #[test]
+    fn one_episode_mentioning_an_entity_at_two_times_counts_once() {
+        let mut state = EntityMentions::default();
+        let mut out = Vec::new();
+        state.update(&(7, 10, Named), 1, &mut out);
+        state.update(&(7, 30, NounPhrase), 1, &mut out);
+        state.update(&(8, 20, NounPhrase), 1, &mut out);
+        let stats = state.stats().unwrap();
+        assert_eq!((stats.first_seen_micros, stats.last_seen_micros), (10, 30));
+        assert_eq!(stats.mention_count, 2, "episodes 7 and 8");
+        assert_eq!(stats.kind, Named);
+        // episode 7 stays counted while one of its mentions is present
+        state.update(&(7, 10, Named), -1, &mut out);
+        let stats = state.stats().unwrap();
+        assert_eq!(
+            (stats.first_seen_micros, stats.mention_count, stats.kind),
+            (20, 2, NounPhrase)
+        );
+        state.update(&(7, 30, NounPhrase), -1, &mut out);
+        assert_eq!(state.stats().unwrap().mention_count, 1);
+        state.update(&(8, 20, NounPhrase), -1, &mut out);
+        assert_eq!(state.stats(), None);
+        // the changes pushed sum to nothing once every mention is gone
+        let mut net: std::collections::HashMap<EntityStats, isize> = Default::default();
+        for (s, d) in out {
+            *net.entry(s).or_default() += d;
+        }
+        assert!(net.values().all(|d| *d == 0), "{net:?}");
     }
 
     #[test]

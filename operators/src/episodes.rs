@@ -1,9 +1,8 @@
 //! Episodes and the `NEXT` edges between consecutive episodes of a session.
 
-use differential_dataflow::lattice::Lattice;
+use crate::keyed_state::{fold_per_key, Multiset};
 use differential_dataflow::VecCollection;
 use serde::{Deserialize, Serialize};
-use timely::progress::Timestamp;
 
 /// `(tenant, user, session)`; messages without a session share the session `""` of their user.
 pub type SessionKey = (String, String, String);
@@ -106,31 +105,41 @@ pub struct EpisodeNode {
 /// The `NEXT` edges of each session.
 ///
 /// Input: episode nodes keyed by their session ([`Episode::node`]: the edges need no message
-/// text, so the session arrangement does not hold it). Output: for every session whose nodes, in
-/// [`EpisodeNode`] order, are `e1 < e2 < … < en`, the records `(session, (e_i.id, e_{i+1}.id))` for
-/// `i` in `1..n`, each with multiplicity 1 (the ids as [`episode_key`]s: 32 bytes an edge). An episode present with multiplicity m > 1 counts once;
-/// one with multiplicity ≤ 0 does not count. When an episode arrives out of order (an earlier
-/// timestamp than episodes already present) or is retracted, the edges around it are retracted
-/// and replaced, so the output always equals this definition over the current input.
+/// text). Output: for every session whose nodes, in [`EpisodeNode`] order, are
+/// `e1 < e2 < … < en`, the records `(session, (e_i.key, e_{i+1}.key))` for `i` in `1..n`, each
+/// with multiplicity 1 (the ids as [`episode_key`]s: 32 bytes an edge). An episode present with
+/// multiplicity m > 1 counts once; one with multiplicity ≤ 0 does not count. When an episode
+/// arrives out of order (an earlier timestamp than episodes already present) or is retracted,
+/// the edge around it is retracted and replaced, so the output always equals this definition
+/// over the current input.
 ///
-/// Cost: a change to a session re-derives that session's edges (linear in its length); other
-/// sessions are untouched.
-pub fn next_edges<'scope, T>(
-    episodes: VecCollection<'scope, T, (SessionKey, EpisodeNode)>,
-) -> VecCollection<'scope, T, (SessionKey, (u128, u128))>
-where
-    T: Timestamp + Lattice + Ord,
-{
-    episodes.reduce(|_session, input, output| {
-        let present = input.iter().filter(|(_, m)| *m > 0).map(|(e, _)| *e);
-        let mut previous: Option<&EpisodeNode> = None;
-        for e in present {
-            if let Some(p) = previous {
-                output.push(((p.key, e.key), 1));
+/// Cost: O(log n) for an episode of a session of n ([`fold_per_key`]: the session's nodes in a
+/// sorted vector, so an episode arriving in order is appended); an episode that starts or stops
+/// counting changes at most three edges. State: each present node once (48 bytes).
+pub fn next_edges<'scope>(
+    episodes: VecCollection<'scope, u64, (SessionKey, EpisodeNode)>,
+) -> VecCollection<'scope, u64, (SessionKey, (u128, u128))> {
+    fold_per_key(
+        episodes,
+        "NextEdges",
+        |_session, nodes: &mut Multiset<EpisodeNode>, node: &EpisodeNode, diff, out| {
+            let Some(now_present) = nodes.update(node.clone(), diff) else {
+                return;
+            };
+            let sign = if now_present { 1 } else { -1 };
+            let before = nodes.present_before(node).map(|p| p.key);
+            let after = nodes.present_after(node).map(|s| s.key);
+            if let (Some(p), Some(s)) = (before, after) {
+                out.push(((p, s), -sign));
             }
-            previous = Some(e);
-        }
-    })
+            if let Some(p) = before {
+                out.push(((p, node.key), sign));
+            }
+            if let Some(s) = after {
+                out.push(((node.key, s), sign));
+            }
+        },
+    )
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ pub mod correction_notes;
 pub mod entities;
 pub mod episodes;
 pub mod facts;
+pub mod keyed_state;
 pub mod lifecycle;
 pub mod math;
 pub mod memory_marks;

@@ -40,7 +40,8 @@ fn read_dlq(brokers: &str, want: usize) -> Vec<(String, BTreeMap<String, String>
     consumer.subscribe(&["engram.dlq"]).unwrap();
     let mut found = Vec::new();
     let start = Instant::now();
-    while found.len() < want && start.elapsed() < Duration::from_secs(30) {
+    // generous: after a restart the consumers rejoin the group first, slower on a loaded machine
+    while found.len() < want && start.elapsed() < Duration::from_secs(60) {
         let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) else {
             continue;
         };
