@@ -346,8 +346,8 @@ impl Recall {
         let Some(memory) = views.users.get(&(tenant.to_string(), user.to_string())) else {
             return Ok(Vec::new());
         };
-        // every assertion id of the user's facts → its key and version: the version's own id,
-        // or (an assertion that repeated a value) the version holding that value
+        // the user's fact versions by id (a row's id is its assertion's: a version's own, or
+        // that of an assertion which repeated a value and so made no version of its own)
         let versions: HashMap<&str, (&(String, String), &engram_operators::facts::FactVersion)> =
             memory
                 .facts
@@ -360,33 +360,33 @@ impl Recall {
             if versions.contains_key(hit.episode.id.as_str()) {
                 return Some(hit.episode.id.clone());
             }
-            // "subject attribute: value" of a repeated assertion: the version with that text
+            // a repeated assertion: the latest version by then with the same text, compared as
+            // the dataflow compares values (case and spacing aside)
             versions
                 .values()
                 .filter(|(k, v)| {
-                    crate::episode_writer::fact_text(&k.0, &k.1, &v.value).to_lowercase()
-                        == hit.episode.content.to_lowercase()
+                    let text = crate::episode_writer::fact_text(&k.0, &k.1, &v.value);
+                    engram_operators::facts::same_fact_value(&text, &hit.episode.content)
                         && v.valid_from <= hit.episode.ts.timestamp_micros()
                 })
                 .max_by_key(|(_, v)| v.valid_from)
                 .map(|(_, v)| v.fact_id.clone())
         };
-        for (rank, hit) in by_vector.iter().enumerate() {
-            let Some(id) = version_of(hit) else { continue };
-            let (score, why) = fused.entry(id).or_default();
-            if why.vector_rank.is_none() {
-                *score += 1.0 / (rrf_k + rank as f32 + 1.0);
-                why.vector_rank = Some(rank + 1);
-                why.vector_similarity = Some(hit.score);
-            }
-        }
-        for (rank, hit) in by_text.iter().enumerate() {
-            let Some(id) = version_of(hit) else { continue };
-            let (score, why) = fused.entry(id).or_default();
-            if why.text_rank.is_none() {
-                *score += 1.0 / (rrf_k + rank as f32 + 1.0);
-                why.text_rank = Some(rank + 1);
-                why.text_bm25 = Some(hit.score);
+        // each ranking counts a version once, at the best rank of its rows
+        for (by_text, ranking) in [(false, &by_vector), (true, &by_text)] {
+            for (rank, hit) in ranking.iter().enumerate() {
+                let Some(id) = version_of(hit) else { continue };
+                let (score, why) = fused.entry(id).or_default();
+                let (seen, raw) = if by_text {
+                    (&mut why.text_rank, &mut why.text_bm25)
+                } else {
+                    (&mut why.vector_rank, &mut why.vector_similarity)
+                };
+                if seen.is_none() {
+                    *seen = Some(rank + 1);
+                    *raw = Some(hit.score);
+                    *score += 1.0 / (rrf_k + rank as f32 + 1.0);
+                }
             }
         }
         let at = as_of.map(|t| t.timestamp_micros());
