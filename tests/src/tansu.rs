@@ -1,5 +1,5 @@
 //! A separate Kafka-protocol broker for the end-to-end and crash tests: `tansu` (the Rust
-//! crate, 0.6.0, in-memory storage), started on a loopback port and killed when dropped.
+//! crate, 0.6.0, in-memory or SQLite storage), started on a loopback port and killed when dropped.
 //! `scripts/setup --tansu` installs it into `~/.cache/engram/tools/bin`.
 
 use std::net::TcpListener;
@@ -17,10 +17,13 @@ pub const TOPICS: [&str; 5] = [
 ];
 
 pub struct Tansu {
-    child: Child,
+    child: Option<Child>,
     url: String,
     /// `127.0.0.1:PORT`, for `bootstrap.servers`.
     pub brokers: String,
+    /// Where a persistent broker keeps its SQLite database (topics, messages, committed
+    /// offsets); `None` for the in-memory one.
+    storage: Option<tempfile::TempDir>,
 }
 
 /// The `tansu` binary: `$ENGRAM_TANSU`, else the one `scripts/setup --tansu` installs.
@@ -39,47 +42,83 @@ pub fn tansu_bin() -> PathBuf {
 }
 
 impl Tansu {
-    /// Starts a broker on a free loopback port and creates engram's topics with `partitions`
-    /// partitions each.
+    /// Starts a broker with in-memory storage on a free loopback port and creates engram's
+    /// topics with `partitions` partitions each.
     pub fn start(partitions: u32) -> Tansu {
+        Self::start_on(partitions, None)
+    }
+
+    /// Like [`Tansu::start`], but the broker keeps everything in a SQLite database in a
+    /// temporary folder, so that it can be stopped ([`Tansu::stop`]) and started again
+    /// ([`Tansu::restart`]) on the same port with its topics, messages and offsets.
+    pub fn start_persistent(partitions: u32) -> Tansu {
+        Self::start_on(partitions, Some(tempfile::tempdir().unwrap()))
+    }
+
+    fn start_on(partitions: u32, storage: Option<tempfile::TempDir>) -> Tansu {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let url = format!("tcp://127.0.0.1:{port}");
-        let child = Command::new(tansu_bin())
-            .args([
-                "broker",
-                "--listener-url",
-                &url,
-                "--advertised-listener-url",
-                &url,
-            ])
-            .args(["--storage-engine", "memory://tansu/", "--silent"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start tansu");
-        let tansu = Tansu {
-            child,
+        let mut tansu = Tansu {
+            child: None,
             brokers: format!("127.0.0.1:{port}"),
-            url,
+            url: format!("tcp://127.0.0.1:{port}"),
+            storage,
         };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(&tansu.brokers).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "tansu did not listen on {}",
-                tansu.brokers
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        tansu.restart();
         for topic in TOPICS {
             tansu.create_topic(topic, partitions);
         }
         tansu
+    }
+
+    /// Starts the broker process (again) on its port, and waits until it listens.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "tansu is running already");
+        let mut command = Command::new(tansu_bin());
+        command.args([
+            "broker",
+            "--listener-url",
+            &self.url,
+            "--advertised-listener-url",
+            &self.url,
+        ]);
+        match &self.storage {
+            // sqlite://NAME is a database file NAME in the broker's working directory
+            Some(dir) => command
+                .current_dir(dir.path())
+                .args(["--storage-engine", "sqlite://tansu.db"]),
+            None => command.args(["--storage-engine", "memory://tansu/"]),
+        };
+        self.child = Some(
+            command
+                .arg("--silent")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start tansu"),
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(&self.brokers).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "tansu did not listen on {}",
+                self.brokers
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Kills the broker process (SIGKILL: a crash, or a pulled plug). Clients see their
+    /// connections drop and the port refuse until [`Tansu::restart`].
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 
     pub fn create_topic(&self, name: &str, partitions: u32) {
@@ -98,7 +137,6 @@ impl Tansu {
 
 impl Drop for Tansu {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop();
     }
 }
