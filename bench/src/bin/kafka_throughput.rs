@@ -2,8 +2,10 @@
 //!
 //!     cargo run -p engram-bench --bin kafka_throughput -- [events] [users]
 //!
-//! Starts librdkafka's mock cluster (the Kafka protocol over loopback, in this process), sends
-//! `events` synthetic messages (default 20,000) keyed `tenant/user` to `engram.interactions`,
+//! Starts librdkafka's mock cluster (the Kafka protocol over loopback, in this process), or
+//! with `ENGRAM_BENCH_BROKERS=HOST:PORT` uses that broker (e.g. a fresh `tansu` process with
+//! engram's topics created), sends `events` synthetic messages (default 20,000) keyed
+//! `tenant/user` to `engram.interactions`,
 //! then starts the engine with its Kafka source and measures, from the moment it starts
 //! consuming:
 //! - Kafka → views: until the event log holds every event and the views are as of its end
@@ -30,13 +32,23 @@ async fn main() -> anyhow::Result<()> {
     let events = args.first().copied().unwrap_or(20_000);
     let users = args.get(1).copied().unwrap_or(100);
 
-    let mock = MockCluster::new(1)?;
     let topics = KafkaConfig::default();
-    for (topic, _kind) in topics.input_topics() {
-        mock.create_topic(&topic, 4, 1)?;
-    }
-    mock.create_topic(&topics.dlq_topic(), 4, 1)?;
-    let brokers = mock.bootstrap_servers();
+    // the mock cluster lives as long as `_mock`; an external broker needs none
+    let (brokers, _mock, broker_name) = match std::env::var("ENGRAM_BENCH_BROKERS") {
+        Ok(brokers) => (brokers.clone(), None, format!("the broker at {brokers}")),
+        Err(_) => {
+            let mock = MockCluster::new(1)?;
+            for (topic, _kind) in topics.input_topics() {
+                mock.create_topic(&topic, 4, 1)?;
+            }
+            mock.create_topic(&topics.dlq_topic(), 4, 1)?;
+            (
+                mock.bootstrap_servers(),
+                Some(mock),
+                "the mock cluster".to_string(),
+            )
+        }
+    };
     let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
         .set("bootstrap.servers", &brokers)
         .set("queue.buffering.max.messages", "1000000")
@@ -62,7 +74,7 @@ async fn main() -> anyhow::Result<()> {
             .map_err(|(e, _)| e)?;
     }
     producer.flush(Duration::from_secs(60))?;
-    println!("sent {events} events for {users} users to the mock cluster");
+    println!("sent {events} events for {users} users to {broker_name}");
 
     let dir = tempfile::tempdir()?;
     let mut config = Config::load(None)?;
