@@ -9,6 +9,7 @@ use engram_operators::math::beta::context_bucket;
 use engram_operators::math::fusion::{fuse_confidence, ModalitySignal, ModalityWeights};
 use engram_operators::memory_marks::MemoryUse;
 use engram_operators::skill_feedback::{FeedbackVote, MessageKey};
+use engram_operators::summaries::SummaryNode;
 use engram_operators::team_preferences::TeamAssignment;
 use engram_operators::{Episode, SessionKey};
 use engram_schemas::{node_id, Body, ControlAction, Correction, Event, Role};
@@ -31,6 +32,8 @@ pub enum InputRecord {
     TeamAssignment(UserKey, TeamAssignment),
     /// An answer (the assistant message, by its event id) was built with this memory.
     MemoryUse(MessageKey, MemoryUse),
+    /// A summary an asynchronous reflection wrote, with the episodes it covers.
+    Summary(UserKey, SummaryNode),
 }
 
 /// Confidence of a correction that states none and carries no signals to fuse: the user typed
@@ -95,6 +98,7 @@ impl InputRecord {
             InputRecord::CorrectionNote(_, note) => note.ts_micros,
             InputRecord::TeamAssignment(_, a) => a.ts_micros,
             InputRecord::MemoryUse(_, u) => u.ts_micros,
+            InputRecord::Summary(_, s) => s.ts_micros,
         }
     }
 
@@ -232,6 +236,26 @@ impl InputRecord {
                     expected_behavior: c.expected_behavior.clone(),
                     confidence_milli: (correction_confidence(c) * 1000.0).round() as u16,
                     context: correction_context(c),
+                },
+            )],
+            Body::Summary(summary) => vec![InputRecord::Summary(
+                (h.tenant.clone(), h.user.clone()),
+                SummaryNode {
+                    id: node_id(&h.tenant, &h.event_id).to_string(),
+                    event_id: h.event_id.clone(),
+                    ts_micros: h.ts.timestamp_micros(),
+                    log_offset,
+                    content: summary.content.clone(),
+                    // the episode an interaction makes has the node id of its event
+                    covers: {
+                        let mut ids: Vec<String> = summary
+                            .covers
+                            .iter()
+                            .map(|event_id| node_id(&h.tenant, event_id).to_string())
+                            .collect();
+                        ids.sort_unstable();
+                        ids
+                    },
                 },
             )],
             Body::Control(c) if c.action == ControlAction::SetTeam => {

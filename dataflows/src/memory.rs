@@ -20,6 +20,7 @@ use engram_operators::preference_contradictions::preference_contradictions;
 use engram_operators::skill_confidence::{discounted_skill_feedback, skill_confidences};
 use engram_operators::skill_feedback::{skill_feedback, FeedbackVote, MessageKey};
 use engram_operators::style_preferences::style_preferences;
+use engram_operators::summaries::{user_summaries, SummaryNode};
 use engram_operators::team_preferences::{
     org_preferences, team_preferences, user_teams, TeamAssignment,
 };
@@ -43,6 +44,8 @@ pub struct EpisodeBatch {
     /// Fact assertions that entered the views, in log order, for the caller to store (Lance):
     /// `((tenant, user, subject, attribute), assertion)`.
     pub facts: Vec<(FactKey, FactAssertion)>,
+    /// Summaries that entered the views, in log order, for the caller to store (Lance).
+    pub summaries: Vec<(UserKey, SummaryNode)>,
 }
 
 /// A running dataflow. Dropping it does not stop it; call [`DataflowHandle::stop`].
@@ -76,6 +79,7 @@ impl Drop for DataflowHandle {
 type Captured = Arc<Mutex<Vec<(ViewUpdate, u64, isize)>>>;
 type CapturedEpisodes = Arc<Mutex<Vec<((SessionKey, Episode), u64, isize)>>>;
 type CapturedFacts = Arc<Mutex<Vec<((FactKey, FactAssertion), u64, isize)>>>;
+type CapturedSummaries = Arc<Mutex<Vec<((UserKey, SummaryNode), u64, isize)>>>;
 type CapturedStates = Arc<Mutex<Vec<((PreferenceKey, LifecycleState), u64, isize)>>>;
 
 /// What moves engine time, the clock of preference lifecycles (decay happens in engine time).
@@ -162,6 +166,7 @@ where
     let captured: Captured = Default::default();
     let captured_episodes: CapturedEpisodes = Default::default();
     let captured_facts: CapturedFacts = Default::default();
+    let captured_summaries: CapturedSummaries = Default::default();
     let captured_states: CapturedStates = Default::default();
     let engine_time = Arc::new(EngineTime {
         clock,
@@ -177,6 +182,7 @@ where
         let mut lifecycle_probe = Handle::new();
         let (cap, cap_eps) = (captured.clone(), captured_episodes.clone());
         let cap_facts = captured_facts.clone();
+        let cap_summaries = captured_summaries.clone();
         // preference traces as the memory dataflow emits them, for the lifecycle dataflow
         let new_traces: Rc<RefCell<Vec<(PreferenceKey, PreferenceTrace, isize)>>> =
             Default::default();
@@ -200,6 +206,16 @@ where
             let (assignments_input, assignments) =
                 scope.new_collection::<(UserKey, TeamAssignment), isize>();
             let (uses_input, uses) = scope.new_collection::<(MessageKey, MemoryUse), isize>();
+            let (summaries_input, summaries) =
+                scope.new_collection::<(UserKey, SummaryNode), isize>();
+            capture(
+                user_summaries(summaries).inspect(move |(rec, t, d)| {
+                    cap_summaries.lock().unwrap().push((rec.clone(), *t, *d))
+                }),
+                &cap,
+                &mut probe,
+                |(user, summary)| ViewUpdate::Summary(user.clone(), summary.clone()),
+            );
             capture(
                 memory_marks(uses, votes.clone()),
                 &cap,
@@ -328,6 +344,7 @@ where
                 notes: notes_input,
                 assignments: assignments_input,
                 uses: uses_input,
+                summaries: summaries_input,
             }
         });
         let out = episodes_out.lock().unwrap().clone();
@@ -378,6 +395,7 @@ where
                         &captured,
                         &captured_episodes,
                         &captured_facts,
+                        &captured_summaries,
                         &captured_states,
                         &views,
                         &out,
@@ -450,6 +468,7 @@ struct Inputs {
     notes: InputSession<u64, (UserKey, CorrectionNote), isize>,
     assignments: InputSession<u64, (UserKey, TeamAssignment), isize>,
     uses: InputSession<u64, (MessageKey, MemoryUse), isize>,
+    summaries: InputSession<u64, (UserKey, SummaryNode), isize>,
 }
 
 impl Inputs {
@@ -462,6 +481,7 @@ impl Inputs {
             InputRecord::CorrectionNote(user, note) => self.notes.update((user, note), diff),
             InputRecord::TeamAssignment(user, a) => self.assignments.update((user, a), diff),
             InputRecord::MemoryUse(message, used) => self.uses.update((message, used), diff),
+            InputRecord::Summary(user, summary) => self.summaries.update((user, summary), diff),
         }
     }
 
@@ -475,6 +495,7 @@ impl Inputs {
             self.notes.advance_to(time);
             self.assignments.advance_to(time);
             self.uses.advance_to(time);
+            self.summaries.advance_to(time);
         }
         self.episodes.flush();
         self.facts.flush();
@@ -483,6 +504,7 @@ impl Inputs {
         self.notes.flush();
         self.assignments.flush();
         self.uses.flush();
+        self.summaries.flush();
     }
 }
 
@@ -516,6 +538,7 @@ fn publish(
     captured: &Captured,
     captured_episodes: &CapturedEpisodes,
     captured_facts: &CapturedFacts,
+    captured_summaries: &CapturedSummaries,
     captured_states: &CapturedStates,
     views: &SharedViews,
     out: &Sender<EpisodeBatch>,
@@ -524,6 +547,7 @@ fn publish(
     let ready = take_before(captured, frontier);
     let mut episodes = take_before(captured_episodes, frontier);
     let mut facts = take_before(captured_facts, frontier);
+    let mut summaries = take_before(captured_summaries, frontier);
     let states = take_before(captured_states, frontiers.engine_time);
     let mut updates: Vec<(ViewUpdate, isize)> =
         Vec::with_capacity(ready.len() + episodes.len() + states.len());
@@ -555,11 +579,16 @@ fn publish(
     facts.sort_by(|((ka, a), _, _), ((kb, b), _, _)| {
         (a.log_offset, ka, a).cmp(&(b.log_offset, kb, b))
     });
-    if !episodes.is_empty() || !facts.is_empty() {
+    summaries.retain(|(_, _, d)| *d > 0);
+    summaries.sort_by(|((ka, a), _, _), ((kb, b), _, _)| {
+        (a.log_offset, ka, a).cmp(&(b.log_offset, kb, b))
+    });
+    if !episodes.is_empty() || !facts.is_empty() || !summaries.is_empty() {
         let _ = out.send(EpisodeBatch {
             as_of: frontier,
             episodes: episodes.into_iter().map(|(rec, _, _)| rec).collect(),
             facts: facts.into_iter().map(|(rec, _, _)| rec).collect(),
+            summaries: summaries.into_iter().map(|(rec, _, _)| rec).collect(),
         });
     }
 }

@@ -12,6 +12,7 @@ use engram_operators::preference_contradictions::Contradiction;
 use engram_operators::skill_confidence::{DiscountedTally, SkillConfidence, UserSkillKey};
 use engram_operators::skill_feedback::{FeedbackTally, PopulationKey, SkillKey};
 use engram_operators::style_preferences::UserStyle;
+use engram_operators::summaries::SummaryNode;
 use engram_operators::team_preferences::{OrgPreference, TeamKey, TeamPreference};
 use engram_operators::SessionKey;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -82,6 +83,8 @@ pub struct UserMemory {
     pub style: Option<UserStyle>,
     /// Episode id → its MARK state, for the episodes answers were built with.
     pub marks: BTreeMap<String, MemoryMark>,
+    /// Summary event id → the summary, with its `COVERS` edges.
+    pub summaries: BTreeMap<String, SummaryNode>,
 }
 
 /// A change to the views, produced by the dataflow.
@@ -109,6 +112,7 @@ pub enum ViewUpdate {
     TeamPreference(TeamKey, TeamPreference),
     OrgPreference(String, OrgPreference),
     Style(UserKey, UserStyle),
+    Summary(UserKey, SummaryNode),
 }
 
 impl MemoryViews {
@@ -211,6 +215,10 @@ impl MemoryViews {
                 let notes = &mut self.users.entry(user).or_default().corrections;
                 set_or_clear(notes, note.correction_id.clone(), note, diff);
             }
+            ViewUpdate::Summary(user, summary) => {
+                let summaries = &mut self.users.entry(user).or_default().summaries;
+                set_or_clear(summaries, summary.event_id.clone(), summary, diff);
+            }
             ViewUpdate::Style(user, style) => {
                 let current = &mut self.users.entry(user).or_default().style;
                 if diff > 0 {
@@ -287,6 +295,7 @@ impl ViewUpdate {
             | ViewUpdate::ClusterMeasure(user, _)
             | ViewUpdate::Pattern(user, _)
             | ViewUpdate::CorrectionNote(user, _)
+            | ViewUpdate::Summary(user, _)
             | ViewUpdate::Style(user, _)
             | ViewUpdate::PreferenceTrace((user, _), _)
             | ViewUpdate::PreferenceState((user, _), _)

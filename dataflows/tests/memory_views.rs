@@ -14,7 +14,7 @@ use engram_operators::skill_feedback::FeedbackTally;
 use engram_operators::{episode_key, Episode};
 use engram_schemas::{
     Body, Control, ControlAction, ControlScope, Correction, CorrectionType, Event, Feedback,
-    FeedbackContext, Header, Interaction, Role,
+    FeedbackContext, Header, Interaction, Role, Summary,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -125,6 +125,19 @@ fn random_event(rng: &mut StdRng, i: usize) -> Event {
         });
         return Event { header, body };
     }
+    if rng.gen_bool(0.05) {
+        // a reflection's summary of some earlier events (not all of them this user's)
+        let covers = (0..rng.gen_range(0..4))
+            .map(|_| format!("e{}", rng.gen_range(0..i.max(1))))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let body = Body::Summary(Summary {
+            content: format!("summary {i} of the laptop talk"),
+            covers,
+        });
+        return Event { header, body };
+    }
     if rng.gen_bool(0.2) {
         // a vote on one of a few answers: later votes on the same answer replace earlier ones
         let body = Body::Feedback(Feedback {
@@ -210,6 +223,8 @@ struct Expected {
     team_preferences: BTreeSet<((String, String), Vec<String>)>,
     /// The teams holding each organisation preference.
     org_preferences: BTreeSet<(String, Vec<String>)>,
+    /// `(tenant, user, summary event id)` → (content, node ids of the episodes it covers).
+    summaries: BTreeMap<(String, String, String), (String, Vec<String>)>,
 }
 
 /// Clusters (every correction of one user and topic, named by the least event id) and the
@@ -368,6 +383,7 @@ fn from_scratch(log: &[Event]) -> Expected {
                 InputRecord::Fact(k, a) => assertions.entry(k).or_default().push(a),
                 InputRecord::Feedback(..) | InputRecord::Correction(..) => {}
                 InputRecord::CorrectionNote(..) | InputRecord::TeamAssignment(..) => {}
+                InputRecord::Summary(..) => {}
                 InputRecord::MemoryUse((t, u, _), used) => {
                     *recalls.entry((t, u, used.episode_id)).or_insert(0) += 1;
                 }
@@ -439,6 +455,25 @@ fn from_scratch(log: &[Event]) -> Expected {
         recalls,
         team_preferences: BTreeSet::new(),
         org_preferences: BTreeSet::new(),
+        summaries: log
+            .iter()
+            .filter_map(|e| match &e.body {
+                Body::Summary(s) => {
+                    let h = &e.header;
+                    let mut covers: Vec<String> = s
+                        .covers
+                        .iter()
+                        .map(|id| engram_schemas::node_id(&h.tenant, id).to_string())
+                        .collect();
+                    covers.sort();
+                    Some((
+                        (h.tenant.clone(), h.user.clone(), h.event_id.clone()),
+                        (s.content.clone(), covers),
+                    ))
+                }
+                _ => None,
+            })
+            .collect(),
     };
     tally_votes(log, &mut expected);
     let promoted_topics = cluster_corrections(log, &mut expected);
@@ -457,7 +492,15 @@ fn published(views: &SharedViews) -> Expected {
     let mut measures = BTreeMap::new();
     let mut notes = BTreeMap::new();
     let mut voted = BTreeMap::new();
+    let mut summaries = BTreeMap::new();
     for ((tenant, user), m) in &v.users {
+        for (event_id, s) in &m.summaries {
+            assert_eq!(event_id, &s.event_id);
+            summaries.insert(
+                (tenant.clone(), user.clone(), event_id.clone()),
+                (s.content.clone(), s.covers.clone()),
+            );
+        }
         for (id, note) in &m.corrections {
             assert_eq!(id, &note.correction_id);
             notes.insert(
@@ -568,6 +611,7 @@ fn published(views: &SharedViews) -> Expected {
             .iter()
             .flat_map(|(tenant, held)| held.values().map(|p| (tenant.clone(), p.teams.clone())))
             .collect(),
+        summaries,
     }
 }
 

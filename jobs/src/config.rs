@@ -350,4 +350,9 @@ impl Config {
     pub fn facts_dir(&self) -> PathBuf {
         self.data_dir.join("lance").join("facts.lance")
     }
+
+    /// The summaries table: one row per summary event, embedded by its content.
+    pub fn summaries_dir(&self) -> PathBuf {
+        self.data_dir.join("lance").join("summaries.lance")
+    }
 }

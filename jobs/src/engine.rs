@@ -2,7 +2,7 @@
 //! memory dataflow and the episode writer, and loads the demo conversation.
 
 use crate::config::Config;
-use crate::episode_writer::{spawn_episode_writer, PassageSink};
+use crate::episode_writer::{spawn_episode_writer, PassageSink, SideTables};
 use crate::event_archive::{restore_log, spawn_event_archiver};
 use crate::ingest::Ingestor;
 use crate::log_source::LogSource;
@@ -162,6 +162,15 @@ impl Engine {
             EpisodeStore::open(&config.facts_dir(), embedder.dim(), config.index.clone()).await?,
         );
         tracing::info!(rows = facts.row_count(), watermark = ?facts.watermark(), "fact store opened");
+        let summaries = Arc::new(
+            EpisodeStore::open(
+                &config.summaries_dir(),
+                embedder.dim(),
+                config.index.clone(),
+            )
+            .await?,
+        );
+        tracing::info!(rows = summaries.row_count(), watermark = ?summaries.watermark(), "summary store opened");
 
         let views = Arc::new(SharedViews::default());
         let (tx, rx) = std::sync::mpsc::channel();
@@ -176,7 +185,10 @@ impl Engine {
                     max_per_episode: config.passages.max_per_episode,
                 })
             }),
-            Some(facts.clone()),
+            SideTables {
+                facts: Some(facts.clone()),
+                summaries: Some(summaries.clone()),
+            },
             embedder.clone(),
             tokio::runtime::Handle::current(),
             stop.clone(),
@@ -237,6 +249,7 @@ impl Engine {
             store: store.clone(),
             passages,
             facts: Some(facts),
+            summaries: Some(summaries),
             embedder,
             views: views.clone(),
             config: config.recall.clone(),

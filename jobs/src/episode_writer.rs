@@ -1,5 +1,5 @@
-//! Stores the episodes the dataflow emits (and the fact assertions, in a table of their own):
-//! embeds them in batches and appends them to Lance.
+//! Stores the episodes the dataflow emits (and the fact assertions and summaries, each in a
+//! table of their own): embeds them in batches and appends them to Lance.
 //!
 //! Two stages on two threads, so the embedder never waits for a Lance commit or an index
 //! refresh: the embedding stage turns episodes into rows, the appending stage commits them (in
@@ -11,7 +11,9 @@
 use chrono::{TimeZone, Utc};
 use engram_connectors::{Embedder, EpisodeRow, EpisodeStore};
 use engram_dataflows::EpisodeBatch;
+use engram_operators::correction_clusters::UserKey;
 use engram_operators::facts::{FactAssertion, FactKey};
+use engram_operators::summaries::SummaryNode;
 use engram_operators::{Episode, SessionKey};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
@@ -43,11 +45,45 @@ impl PassageSink {
     }
 }
 
-/// Rows of one embedded chunk: passages, facts and episodes (each may be empty).
+/// The tables beside the episodes that the writer fills: each row is embedded by its content.
+#[derive(Clone, Default)]
+pub struct SideTables {
+    pub facts: Option<Arc<EpisodeStore>>,
+    pub summaries: Option<Arc<EpisodeStore>>,
+}
+
+/// Rows of one embedded chunk: passages, facts, summaries and episodes (each may be empty).
+#[derive(Default)]
 struct Embedded {
     passages: Vec<EpisodeRow>,
     facts: Vec<EpisodeRow>,
+    summaries: Vec<EpisodeRow>,
     episodes: Vec<EpisodeRow>,
+}
+
+/// The role of a summary's row in the summaries table.
+pub const SUMMARY_ROLE: &str = "summary";
+
+/// A summary as a row of the summaries table: its node id, event id, text, time and log
+/// offset (the table's idempotency key, as for episodes). Its `COVERS` edges stay in the views.
+pub fn summary_row((tenant, user): &UserKey, s: &SummaryNode, vector: Vec<f32>) -> EpisodeRow {
+    EpisodeRow {
+        id: s.id.clone(),
+        event_id: s.event_id.clone(),
+        tenant: tenant.clone(),
+        user: user.clone(),
+        session: None,
+        role: SUMMARY_ROLE.into(),
+        content: s.content.clone(),
+        ts: Utc
+            .timestamp_micros(s.ts_micros)
+            .single()
+            .unwrap_or_default(),
+        turn: None,
+        importance: None,
+        log_offset: s.log_offset,
+        vector,
+    }
 }
 
 /// The role of a fact's row in the facts table.
@@ -89,7 +125,7 @@ pub fn spawn_episode_writer(
     rx: Receiver<EpisodeBatch>,
     store: Arc<EpisodeStore>,
     passages: Option<Arc<PassageSink>>,
-    facts: Option<Arc<EpisodeStore>>,
+    side: SideTables,
     embedder: Arc<Embedder>,
     rt: tokio::runtime::Handle,
     stop: Arc<AtomicBool>,
@@ -100,18 +136,11 @@ pub fn spawn_episode_writer(
             let (to_appender, embedded) = std::sync::mpsc::sync_channel(APPEND_QUEUE);
             let appender = {
                 let (store, stop, passages) = (store.clone(), stop.clone(), passages.clone());
-                let facts = facts.clone();
+                let side = side.clone();
                 std::thread::Builder::new()
                     .name("episode-appender".into())
                     .spawn(move || {
-                        append_stage(
-                            embedded,
-                            &store,
-                            passages.as_deref(),
-                            facts.as_deref(),
-                            &rt,
-                            &stop,
-                        )
+                        append_stage(embedded, &store, passages.as_deref(), &side, &rt, &stop)
                     })
                     .expect("spawn the episode appender")
             };
@@ -119,7 +148,7 @@ pub fn spawn_episode_writer(
                 rx,
                 &store,
                 passages.as_deref(),
-                facts.as_deref(),
+                &side,
                 &embedder,
                 &stop,
                 to_appender,
@@ -133,76 +162,82 @@ fn embed_stage(
     rx: Receiver<EpisodeBatch>,
     store: &EpisodeStore,
     passages: Option<&PassageSink>,
-    facts: Option<&EpisodeStore>,
+    side: &SideTables,
     embedder: &Embedder,
     stop: &AtomicBool,
     to_appender: SyncSender<Embedded>,
 ) {
     let mut pending: Vec<(SessionKey, Episode)> = Vec::new();
-    let mut pending_facts: Vec<(FactKey, FactAssertion)> = Vec::new();
+    // rows of the side tables, not yet embedded (empty vectors), in log order
+    let mut pending_facts: Vec<EpisodeRow> = Vec::new();
+    let mut pending_summaries: Vec<EpisodeRow> = Vec::new();
+    let unstored = |table: &Option<Arc<EpisodeStore>>, offset: u64| {
+        table
+            .as_ref()
+            .is_some_and(|t| t.watermark().is_none_or(|w| offset > w))
+    };
     let receive = |b: EpisodeBatch,
                    pending: &mut Vec<(SessionKey, Episode)>,
-                   pending_facts: &mut Vec<(FactKey, FactAssertion)>| {
+                   pending_facts: &mut Vec<EpisodeRow>,
+                   pending_summaries: &mut Vec<EpisodeRow>| {
         pending.extend(b.episodes);
-        if let Some(store) = facts {
-            let watermark = store.watermark();
-            pending_facts.extend(
-                b.facts
-                    .into_iter()
-                    .filter(|(_, a)| watermark.is_none_or(|w| a.log_offset > w)),
-            );
-        }
+        pending_facts.extend(
+            b.facts
+                .iter()
+                .filter(|(_, a)| unstored(&side.facts, a.log_offset))
+                .map(|(key, a)| fact_row(key, a, Vec::new())),
+        );
+        pending_summaries.extend(
+            b.summaries
+                .iter()
+                .filter(|(_, s)| unstored(&side.summaries, s.log_offset))
+                .map(|(user, s)| summary_row(user, s, Vec::new())),
+        );
     };
     loop {
         // On stop, what is not yet embedded stays in the log and is stored after the restart.
         if stop.load(Ordering::Acquire) {
             return;
         }
-        if pending.is_empty() && pending_facts.is_empty() {
+        let waiting = |p: &Vec<(SessionKey, Episode)>, f: &Vec<EpisodeRow>, s: &Vec<EpisodeRow>| {
+            p.len() + f.len() + s.len()
+        };
+        if waiting(&pending, &pending_facts, &pending_summaries) == 0 {
             match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(b) => receive(b, &mut pending, &mut pending_facts),
+                Ok(b) => receive(b, &mut pending, &mut pending_facts, &mut pending_summaries),
                 Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => return,
             }
         }
         // Take whatever else is already waiting: batches grow with load.
-        while pending.len() + pending_facts.len() < MAX_PENDING {
+        while waiting(&pending, &pending_facts, &pending_summaries) < MAX_PENDING {
             match rx.try_recv() {
-                Ok(b) => receive(b, &mut pending, &mut pending_facts),
+                Ok(b) => receive(b, &mut pending, &mut pending_facts, &mut pending_summaries),
                 Err(_) => break,
             }
         }
-        // Facts go in chunks of their own, all of one log offset together (the table skips
-        // offsets it holds, so one offset's facts must not be split over two commits).
-        if !pending_facts.is_empty() {
-            let mut take = pending_facts.len().min(EMBED_CHUNK);
-            while take < pending_facts.len()
-                && pending_facts[take].1.log_offset == pending_facts[take - 1].1.log_offset
-            {
-                take += 1;
+        // Facts and summaries go in chunks of their own, all of one log offset together (a
+        // table skips offsets it holds, so one offset's rows must not be split over two
+        // commits).
+        let as_facts: fn(Vec<EpisodeRow>) -> Embedded = |facts| Embedded {
+            facts,
+            ..Embedded::default()
+        };
+        let as_summaries: fn(Vec<EpisodeRow>) -> Embedded = |summaries| Embedded {
+            summaries,
+            ..Embedded::default()
+        };
+        for (pending_side, what, embedded) in [
+            (&mut pending_facts, "embedding facts", as_facts),
+            (&mut pending_summaries, "embedding summaries", as_summaries),
+        ] {
+            if pending_side.is_empty() {
+                continue;
             }
-            let chunk: Vec<(FactKey, FactAssertion)> = pending_facts.drain(..take).collect();
-            let texts: Vec<String> = chunk
-                .iter()
-                .map(|((_, _, subject, attribute), a)| fact_text(subject, attribute, &a.value))
-                .collect();
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let Some(vectors) = retry(stop, "embedding facts", refs.len(), || {
-                embedder.embed(&refs)
-            }) else {
+            let Some(rows) = embed_side_chunk(pending_side, embedder, stop, what) else {
                 return;
             };
-            let facts = chunk
-                .iter()
-                .zip(vectors)
-                .map(|((key, a), vector)| fact_row(key, a, vector))
-                .collect();
-            let rows = Embedded {
-                passages: Vec::new(),
-                facts,
-                episodes: Vec::new(),
-            };
-            if to_appender.send(rows).is_err() {
+            if to_appender.send(embedded(rows)).is_err() {
                 return;
             }
         }
@@ -252,13 +287,35 @@ fn embed_stage(
             .collect();
         let rows = Embedded {
             passages,
-            facts: Vec::new(),
             episodes,
+            ..Embedded::default()
         };
         if to_appender.send(rows).is_err() {
             return;
         }
     }
+}
+
+/// Embeds the first chunk of `pending` side-table rows (at most [`EMBED_CHUNK`], extended to
+/// the end of the last row's log offset) by their content and takes them out of `pending`;
+/// `None` once the writer is stopped.
+fn embed_side_chunk(
+    pending: &mut Vec<EpisodeRow>,
+    embedder: &Embedder,
+    stop: &AtomicBool,
+    what: &str,
+) -> Option<Vec<EpisodeRow>> {
+    let mut take = pending.len().min(EMBED_CHUNK);
+    while take < pending.len() && pending[take].log_offset == pending[take - 1].log_offset {
+        take += 1;
+    }
+    let mut chunk: Vec<EpisodeRow> = pending.drain(..take).collect();
+    let texts: Vec<&str> = chunk.iter().map(|r| r.content.as_str()).collect();
+    let vectors = retry(stop, what, texts.len(), || embedder.embed(&texts))?;
+    for (row, vector) in chunk.iter_mut().zip(vectors) {
+        row.vector = vector;
+    }
+    Some(chunk)
 }
 
 /// A passage's id is its episode's id, this separator, and its number in the episode.
@@ -268,7 +325,7 @@ fn append_stage(
     embedded: Receiver<Embedded>,
     store: &EpisodeStore,
     passages: Option<&PassageSink>,
-    facts: Option<&EpisodeStore>,
+    side: &SideTables,
     rt: &tokio::runtime::Handle,
     stop: &AtomicBool,
 ) {
@@ -276,25 +333,31 @@ fn append_stage(
     // committed. Passages are committed before their episodes; each store skips offsets it
     // already holds, so a crash between the two commits repeats nothing.
     while let Ok(mut batch) = embedded.recv() {
-        while batch.episodes.len() + batch.passages.len() + batch.facts.len() < MAX_ROWS_PER_COMMIT
-        {
+        let rows =
+            |b: &Embedded| b.episodes.len() + b.passages.len() + b.facts.len() + b.summaries.len();
+        while rows(&batch) < MAX_ROWS_PER_COMMIT {
             match embedded.try_recv() {
                 Ok(more) => {
                     batch.episodes.extend(more.episodes);
                     batch.passages.extend(more.passages);
                     batch.facts.extend(more.facts);
+                    batch.summaries.extend(more.summaries);
                 }
                 Err(_) => break,
             }
         }
-        if let (Some(store), false) = (facts, batch.facts.is_empty()) {
-            let rows = &batch.facts;
-            if retry(stop, "storing facts", rows.len(), || {
-                rt.block_on(store.append(rows.clone()))
-            })
-            .is_none()
-            {
-                return;
+        for (table, rows, what) in [
+            (&side.facts, &batch.facts, "storing facts"),
+            (&side.summaries, &batch.summaries, "storing summaries"),
+        ] {
+            if let (Some(store), false) = (table, rows.is_empty()) {
+                if retry(stop, what, rows.len(), || {
+                    rt.block_on(store.append(rows.clone()))
+                })
+                .is_none()
+                {
+                    return;
+                }
             }
         }
         if let (Some(p), false) = (passages, batch.passages.is_empty()) {

@@ -56,6 +56,9 @@ pub struct ErasureReceipt {
     /// Rows of the Lance facts table.
     #[serde(default)]
     pub facts_erased: usize,
+    /// Rows of the Lance summaries table.
+    #[serde(default)]
+    pub summaries_erased: usize,
     pub tenant_keys_removed: bool,
     pub completed_at: chrono::DateTime<chrono::Utc>,
     pub took_ms: f64,
@@ -150,6 +153,10 @@ impl Engine {
             Some(f) => f.erase(tenant, user, offset).await?,
             None => 0,
         };
+        let summaries_erased = match &self.recall.summaries {
+            Some(s) => s.erase(tenant, user, offset).await?,
+            None => 0,
+        };
         // The log: every record of the erased below the erase event.
         let log = self.ingestor.log().clone();
         let (t, u) = (tenant.to_string(), user.map(str::to_string));
@@ -205,6 +212,7 @@ impl Engine {
             episodes_erased,
             passages_erased,
             facts_erased,
+            summaries_erased,
             tenant_keys_removed,
             completed_at: chrono::Utc::now(),
             took_ms: started.elapsed().as_secs_f64() * 1000.0,

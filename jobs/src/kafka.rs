@@ -137,13 +137,14 @@ impl KafkaConfig {
         .collect()
     }
 
-    /// The topic an event of `kind` belongs on. Facts travel with interactions.
+    /// The topic an event of `kind` belongs on. Facts and summaries travel with interactions
+    /// ([`EventKind::topic_kind`]).
     pub fn topic_for(&self, kind: EventKind) -> String {
-        let name = match kind {
-            EventKind::Interaction | EventKind::Fact => "interactions",
+        let name = match kind.topic_kind() {
             EventKind::Correction => "corrections",
             EventKind::Feedback => "feedback",
             EventKind::Control => "control",
+            _ => "interactions",
         };
         format!("{}{name}", self.topic_prefix)
     }
@@ -535,6 +536,38 @@ fn loose_key(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_kind_is_produced_to_a_topic_whose_consumer_accepts_it() {
+        let config = KafkaConfig {
+            topic_prefix: "x.".into(),
+            ..KafkaConfig::default()
+        };
+        let consumed: BTreeMap<String, EventKind> = config.input_topics().into_iter().collect();
+        for kind in EventKind::ALL {
+            let topic = config.topic_for(kind);
+            let hint = consumed.get(&topic).copied();
+            assert!(
+                hint.is_some(),
+                "{kind:?} goes to {topic}, which is not consumed"
+            );
+            let event = serde_json::json!({
+                "kind": kind.as_str(), "event_id": "e1", "tenant": "t", "user": "u",
+                "ts": "2025-01-01T00:00:00Z", "role": "user", "content": "hi",
+                "target_event_id": "e0", "original": "a", "correction_type": "STYLE",
+                "message_id": "m", "skill_id": "concise", "reward": 1,
+                "subject": "user", "attribute": "city", "value": "Porto",
+                "covers": ["e0"], "action": "restrict",
+            });
+            let parsed = parse_event(event.to_string().as_bytes(), hint);
+            assert_eq!(
+                parsed.map(|e| e.kind()).ok(),
+                Some(kind),
+                "{kind:?} on {topic}"
+            );
+        }
+        assert_eq!(config.topic_for(EventKind::Summary), "x.interactions");
+    }
 
     #[test]
     fn each_client_gets_the_properties_of_its_role_and_the_shared_ones() {

@@ -7,12 +7,13 @@
 //!    first, "do X, not Y" where the correction has both); the corrections made earlier in
 //!    this session (they act at once, before any pattern forms); the chosen skill's template;
 //! 2. user: few-shot corrections (the most similar original → corrected pairs) and memory
-//!    (current facts, most similar to the query first; recalled episodes with dates);
+//!    (current facts, most similar to the query first; recalled summaries and episodes with
+//!    dates);
 //! 3. the session's last turns, verbatim;
 //! 4. user: the query; then the assistant's turn is opened.
 //!
 //! System part and query are required; the rest is added by priority (recent turns, few-shot,
-//! facts, episodes) while it fits, and the final prompt is counted exactly.
+//! facts, summaries, episodes) while it fits, and the final prompt is counted exactly.
 
 use crate::config::PromptConfig;
 use crate::engine::Engine;
@@ -161,10 +162,24 @@ pub struct Provenance {
     pub session_corrections: Vec<String>,
     pub few_shot: Vec<CorrectionUsed>,
     pub facts: Vec<FactUsed>,
+    /// Summaries (a reflection's, found by recall) in the memory part.
+    pub summaries: Vec<SummaryUsed>,
     pub memories: Vec<MemoryUsed>,
     /// Episode ids of the verbatim last turns.
     pub recent_turns: Vec<String>,
     pub skill: Option<SkillPick>,
+}
+
+/// A summary the prompt's memory part shows, and why recall chose it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryUsed {
+    pub id: String,
+    pub event_id: String,
+    pub ts: chrono::DateTime<chrono::Utc>,
+    /// How many episodes it covers.
+    pub covers: usize,
+    pub score: f32,
+    pub why: crate::recall::FactWhy,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -176,7 +191,7 @@ pub struct AssembledPrompt {
     pub tokens: SectionTokens,
     pub budget_tokens: usize,
     /// Parts left out because the budget was spent: `recent_turns`, `few_shot`, `facts`,
-    /// `memories` counts.
+    /// `summaries`, `memories` counts.
     pub dropped: BTreeMap<&'static str, usize>,
     pub provenance: Provenance,
     /// The views' timestamp the prompt was assembled at.
@@ -908,6 +923,21 @@ impl Engine {
                 text,
             });
         }
+        for (i, h) in recalled.summaries.iter().enumerate() {
+            let text = format!(
+                "- [{}] {}\n",
+                h.ts.format("%Y-%m-%d"),
+                shorten(&h.content, cfg.max_memory_chars)
+            );
+            pieces.push(Piece {
+                kind: "summaries",
+                role: "",
+                order: h.ts.timestamp_micros(),
+                index: i,
+                tokens: count(&text)?,
+                text,
+            });
+        }
         let memories: Vec<&RecallHit> = recalled
             .results
             .iter()
@@ -1030,6 +1060,18 @@ impl Engine {
                 "facts" => {
                     tokens.memory += piece.tokens;
                     provenance.facts.push(facts[piece.index].clone());
+                }
+                "summaries" => {
+                    tokens.memory += piece.tokens;
+                    let h = &recalled.summaries[piece.index];
+                    provenance.summaries.push(SummaryUsed {
+                        id: h.id.clone(),
+                        event_id: h.event_id.clone(),
+                        ts: h.ts,
+                        covers: h.covers.len(),
+                        score: h.score,
+                        why: h.why.clone(),
+                    });
                 }
                 _ => {
                     tokens.memory += piece.tokens;
@@ -1157,12 +1199,16 @@ fn build_messages(
             context.push_str(&p.text);
         }
     }
-    let (facts, memories) = (kept("facts"), kept("memories"));
-    if !facts.is_empty() || !memories.is_empty() {
+    let (facts, summaries, memories) = (kept("facts"), kept("summaries"), kept("memories"));
+    if !facts.is_empty() || !summaries.is_empty() || !memories.is_empty() {
         context.push_str("Memory of this user (dates are when it was said):\n");
         if !facts.is_empty() {
             context.push_str("Facts:\n");
             facts.iter().for_each(|p| context.push_str(&p.text));
+        }
+        if !summaries.is_empty() {
+            context.push_str("Summaries of earlier conversations:\n");
+            summaries.iter().for_each(|p| context.push_str(&p.text));
         }
         if !memories.is_empty() {
             context.push_str("Earlier conversation:\n");

@@ -169,6 +169,21 @@ pub struct FactWhy {
     pub text_bm25: Option<f32>,
 }
 
+/// A summary the query found in the user's summaries table.
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryHit {
+    /// The summary node's id.
+    pub id: String,
+    pub event_id: String,
+    pub ts: chrono::DateTime<chrono::Utc>,
+    pub content: String,
+    /// `COVERS`: ids of the episodes it summarises.
+    pub covers: Vec<String>,
+    /// Fused score (sum of 1 / (rrf_k + rank) over vector and full-text search).
+    pub score: f32,
+    pub why: FactWhy,
+}
+
 #[derive(Debug, Serialize)]
 pub struct RecallResponse {
     pub results: Vec<RecallHit>,
@@ -176,6 +191,10 @@ pub struct RecallResponse {
     /// table), current ones first; at most `k`.
     #[serde(default)]
     pub facts: Vec<FactHit>,
+    /// The user's summaries closest to the query (vector and full-text search over the
+    /// summaries table), best first; at most `k`.
+    #[serde(default)]
+    pub summaries: Vec<SummaryHit>,
     /// The views' timestamp (input-log offset) the neighbours were read at.
     pub views_as_of: u64,
     pub took_ms: f64,
@@ -197,6 +216,8 @@ pub struct Recall {
     pub passages: Option<Arc<EpisodeStore>>,
     /// Fact assertions (`episode_writer::fact_row`), searched by vector and by words.
     pub facts: Option<Arc<EpisodeStore>>,
+    /// Summaries (`episode_writer::summary_row`), searched by vector and by words.
+    pub summaries: Option<Arc<EpisodeStore>>,
     pub embedder: Arc<Embedder>,
     pub views: Arc<SharedViews>,
     pub config: RecallConfig,
@@ -250,9 +271,19 @@ impl Recall {
             candidates,
             req.as_of,
         );
-        let (own, domain, facts) = tokio::join!(own, domain, facts);
+        let summaries = self.summary_hits(
+            &req.tenant,
+            &req.user,
+            &req.query,
+            vector.clone(),
+            candidates,
+            req.as_of,
+        );
+        let (own, domain, facts, summaries) = tokio::join!(own, domain, facts, summaries);
         let mut facts = facts?;
         facts.truncate(k);
+        let mut summaries = summaries?;
+        summaries.truncate(k);
         let mut results = own?;
         // Both lists are scored by the same reciprocal-rank fusion, so they merge by score.
         results.extend(domain?.into_iter().map(|mut h| {
@@ -301,6 +332,7 @@ impl Recall {
         Ok(RecallResponse {
             results,
             facts,
+            summaries,
             views_as_of: views.as_of,
             took_ms: started.elapsed().as_secs_f64() * 1000.0,
         })
@@ -321,27 +353,11 @@ impl Recall {
         candidates: usize,
         as_of: Option<chrono::DateTime<chrono::Utc>>,
     ) -> Result<Vec<FactHit>, RecallError> {
-        let Some(store) = self.facts.clone() else {
+        let Some((by_vector, by_text)) =
+            search_both(&self.facts, tenant, user, query, vector, candidates, as_of).await?
+        else {
             return Ok(Vec::new());
         };
-        if store.user_row_count(tenant, user) == 0 {
-            return Ok(Vec::new());
-        }
-        let by_vector = {
-            let (store, tenant, user) = (store.clone(), tenant.to_string(), user.to_string());
-            tokio::spawn(async move {
-                store
-                    .search_vector(&tenant, &user, &vector, candidates, as_of)
-                    .await
-            })
-        };
-        let by_text = store
-            .search_text(tenant, user, query, candidates, as_of)
-            .await?;
-        let by_vector = by_vector.await.expect("fact vector search task")?;
-        let rrf_k = self.config.rrf_k;
-        // fact version id → (fused score, why)
-        let mut fused: HashMap<String, (f32, FactWhy)> = HashMap::new();
         let views = self.views.read();
         let Some(memory) = views.users.get(&(tenant.to_string(), user.to_string())) else {
             return Ok(Vec::new());
@@ -372,29 +388,14 @@ impl Recall {
                 .max_by_key(|(_, v)| v.valid_from)
                 .map(|(_, v)| v.fact_id.clone())
         };
-        // each ranking counts a version once, at the best rank of its rows
-        for (by_text, ranking) in [(false, &by_vector), (true, &by_text)] {
-            for (rank, hit) in ranking.iter().enumerate() {
-                let Some(id) = version_of(hit) else { continue };
-                let (score, why) = fused.entry(id).or_default();
-                let (seen, raw) = if by_text {
-                    (&mut why.text_rank, &mut why.text_bm25)
-                } else {
-                    (&mut why.vector_rank, &mut why.vector_similarity)
-                };
-                if seen.is_none() {
-                    *seen = Some(rank + 1);
-                    *raw = Some(hit.score);
-                    *score += 1.0 / (rrf_k + rank as f32 + 1.0);
-                }
-            }
-        }
+        // fact version id → (fused score, why): a version counts once per ranking
+        let fused = fuse_two(&by_vector, &by_text, self.config.rrf_k, version_of);
         let at = as_of.map(|t| t.timestamp_micros());
         let time =
             |micros: i64| chrono::DateTime::from_timestamp_micros(micros).unwrap_or_default();
         let mut hits: Vec<FactHit> = fused
             .into_iter()
-            .filter_map(|(id, (score, why))| {
+            .filter_map(|(id, (score, why, _))| {
                 let ((subject, attribute), v) = versions.get(id.as_str())?;
                 // as of a time, a version closed later still held then
                 let valid_to = v.valid_to.filter(|to| at.is_none_or(|t| *to <= t));
@@ -418,6 +419,63 @@ impl Recall {
                 .then(b.score.total_cmp(&a.score))
                 .then(b.valid_from.cmp(&a.valid_from))
                 .then(a.fact_id.cmp(&b.fact_id))
+        });
+        Ok(hits)
+    }
+
+    /// The user's summaries found by vector and full-text search of the summaries table (the
+    /// top `candidates` of each, fused by reciprocal rank), best first, each with the episodes
+    /// it covers as the views hold them; only summaries present in the views (not erased). With
+    /// `as_of`, only summaries written by then are searched. Empty without a summaries table.
+    pub async fn summary_hits(
+        &self,
+        tenant: &str,
+        user: &str,
+        query: &str,
+        vector: Vec<f32>,
+        candidates: usize,
+        as_of: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> Result<Vec<SummaryHit>, RecallError> {
+        let Some((by_vector, by_text)) = search_both(
+            &self.summaries,
+            tenant,
+            user,
+            query,
+            vector,
+            candidates,
+            as_of,
+        )
+        .await?
+        else {
+            return Ok(Vec::new());
+        };
+        let views = self.views.read();
+        let Some(memory) = views.users.get(&(tenant.to_string(), user.to_string())) else {
+            return Ok(Vec::new());
+        };
+        let fused = fuse_two(&by_vector, &by_text, self.config.rrf_k, |hit| {
+            Some(hit.episode.event_id.clone())
+        });
+        let mut hits: Vec<SummaryHit> = fused
+            .into_iter()
+            .filter_map(|(event_id, (score, why, hit))| {
+                let node = memory.summaries.get(&event_id)?;
+                Some(SummaryHit {
+                    id: node.id.clone(),
+                    event_id: node.event_id.clone(),
+                    ts: hit.episode.ts,
+                    content: node.content.clone(),
+                    covers: node.covers.clone(),
+                    score,
+                    why,
+                })
+            })
+            .collect();
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(b.ts.cmp(&a.ts))
+                .then(a.id.cmp(&b.id))
         });
         Ok(hits)
     }
@@ -524,6 +582,68 @@ impl Recall {
         }
         Ok(fused)
     }
+}
+
+/// The top `candidates` rows of `user` in `table` by vector and by full-text search (the two
+/// run concurrently); `None` without a table or when the user has no rows in it.
+async fn search_both(
+    table: &Option<Arc<EpisodeStore>>,
+    tenant: &str,
+    user: &str,
+    query: &str,
+    vector: Vec<f32>,
+    candidates: usize,
+    as_of: Option<chrono::DateTime<chrono::Utc>>,
+) -> Result<Option<(Vec<EpisodeHit>, Vec<EpisodeHit>)>, RecallError> {
+    let Some(store) = table.clone() else {
+        return Ok(None);
+    };
+    if store.user_row_count(tenant, user) == 0 {
+        return Ok(None);
+    }
+    let by_vector = {
+        let (store, tenant, user) = (store.clone(), tenant.to_string(), user.to_string());
+        tokio::spawn(async move {
+            store
+                .search_vector(&tenant, &user, &vector, candidates, as_of)
+                .await
+        })
+    };
+    let by_text = store
+        .search_text(tenant, user, query, candidates, as_of)
+        .await?;
+    let by_vector = by_vector.await.expect("vector search task")?;
+    Ok(Some((by_vector, by_text)))
+}
+
+/// Reciprocal-rank fusion of a vector and a full-text ranking, by `key` (rows it gives `None`
+/// are left out): per key the sum of 1 / (rrf_k + rank) over the rankings, each ranking
+/// counting a key once at its best rank, with those ranks and raw scores (`why`) and the
+/// key's first row.
+fn fuse_two<'h, K: std::hash::Hash + Eq>(
+    by_vector: &'h [EpisodeHit],
+    by_text: &'h [EpisodeHit],
+    rrf_k: f32,
+    mut key: impl FnMut(&EpisodeHit) -> Option<K>,
+) -> HashMap<K, (f32, FactWhy, &'h EpisodeHit)> {
+    let mut fused: HashMap<K, (f32, FactWhy, &EpisodeHit)> = HashMap::new();
+    for (text, ranking) in [(false, by_vector), (true, by_text)] {
+        for (rank, hit) in ranking.iter().enumerate() {
+            let Some(k) = key(hit) else { continue };
+            let (score, why, _) = fused.entry(k).or_insert((0.0, FactWhy::default(), hit));
+            let (seen, raw) = if text {
+                (&mut why.text_rank, &mut why.text_bm25)
+            } else {
+                (&mut why.vector_rank, &mut why.vector_similarity)
+            };
+            if seen.is_none() {
+                *seen = Some(rank + 1);
+                *raw = Some(hit.score);
+                *score += 1.0 / (rrf_k + rank as f32 + 1.0);
+            }
+        }
+    }
+    fused
 }
 
 /// The entities the query's entities lead to in the user's co-mention graph (depth ≤ 2,

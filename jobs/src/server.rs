@@ -512,9 +512,21 @@ pub fn memory_json(views: &engram_dataflows::MemoryViews, tenant: &str, user: &s
             }
         }
     }
+    // a summary COVERS the episodes it names
+    let summaries: Vec<Value> = memory
+        .summaries
+        .values()
+        .map(|s| {
+            for episode in &s.covers {
+                edges.push(json!({"type": "COVERS", "from": s.id, "to": episode}));
+            }
+            json!({"id": s.id, "event_id": s.event_id, "ts": micros_to_rfc3339(s.ts_micros),
+                   "content": s.content, "covers": s.covers})
+        })
+        .collect();
     json!({
         "style": style, "corrections": corrections, "skill_confidence": skill_confidence,
-        "edges": edges,
+        "edges": edges, "summaries": summaries,
         "tenant": tenant, "user": user, "views_as_of": views.as_of,
         "team": views.user_teams.get(&(tenant.to_string(), user.to_string())),
         "marks": marks,

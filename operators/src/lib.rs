@@ -17,6 +17,7 @@ pub mod preference_contradictions;
 pub mod skill_confidence;
 pub mod skill_feedback;
 pub mod style_preferences;
+pub mod summaries;
 pub mod team_preferences;
 
 pub use episodes::{

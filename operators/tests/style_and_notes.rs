@@ -1,5 +1,5 @@
-//! `style_preferences`, `skill_confidences`, `discounted_skill_feedback` and `correction_notes`
-//! maintained incrementally equal their definitions computed from scratch, over random streams
+//! `style_preferences`, `skill_confidences`, `discounted_skill_feedback`, `correction_notes` and
+//! `user_summaries` maintained incrementally equal their definitions computed from scratch, over random streams
 //! (repeats, retractions, votes out of time order, redelivered corrections), with one and two
 //! workers.
 
@@ -15,6 +15,7 @@ use engram_operators::skill_confidence::{
 };
 use engram_operators::skill_feedback::{FeedbackVote, MessageKey, SkillKey};
 use engram_operators::style_preferences::{fold_style, style_preferences, UserStyle};
+use engram_operators::summaries::{user_summaries, SummaryNode};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, HashMap};
@@ -227,6 +228,45 @@ fn style_preferences_incremental_equals_from_scratch() {
 #[test]
 fn correction_notes_incremental_equals_from_scratch() {
     run_seeds(correction_notes, random_note, notes_from_scratch);
+}
+
+type UserSummary = (UserKey, SummaryNode);
+
+fn random_summary(i: u64, rng: &mut StdRng) -> UserSummary {
+    let user = (
+        format!("t{}", rng.gen_range(0..2)),
+        format!("u{}", rng.gen_range(0..2)),
+    );
+    // few ids: a redelivered summary with other fields shares its id
+    let id = rng.gen_range(0..5);
+    let summary = SummaryNode {
+        id: format!("node-{id}"),
+        event_id: format!("s{id}"),
+        ts_micros: rng.gen_range(0..4),
+        log_offset: i,
+        content: format!("summary {i}"),
+        covers: (0..rng.gen_range(0..3)).map(|n| format!("ep{n}")).collect(),
+    };
+    (user, summary)
+}
+
+fn summaries_from_scratch(current: &BTreeMap<UserSummary, isize>) -> HashMap<UserSummary, isize> {
+    let mut least: BTreeMap<(&UserKey, &String), &SummaryNode> = BTreeMap::new();
+    for ((user, summary), m) in current {
+        let key = (user, &summary.id);
+        if *m > 0 && least.get(&key).is_none_or(|seen| *seen > summary) {
+            least.insert(key, summary);
+        }
+    }
+    least
+        .into_iter()
+        .map(|((user, _), summary)| ((user.clone(), summary.clone()), 1))
+        .collect()
+}
+
+#[test]
+fn user_summaries_incremental_equals_from_scratch() {
+    run_seeds(user_summaries, random_summary, summaries_from_scratch);
 }
 
 #[test]

@@ -38,6 +38,7 @@ impl Event {
             Body::Correction(_) => EventKind::Correction,
             Body::Feedback(_) => EventKind::Feedback,
             Body::Fact(_) => EventKind::Fact,
+            Body::Summary(_) => EventKind::Summary,
             Body::Control(_) => EventKind::Control,
         }
     }
@@ -70,6 +71,7 @@ pub enum EventKind {
     Correction,
     Feedback,
     Fact,
+    Summary,
     Control,
 }
 
@@ -80,6 +82,7 @@ impl EventKind {
             EventKind::Correction => "correction",
             EventKind::Feedback => "feedback",
             EventKind::Fact => "fact",
+            EventKind::Summary => "summary",
             EventKind::Control => "control",
         }
     }
@@ -90,18 +93,29 @@ impl EventKind {
             "correction" => EventKind::Correction,
             "feedback" => EventKind::Feedback,
             "fact" => EventKind::Fact,
+            "summary" => EventKind::Summary,
             "control" => EventKind::Control,
             _ => return None,
         })
     }
 
-    pub const ALL: [EventKind; 5] = [
+    pub const ALL: [EventKind; 6] = [
         EventKind::Interaction,
         EventKind::Correction,
         EventKind::Feedback,
         EventKind::Fact,
+        EventKind::Summary,
         EventKind::Control,
     ];
+
+    /// The kind whose topic events of this kind travel on: the enrichment an asynchronous
+    /// extractor publishes (facts, summaries) goes with the interactions it was drawn from.
+    pub fn topic_kind(self) -> EventKind {
+        match self {
+            EventKind::Fact | EventKind::Summary => EventKind::Interaction,
+            other => other,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -111,6 +125,7 @@ pub enum Body {
     Correction(Correction),
     Feedback(Feedback),
     Fact(Fact),
+    Summary(Summary),
     Control(Control),
 }
 
@@ -231,6 +246,16 @@ pub struct Feedback {
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub free_text: Option<String>,
+}
+
+/// What an asynchronous reflection (an LLM, off the ingest path) wrote about a stretch of the
+/// user's conversations: the `COVERS` edges go to the episodes it summarises.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub content: String,
+    /// Event ids of the interactions it summarises (those of this user).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub covers: Vec<String>,
 }
 
 /// (subject, attribute, value), from an extractor or the user.

@@ -9,6 +9,7 @@ pub mod validate;
 pub use event::*;
 pub use validate::{
     check_event_size, parse_event, parse_event_value, validate_name, EventError, MAX_EVENT_BYTES,
+    MAX_SUMMARY_COVERS,
 };
 
 /// The stable UUID of the node an event creates (an episode for an interaction): the same

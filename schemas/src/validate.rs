@@ -84,6 +84,7 @@ pub fn parse_event_value(value: &Value, kind_hint: Option<EventKind>) -> Res<Eve
         EventKind::Correction => Body::Correction(correction(obj)?),
         EventKind::Feedback => Body::Feedback(feedback(obj)?),
         EventKind::Fact => Body::Fact(fact(obj)?),
+        EventKind::Summary => Body::Summary(summary(obj)?),
         EventKind::Control => Body::Control(control(obj)?),
     };
     Ok(Event { header, body })
@@ -95,13 +96,13 @@ fn event_kind(obj: &Map<String, Value>, hint: Option<EventKind>) -> Res<EventKin
         Some(Value::String(s)) => Some(EventKind::parse(s).ok_or_else(|| {
             EventError::new(
                 "kind",
-                format!("unknown kind {s:?}; expected interaction, correction, feedback, fact or control"),
+                format!("unknown kind {s:?}; expected interaction, correction, feedback, fact, summary or control"),
             )
         })?),
         Some(_) => return Err(EventError::new("kind", "must be a string")),
     };
     match (explicit, hint) {
-        (Some(k), Some(h)) if k != h => Err(EventError::new(
+        (Some(k), Some(h)) if k.topic_kind() != h => Err(EventError::new(
             "kind",
             format!(
                 "is {:?} but this input only takes {:?} events",
@@ -116,6 +117,7 @@ fn event_kind(obj: &Map<String, Value>, hint: Option<EventKind>) -> Res<EventKin
                 ("target_event_id", EventKind::Correction),
                 ("reward", EventKind::Feedback),
                 ("attribute", EventKind::Fact),
+                ("covers", EventKind::Summary),
                 ("action", EventKind::Control),
             ]
             .into_iter()
@@ -274,6 +276,45 @@ fn fact(obj: &Map<String, Value>) -> Res<Fact> {
         })?,
         confidence: opt(obj, "confidence", |v| unit_value("confidence", v))?,
     })
+}
+
+/// The most episodes one summary may cover.
+pub const MAX_SUMMARY_COVERS: usize = 10_000;
+
+fn summary(obj: &Map<String, Value>) -> Res<Summary> {
+    let content = text_field(obj, "content", MAX_CONTENT_BYTES)?;
+    if content.trim().is_empty() {
+        return Err(EventError::new("content", "must not be empty"));
+    }
+    let covers = match obj.get("covers") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(ids)) if ids.len() > MAX_SUMMARY_COVERS => {
+            return Err(EventError::new(
+                "covers",
+                format!(
+                    "names {} events, more than the limit of {MAX_SUMMARY_COVERS}",
+                    ids.len()
+                ),
+            ))
+        }
+        Some(Value::Array(ids)) => {
+            let mut covers = ids
+                .iter()
+                .enumerate()
+                .map(|(i, v)| id_value(&format!("covers[{i}]"), v, MAX_ID_LEN))
+                .collect::<Res<Vec<String>>>()?;
+            covers.sort_unstable();
+            covers.dedup();
+            covers
+        }
+        Some(_) => {
+            return Err(EventError::new(
+                "covers",
+                "must be an array of the event ids it summarises",
+            ))
+        }
+    };
+    Ok(Summary { content, covers })
 }
 
 fn control(obj: &Map<String, Value>) -> Res<Control> {

@@ -177,3 +177,54 @@ fn set_team_names_a_valid_team_for_one_user() {
         "ts": "2024-05-01T10:00:00Z", "action": "erase"});
     assert!(parse(erase).unwrap().governs_processing());
 }
+
+#[test]
+fn a_summary_names_the_events_it_covers_and_travels_with_interactions() {
+    let summary = json!({"event_id": "sum1", "tenant": "acme", "user": "u1",
+                         "ts": "2024-05-02T00:00:00Z",
+                         "content": "Ana planned the Porto move with the agent.",
+                         "covers": ["e3", "e1", 7, "e1"]});
+    let e = parse(summary.clone()).unwrap();
+    assert_eq!(e.kind(), EventKind::Summary, "inferred from `covers`");
+    match &e.body {
+        Body::Summary(s) => assert_eq!(s.covers, ["7", "e1", "e3"], "sorted, once each"),
+        other => panic!("not a summary: {other:?}"),
+    }
+    assert_eq!(
+        Event::from_canonical_json(e.to_json().as_bytes()).unwrap(),
+        e
+    );
+    // published by an extractor on the interactions topic, like facts
+    let mut explicit = summary.clone();
+    explicit["kind"] = json!("summary");
+    let on_topic = parse_event(
+        explicit.to_string().as_bytes(),
+        Some(EventKind::Interaction),
+    );
+    assert_eq!(on_topic.unwrap().kind(), EventKind::Summary);
+    let err = parse_event(explicit.to_string().as_bytes(), Some(EventKind::Feedback)).unwrap_err();
+    assert_eq!(err.field, "kind");
+    let mut fact = json!({"event_id": "f1", "tenant": "acme", "user": "u1", "ts": "2024-05-02T00:00:00Z",
+                          "kind": "fact", "subject": "user", "attribute": "city", "value": "Porto"});
+    assert_eq!(
+        parse_event(fact.to_string().as_bytes(), Some(EventKind::Interaction))
+            .unwrap()
+            .kind(),
+        EventKind::Fact
+    );
+    fact["kind"] = json!("fact");
+    assert!(parse_event(fact.to_string().as_bytes(), Some(EventKind::Control)).is_err());
+
+    let mut bad = summary.clone();
+    bad["content"] = json!("  ");
+    assert_eq!(parse(bad).unwrap_err().field, "content");
+    let mut bad = summary.clone();
+    bad["covers"] = json!("e1");
+    assert_eq!(parse(bad).unwrap_err().field, "covers");
+    let mut bad = summary.clone();
+    bad["covers"] = json!(["e1", "bad\"id"]);
+    assert_eq!(parse(bad).unwrap_err().field, "covers[1]");
+    let mut bad = summary;
+    bad["covers"] = json!((0..=MAX_SUMMARY_COVERS).collect::<Vec<_>>());
+    assert_eq!(parse(bad).unwrap_err().field, "covers");
+}

@@ -42,6 +42,9 @@ fn history(tenant: &str, user: &str, marker: &str) -> Vec<Value> {
                "content": format!("Noted: {marker} is your locker code.")}),
         json!({"kind": "fact", "event_id": format!("{user}-3"), "tenant": tenant, "user": user,
                "ts": at(8), "subject": "user", "attribute": "password hint", "value": marker}),
+        json!({"kind": "summary", "event_id": format!("{user}-6"), "tenant": tenant, "user": user,
+               "ts": at(8), "content": format!("The user keeps a locker, code {marker}, and a cat."),
+               "covers": [format!("{user}-1"), format!("{user}-2")]}),
         json!({"kind": "feedback", "event_id": format!("{user}-4"), "tenant": tenant, "user": user,
                "ts": at(8), "message_id": format!("{user}-2"), "skill_id": "concise", "reward": 1}),
         // team membership is the user's data too: the team's name goes with them
@@ -92,6 +95,14 @@ fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
             );
             std::thread::sleep(Duration::from_millis(100));
         }
+        let summaries_table = data.join("lance/summaries.lance/data");
+        while !summaries_table.exists() || files_containing(&summaries_table, marker).is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{marker}, in a summary, is never stored in the summaries table"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
         assert!(!files_containing(&data.join("log"), marker).is_empty());
     }
 
@@ -104,6 +115,7 @@ fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
     assert!(!text.contains("zqbobmark") && !text.contains("zqglobexmark"));
     assert_eq!(export["corrections"].as_array().unwrap().len(), 3);
     assert!(!export["facts"].as_array().unwrap().is_empty());
+    assert_eq!(export["summaries"].as_array().unwrap().len(), 1, "{export}");
     assert!(!export["skills"].as_array().unwrap().is_empty());
     assert_eq!(export["team"], "team-zqalicemark");
     assert_eq!(
@@ -120,6 +132,7 @@ fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
         "{receipt}"
     );
     assert!(receipt["facts_erased"].as_u64().unwrap() > 0, "{receipt}");
+    assert_eq!(receipt["summaries_erased"], 1, "{receipt}");
     // every event of hers, the set_team included
     let logged = history("acme", "alice", "zqalicemark").len();
     assert_eq!(receipt["log_records_redacted"], logged, "{receipt}");
@@ -136,6 +149,7 @@ fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
             "correction_clusters",
             "preferences",
             "corrections",
+            "summaries",
         ] {
             assert_eq!(export[view], json!([]), "{view} after the erase: {export}");
         }
@@ -148,6 +162,7 @@ fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
         let recall = server.recall("acme", "alice", "what is my locker code", 10);
         assert_eq!(recall["results"], json!([]));
         assert_eq!(recall["facts"], json!([]));
+        assert_eq!(recall["summaries"], json!([]));
         let (_, prompt) = server.post(
             "/v1/prompt",
             &json!({"tenant": "acme", "user": "alice", "session": "s1", "query": "locker code?"}),

@@ -307,6 +307,130 @@ fn facts_supersede_and_entities_accumulate_per_user() {
 }
 
 #[test]
+fn a_reflections_summary_is_recalled_with_what_it_covers_and_enters_the_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let summary = |user: &str, id: &str, content: &str, covers: Value| {
+        json!({"kind": "summary", "event_id": id, "tenant": "acme", "user": user,
+               "ts": "2025-01-02T08:00:00Z", "content": content, "covers": covers})
+    };
+    let events = json!([
+        interaction(
+            "acme",
+            "alice",
+            "a1",
+            "s1",
+            1,
+            "Can you compare flights from Lisbon to Oslo?"
+        ),
+        interaction(
+            "acme",
+            "alice",
+            "a2",
+            "s1",
+            2,
+            "The cheapest one leaves on Friday morning."
+        ),
+        interaction(
+            "acme",
+            "alice",
+            "a3",
+            "s2",
+            9,
+            "What should I cook tonight?"
+        ),
+        summary(
+            "alice",
+            "sum-trip",
+            "Alice is planning a trip to Norway in spring and compared airfares.",
+            json!(["a1", "a2"])
+        ),
+        summary(
+            "bob",
+            "sum-bob",
+            "Bob is planning a trip to Norway for a ski holiday.",
+            json!([])
+        ),
+    ]);
+    let (status, body) = server.post("/v1/events", &events);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["accepted"], 5, "{body}");
+    server.wait_caught_up(Duration::from_secs(30));
+
+    // the views hold the summary and its COVERS edges to the episodes it names
+    let (status, m) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "alice"}));
+    assert_eq!(status, 200, "{m}");
+    let summaries = m["summaries"].as_array().unwrap();
+    assert_eq!(summaries.len(), 1, "bob's summary is not alice's: {m}");
+    let covers = summaries[0]["covers"].as_array().unwrap();
+    assert_eq!(covers.len(), 2, "{m}");
+    let recalled = server.recall("acme", "alice", "flights Lisbon Oslo", 3);
+    let episode_id = |event_id: &str| {
+        recalled["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["event_id"] == event_id)
+            .map(|h| h["id"].clone())
+            .unwrap_or_else(|| panic!("{event_id} not recalled: {recalled}"))
+    };
+    assert!(covers.contains(&episode_id("a1")) && covers.contains(&episode_id("a2")));
+    let edges: Vec<&Value> = m["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "COVERS")
+        .collect();
+    assert_eq!(edges.len(), 2, "{m}");
+    assert!(edges.iter().all(|e| e["from"] == summaries[0]["id"]));
+
+    // recall finds it by meaning (no word of the query is in it), and never bob's
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let found = loop {
+        // the summaries table is written beside the episodes, a moment after the views
+        let r = server.recall("acme", "alice", "vacation to Scandinavia", 3);
+        let found = r["summaries"].as_array().cloned().unwrap_or_default();
+        if !found.is_empty() || std::time::Instant::now() > deadline {
+            break found;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0]["event_id"], "sum-trip");
+    assert_eq!(found[0]["covers"].as_array().unwrap().len(), 2);
+    assert!(
+        found[0]["why"]["vector_rank"].as_u64().is_some(),
+        "{found:?}"
+    );
+    let bob = server.recall("acme", "bob", "vacation to Scandinavia", 3);
+    let bob_found = bob["summaries"].as_array().unwrap();
+    assert!(
+        bob_found.iter().all(|s| s["event_id"] == "sum-bob"),
+        "{bob}"
+    );
+
+    // the prompt's memory part shows it, and its provenance names it
+    let (status, p) = server.post(
+        "/v1/prompt",
+        &json!({"tenant": "acme", "user": "alice", "session": "s3",
+                "query": "Any tips for my vacation to Scandinavia?", "seed": 1}),
+    );
+    assert_eq!(status, 200, "{p}");
+    assert!(
+        p["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("Alice is planning a trip to Norway in spring"),
+        "{p}"
+    );
+    let used = p["provenance"]["summaries"].as_array().unwrap();
+    assert_eq!(used.len(), 1, "{p}");
+    assert_eq!(used[0]["event_id"], "sum-trip");
+    assert_eq!(used[0]["covers"], 2);
+    assert!(!p["prompt"].as_str().unwrap().contains("ski holiday"));
+}
+
+#[test]
 fn a_remark_made_in_passing_inside_a_long_turn_is_recalled_through_its_passage() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path());

@@ -116,6 +116,7 @@ async fn main() -> anyhow::Result<()> {
         store: store.clone(),
         passages: None,
         facts: None,
+        summaries: None,
         embedder: embedder.clone(),
         views: Arc::new(SharedViews::default()),
         config: RecallConfig::default(),
