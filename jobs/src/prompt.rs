@@ -765,8 +765,14 @@ impl Engine {
             .filter_map(|n| few_shot_example(n).map(|e| (n, e)))
             .filter(|(_, e)| seen_examples.insert(e.clone()))
             .collect();
-        // Current facts: a shortlist by shared words and recency, ranked by meaning below.
-        let mut facts = ranked_facts(&memory, &req.query, FACT_SHORTLIST.max(cfg.facts));
+        // Current facts: a shortlist (those recall found in the facts table, then by shared
+        // words and recency), ranked by meaning below.
+        let mut facts = ranked_facts(
+            &memory,
+            &req.query,
+            &recalled.facts,
+            FACT_SHORTLIST.max(cfg.facts),
+        );
         let fact_texts: Vec<String> = facts
             .iter()
             .map(|f| format!("{} {} {}", f.subject, f.attribute, f.value))
@@ -1129,9 +1135,21 @@ impl Engine {
 /// first prompt).
 const FACT_SHORTLIST: usize = 64;
 
-/// The user's current facts, those sharing the most words with the query first, then the most
-/// recently learned; at most `limit`.
-fn ranked_facts(memory: &UserMemory, query: &str, limit: usize) -> Vec<FactUsed> {
+/// The user's current facts: first those among `found` (recall's search of the facts table, by
+/// vector and full text: it finds a fact that shares no word with the query among thousands),
+/// in its order; then those sharing the most words with the query; then the most recently
+/// learned. Each once; at most `limit`.
+fn ranked_facts(
+    memory: &UserMemory,
+    query: &str,
+    found: &[crate::recall::FactHit],
+    limit: usize,
+) -> Vec<FactUsed> {
+    let found_rank: HashMap<&str, usize> = found
+        .iter()
+        .enumerate()
+        .map(|(rank, hit)| (hit.fact_id.as_str(), rank))
+        .collect();
     let words = |s: &str| -> std::collections::HashSet<String> {
         s.split(|c: char| !c.is_alphanumeric())
             .filter(|w| w.len() > 2)
@@ -1139,15 +1157,19 @@ fn ranked_facts(memory: &UserMemory, query: &str, limit: usize) -> Vec<FactUsed>
             .collect()
     };
     let q = words(query);
-    let mut facts: Vec<(usize, FactUsed)> = memory
+    let mut facts: Vec<(_, FactUsed)> = memory
         .facts
         .iter()
         .filter_map(|((subject, attribute), versions)| {
             let current = versions.iter().find(|v| v.valid_to.is_none())?;
             let text = format!("{subject} {attribute} {}", current.value);
             let overlap = words(&text).intersection(&q).count();
+            // sorted descending below: found facts first (best rank first), then the rest
+            let found = found_rank
+                .get(current.fact_id.as_str())
+                .map(|rank| std::cmp::Reverse(*rank));
             Some((
-                overlap,
+                (found, overlap),
                 FactUsed {
                     id: current.fact_id.clone(),
                     subject: subject.clone(),

@@ -425,6 +425,62 @@ fn the_fact_a_question_is_about_comes_first_without_shared_words() {
 }
 
 #[test]
+fn among_hundreds_of_facts_the_one_a_question_is_about_reaches_the_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    // the fact asked about is the oldest of 201 and shares no word with the question: neither
+    // shared words nor recency would shortlist it, only the search of the facts table
+    let mut events = vec![event(
+        "fact",
+        "pet",
+        "dora",
+        "s0",
+        30,
+        json!({"subject": "dora", "attribute": "pet", "value": "a golden retriever called Biscuit"}),
+    )];
+    let things = [
+        "stamp", "coin", "shell", "postcard", "badge", "marble", "kite", "lamp",
+    ];
+    for i in 0..200 {
+        let thing = things[i % things.len()];
+        events.push(event(
+            "fact",
+            &format!("filler{i}"),
+            "dora",
+            "s0",
+            1,
+            json!({"subject": "dora", "attribute": format!("collection {i}"),
+                   "value": format!("{thing} number {i}")}),
+        ));
+    }
+    assert_eq!(server.post("/v1/events", &json!(events)).0, 200);
+    server.wait_caught_up(Duration::from_secs(60));
+    let ask = || {
+        server.post(
+            "/v1/prompt",
+            &json!({"tenant": "acme", "user": "dora", "query": "What breed is my dog?", "seed": 3}),
+        )
+    };
+    // the facts table is written beside the episodes, a moment after the views
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let p = loop {
+        let (status, p) = ask();
+        assert_eq!(status, 200, "{p}");
+        let found = p["prompt"].as_str().unwrap().contains("Biscuit");
+        if found || std::time::Instant::now() > deadline {
+            break p;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let used = p["provenance"]["facts"].as_array().unwrap();
+    assert_eq!(used[0]["attribute"], "pet", "{used:?}");
+    assert!(p["prompt"]
+        .as_str()
+        .unwrap()
+        .contains("golden retriever called Biscuit"));
+}
+
+#[test]
 fn chat_goes_through_the_stand_in_is_stored_and_feedback_moves_the_posterior() {
     let (llm_url, seen) = stand_in_llm(10, Duration::from_secs(300));
     let dir = tempfile::tempdir().unwrap();

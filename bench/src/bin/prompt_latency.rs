@@ -1,6 +1,7 @@
 //! Prompt assembly latency, in one run: the real engine (embedded log, dataflow, Lance,
-//! embedder, Qwen3 tokenizer) over users with conversations, facts and corrections (three
-//! similar ones over days per user, so each has an active preference and few-shot examples).
+//! embedder, Qwen3 tokenizer) over users with conversations, facts, session summaries and
+//! corrections (three similar ones over days per user, so each has an active preference and
+//! few-shot examples).
 //!
 //!     prompt_latency [users] [turns_per_user] [prompts] [budget_tokens]
 //!
@@ -43,6 +44,17 @@ async fn main() -> anyhow::Result<()> {
             json!({"kind": "fact", "event_id": format!("{user}-f"), "tenant": "bench",
             "user": user, "ts": now, "subject": "user", "attribute": "city", "value": "Lisbon"}),
         );
+        // a reflection's summary of each session
+        for session in 0..turns.div_ceil(20) {
+            let covers: Vec<String> = (session * 20..(session * 20 + 20).min(turns))
+                .map(|t| format!("{user}-{t}"))
+                .collect();
+            events.push(
+                json!({"kind": "summary", "event_id": format!("{user}-sum{session}"),
+                "tenant": "bench", "user": user, "ts": now,
+                "content": format!("In this session: {}", sentence(&mut rng)), "covers": covers}),
+            );
+        }
         for (i, days) in [5, 3, 1].into_iter().enumerate() {
             events.push(
                 json!({"kind": "correction", "event_id": format!("{user}-c{i}"),
@@ -86,13 +98,14 @@ async fn main() -> anyhow::Result<()> {
     for r in requests.iter().take(10) {
         engine.assemble_prompt(r).await?; // warm-up
     }
-    let (mut total, mut tokens, mut prefs) = (Vec::new(), Vec::new(), 0usize);
+    let (mut total, mut tokens, mut prefs, mut summaries) = (Vec::new(), Vec::new(), 0, 0);
     for r in &requests {
         let t = Instant::now();
         let p = engine.assemble_prompt(r).await?;
         total.push(t.elapsed().as_secs_f64() * 1000.0);
         tokens.push(p.tokens.total as f64);
         prefs += p.provenance.preferences.len();
+        summaries += p.provenance.summaries.len();
     }
     let mut recall = Vec::new();
     for r in &requests {
@@ -109,9 +122,10 @@ async fn main() -> anyhow::Result<()> {
         recall.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     println!(
-        "prompt assembly, {prompts} prompts, budget {budget} tokens ({:.0} tokens on average, {:.2} preferences each):\n  assemble: p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms\n  of which recall (alone): p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms",
+        "prompt assembly, {prompts} prompts, budget {budget} tokens ({:.0} tokens on average, {:.2} preferences and {:.2} summaries each):\n  assemble: p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms\n  of which recall (alone): p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms",
         tokens.iter().sum::<f64>() / tokens.len() as f64,
         prefs as f64 / prompts as f64,
+        summaries as f64 / prompts as f64,
         percentile(&mut total, 50.0), percentile(&mut total, 95.0), percentile(&mut total, 99.0),
         percentile(&mut recall, 50.0), percentile(&mut recall, 95.0), percentile(&mut recall, 99.0),
     );
