@@ -593,10 +593,25 @@ fn publish(
     }
 }
 
+/// The most captured updates a buffer keeps room for after it is taken.
+const MAX_KEPT_CAPACITY: usize = 1 << 12;
+
+/// Takes the captured updates at times before `frontier`, in time order. Under load this runs
+/// after every step with a step's worth of updates: when all of them are ready (the usual
+/// case) the buffer is handed over whole, without copying, and replaced by one with room for
+/// as many (up to [`MAX_KEPT_CAPACITY`]), so the next step's pushes seldom grow it. (Splitting
+/// it into two new vectors on every step cost a third of the load's time in copies and fresh
+/// pages.)
 fn take_before<D>(captured: &Mutex<Vec<(D, u64, isize)>>, frontier: u64) -> Vec<(D, u64, isize)> {
     let mut all = captured.lock().unwrap();
-    let (mut ready, rest): (Vec<_>, Vec<_>) = all.drain(..).partition(|(_, t, _)| *t < frontier);
-    *all = rest;
+    let mut ready = if all.iter().all(|(_, t, _)| *t < frontier) {
+        // (bounded: one huge step must not pin its buffer's size for good)
+        let capacity = all.len().min(MAX_KEPT_CAPACITY);
+        std::mem::replace(&mut *all, Vec::with_capacity(capacity))
+    } else {
+        all.extract_if(.., |(_, t, _)| *t < frontier).collect()
+    };
+    drop(all);
     ready.sort_by_key(|(_, t, _)| *t);
     ready
 }
