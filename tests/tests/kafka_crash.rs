@@ -69,7 +69,14 @@ fn producer(brokers: &str) -> ThreadedProducer<DefaultProducerContext> {
         .unwrap()
 }
 
+/// Sends `events` and waits until the broker has them.
 fn send(producer: &ThreadedProducer<DefaultProducerContext>, events: &[Value]) {
+    enqueue(producer, events);
+    producer.flush(Duration::from_secs(30)).unwrap();
+}
+
+/// Hands `events` to the producer, which sends them when it can.
+fn enqueue(producer: &ThreadedProducer<DefaultProducerContext>, events: &[Value]) {
     for e in events {
         let key = format!(
             "{}/{}",
@@ -86,7 +93,6 @@ fn send(producer: &ThreadedProducer<DefaultProducerContext>, events: &[Value]) {
             .map_err(|(e, _)| e)
             .unwrap();
     }
-    producer.flush(Duration::from_secs(30)).unwrap();
 }
 
 fn wait_for_log_end(server: &Server, end: usize, within: Duration) {
@@ -249,18 +255,7 @@ fn a_broker_outage_is_waited_out_without_loss() {
 
     tansu.stop();
     // produced while the broker is down: the producer holds them until it is back
-    for e in &events[30..45] {
-        let key = format!("acme/{}", e["user"].as_str().unwrap());
-        let payload = e.to_string();
-        producer
-            .send(
-                BaseRecord::to("engram.interactions")
-                    .key(&key)
-                    .payload(&payload),
-            )
-            .map_err(|(e, _)| e)
-            .unwrap();
-    }
+    enqueue(&producer, &events[30..45]);
     std::thread::sleep(Duration::from_secs(5));
     assert_eq!(
         server.status()["log_end"],
