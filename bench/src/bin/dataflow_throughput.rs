@@ -18,8 +18,8 @@
 //!    dataflow saves.
 //! 3. Memory: resident set size growth over the load, per episode (the allocator keeps freed
 //!    memory, and the load's transient buffers peak at once, so this is an upper bound), and
-//!    the live heap: bytes allocated and not freed when the load is done, counted by the
-//!    global allocator (mimalloc, as in the engram binary).
+//!    the live heap: bytes allocated and not freed when the load is done, and again after the
+//!    K further events, counted by the global allocator (mimalloc, as in the engram binary).
 
 use engram_bench::{percentile, sentence};
 use engram_dataflows::{run_memory_dataflow, EngineClock, InputRecord, InputSource, SharedViews};
@@ -328,6 +328,9 @@ fn main() -> anyhow::Result<()> {
         wait_for(|| handle.as_of(), offset + 1);
         one_more.push(t.elapsed().as_secs_f64());
     }
+    // again once the load's transients (batches on their way out, unmerged arrangement
+    // batches) have had the extra events' time to settle
+    let heap_settled = live_heap_bytes();
     let (entities, co_mentions, facts, clusters, patterns, skills) = {
         let v = views.read();
         v.users.values().fold((0, 0, 0, 0, 0, 0), |t, u| {
@@ -382,6 +385,10 @@ fn main() -> anyhow::Result<()> {
          arrangements hold, without memory the allocator keeps after a free)",
         heap_after.saturating_sub(heap_before) as f64 / (1024.0 * 1024.0),
         heap_after.saturating_sub(heap_before) as f64 / episodes.max(1) as f64
+    );
+    println!(
+        "live heap after the {extra} more events: {:.0} bytes per episode",
+        heap_settled.saturating_sub(heap_before) as f64 / episodes.max(1) as f64
     );
     Ok(())
 }
