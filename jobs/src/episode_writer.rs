@@ -171,26 +171,28 @@ fn embed_stage(
     // rows of the side tables, not yet embedded (empty vectors), in log order
     let mut pending_facts: Vec<EpisodeRow> = Vec::new();
     let mut pending_summaries: Vec<EpisodeRow> = Vec::new();
-    let unstored = |table: &Option<Arc<EpisodeStore>>, offset: u64| {
-        table
-            .as_ref()
-            .is_some_and(|t| t.watermark().is_none_or(|w| offset > w))
-    };
     let receive = |b: EpisodeBatch,
                    pending: &mut Vec<(SessionKey, Episode)>,
                    pending_facts: &mut Vec<EpisodeRow>,
                    pending_summaries: &mut Vec<EpisodeRow>| {
         pending.extend(b.episodes);
+        // a row is wanted when its table exists and has not stored its offset (one read of
+        // each table's watermark per batch)
+        let wanted = |table: &Option<Arc<EpisodeStore>>| {
+            let watermark = table.as_ref().map(|t| t.watermark());
+            move |offset: u64| watermark.is_some_and(|w| w.is_none_or(|w| offset > w))
+        };
+        let (fact_wanted, summary_wanted) = (wanted(&side.facts), wanted(&side.summaries));
         pending_facts.extend(
             b.facts
                 .iter()
-                .filter(|(_, a)| unstored(&side.facts, a.log_offset))
+                .filter(|(_, a)| fact_wanted(a.log_offset))
                 .map(|(key, a)| fact_row(key, a, Vec::new())),
         );
         pending_summaries.extend(
             b.summaries
                 .iter()
-                .filter(|(_, s)| unstored(&side.summaries, s.log_offset))
+                .filter(|(_, s)| summary_wanted(s.log_offset))
                 .map(|(user, s)| summary_row(user, s, Vec::new())),
         );
     };

@@ -395,7 +395,7 @@ impl Recall {
             |micros: i64| chrono::DateTime::from_timestamp_micros(micros).unwrap_or_default();
         let mut hits: Vec<FactHit> = fused
             .into_iter()
-            .filter_map(|(id, (score, why, _))| {
+            .filter_map(|(id, (score, why))| {
                 let ((subject, attribute), v) = versions.get(id.as_str())?;
                 // as of a time, a version closed later still held then
                 let valid_to = v.valid_to.filter(|to| at.is_none_or(|t| *to <= t));
@@ -458,12 +458,12 @@ impl Recall {
         });
         let mut hits: Vec<SummaryHit> = fused
             .into_iter()
-            .filter_map(|(event_id, (score, why, hit))| {
+            .filter_map(|(event_id, (score, why))| {
                 let node = memory.summaries.get(&event_id)?;
                 Some(SummaryHit {
                     id: node.id.clone(),
                     event_id: node.event_id.clone(),
-                    ts: hit.episode.ts,
+                    ts: chrono::DateTime::from_timestamp_micros(node.ts_micros).unwrap_or_default(),
                     content: node.content.clone(),
                     covers: node.covers.clone(),
                     score,
@@ -618,19 +618,18 @@ async fn search_both(
 
 /// Reciprocal-rank fusion of a vector and a full-text ranking, by `key` (rows it gives `None`
 /// are left out): per key the sum of 1 / (rrf_k + rank) over the rankings, each ranking
-/// counting a key once at its best rank, with those ranks and raw scores (`why`) and the
-/// key's first row.
-fn fuse_two<'h, K: std::hash::Hash + Eq>(
-    by_vector: &'h [EpisodeHit],
-    by_text: &'h [EpisodeHit],
+/// counting a key once at its best rank, with those ranks and raw scores (`why`).
+fn fuse_two<K: std::hash::Hash + Eq>(
+    by_vector: &[EpisodeHit],
+    by_text: &[EpisodeHit],
     rrf_k: f32,
     mut key: impl FnMut(&EpisodeHit) -> Option<K>,
-) -> HashMap<K, (f32, FactWhy, &'h EpisodeHit)> {
-    let mut fused: HashMap<K, (f32, FactWhy, &EpisodeHit)> = HashMap::new();
+) -> HashMap<K, (f32, FactWhy)> {
+    let mut fused: HashMap<K, (f32, FactWhy)> = HashMap::new();
     for (text, ranking) in [(false, by_vector), (true, by_text)] {
         for (rank, hit) in ranking.iter().enumerate() {
             let Some(k) = key(hit) else { continue };
-            let (score, why, _) = fused.entry(k).or_insert((0.0, FactWhy::default(), hit));
+            let (score, why) = fused.entry(k).or_default();
             let (seen, raw) = if text {
                 (&mut why.text_rank, &mut why.text_bm25)
             } else {

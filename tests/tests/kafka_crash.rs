@@ -185,16 +185,7 @@ fn kill_9_at_random_points_loses_and_duplicates_nothing() {
     let stored = stored_event_ids(&data, "acme", &USERS);
     wait_for_events_in_lance(&server, events.len(), Duration::from_secs(60));
     server.interrupt();
-    let in_lance = events_in_lance(&data);
-    assert_eq!(
-        in_lance.len(),
-        events.len(),
-        "every event in the events table"
-    );
-    assert!(
-        in_lance.values().all(|n| *n == 1),
-        "an event twice in the events table"
-    );
+    assert_each_once_in_events_table(&data, events.len());
     assert_eq!(stored.len(), events.len(), "every event stored in Lance");
     assert!(
         stored.values().all(|n| *n == 1),
@@ -223,6 +214,16 @@ fn kill_9_at_random_points_loses_and_duplicates_nothing() {
         memories(&rebuilt),
         crashed,
         "views rebuilt from Lance differ"
+    );
+}
+
+/// Asserts that the Lance events table in `data` holds `events` events, each once.
+fn assert_each_once_in_events_table(data: &Path, events: usize) {
+    let in_lance = events_in_lance(data);
+    assert_eq!(in_lance.len(), events, "every event in the events table");
+    assert!(
+        in_lance.values().all(|n| *n == 1),
+        "an event twice in the events table"
     );
 }
 
@@ -276,14 +277,5 @@ fn a_broker_outage_is_waited_out_without_loss() {
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(server.status()["log_end"], events.len() as u64);
     server.interrupt();
-    let in_lance = events_in_lance(&data);
-    assert_eq!(
-        in_lance.len(),
-        events.len(),
-        "every event in the events table"
-    );
-    assert!(
-        in_lance.values().all(|n| *n == 1),
-        "an event twice in the events table"
-    );
+    assert_each_once_in_events_table(&data, events.len());
 }
