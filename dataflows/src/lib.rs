@@ -5,6 +5,7 @@
 //! implemented by the caller); results leave as consistent [`views::MemoryViews`] snapshots and as
 //! batches of new episodes for the caller to store.
 
+mod captured;
 pub mod input;
 pub mod memory;
 pub mod views;

@@ -1,5 +1,6 @@
 //! The memory dataflow and the timely workers that run it.
 
+use crate::captured::{in_time_order, update_count, CapturedUpdates};
 use crate::input::{InputRecord, InputSource};
 use crate::views::{SharedViews, ViewUpdate};
 use differential_dataflow::input::{Input, InputSession};
@@ -76,11 +77,11 @@ impl Drop for DataflowHandle {
     }
 }
 
-type Captured = Arc<Mutex<Vec<(ViewUpdate, u64, isize)>>>;
-type CapturedEpisodes = Arc<Mutex<Vec<((SessionKey, Episode), u64, isize)>>>;
-type CapturedFacts = Arc<Mutex<Vec<((FactKey, FactAssertion), u64, isize)>>>;
-type CapturedSummaries = Arc<Mutex<Vec<((UserKey, SummaryNode), u64, isize)>>>;
-type CapturedStates = Arc<Mutex<Vec<((PreferenceKey, LifecycleState), u64, isize)>>>;
+type Captured = Arc<Mutex<CapturedUpdates<ViewUpdate>>>;
+type CapturedEpisodes = Arc<Mutex<CapturedUpdates<(SessionKey, Episode)>>>;
+type CapturedFacts = Arc<Mutex<CapturedUpdates<(FactKey, FactAssertion)>>>;
+type CapturedSummaries = Arc<Mutex<CapturedUpdates<(UserKey, SummaryNode)>>>;
+type CapturedStates = Arc<Mutex<CapturedUpdates<(PreferenceKey, LifecycleState)>>>;
 
 /// What moves engine time, the clock of preference lifecycles (decay happens in engine time).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -191,7 +192,7 @@ where
             let (input, traces) = scope.new_collection::<(PreferenceKey, PreferenceTrace), isize>();
             lifecycle_states(traces, LifecycleThresholds::default())
                 .inspect(move |(record, t, d)| {
-                    cap_states.lock().unwrap().push((record.clone(), *t, *d))
+                    cap_states.lock().unwrap().push(record.clone(), *t, *d)
                 })
                 .probe_with(&mut lifecycle_probe);
             input
@@ -210,7 +211,7 @@ where
                 scope.new_collection::<(UserKey, SummaryNode), isize>();
             capture(
                 user_summaries(summaries).inspect(move |(rec, t, d)| {
-                    cap_summaries.lock().unwrap().push((rec.clone(), *t, *d))
+                    cap_summaries.lock().unwrap().push(rec.clone(), *t, *d)
                 }),
                 &cap,
                 &mut probe,
@@ -313,7 +314,7 @@ where
             );
             facts
                 .clone()
-                .inspect(move |(rec, t, d)| cap_facts.lock().unwrap().push((rec.clone(), *t, *d)))
+                .inspect(move |(rec, t, d)| cap_facts.lock().unwrap().push(rec.clone(), *t, *d))
                 .probe_with(&mut probe);
             capture(
                 facts_over_time(facts),
@@ -334,7 +335,7 @@ where
                 |(key, weight)| ViewUpdate::CoMention(key.clone(), *weight),
             );
             episodes
-                .inspect(move |(rec, t, d)| cap_eps.lock().unwrap().push((rec.clone(), *t, *d)))
+                .inspect(move |(rec, t, d)| cap_eps.lock().unwrap().push(rec.clone(), *t, *d))
                 .probe_with(&mut probe);
             Inputs {
                 episodes: episodes_input,
@@ -520,7 +521,7 @@ fn capture<'scope, D>(
 {
     let captured = captured.clone();
     collection
-        .inspect(move |(d, t, r)| captured.lock().unwrap().push((to_update(d), *t, *r)))
+        .inspect(move |(d, t, r)| captured.lock().unwrap().push(to_update(d), *t, *r))
         .probe_with(probe);
 }
 
@@ -544,22 +545,26 @@ fn publish(
     out: &Sender<EpisodeBatch>,
 ) {
     let frontier = frontiers.log;
-    let ready = take_before(captured, frontier);
-    let mut episodes = take_before(captured_episodes, frontier);
-    let mut facts = take_before(captured_facts, frontier);
-    let mut summaries = take_before(captured_summaries, frontier);
-    let states = take_before(captured_states, frontiers.engine_time);
+    let ready = captured.lock().unwrap().take_before(frontier);
+    let episodes = captured_episodes.lock().unwrap().take_before(frontier);
+    let facts = captured_facts.lock().unwrap().take_before(frontier);
+    let summaries = captured_summaries.lock().unwrap().take_before(frontier);
+    let states = captured_states
+        .lock()
+        .unwrap()
+        .take_before(frontiers.engine_time);
     let mut updates: Vec<(ViewUpdate, isize)> =
-        Vec::with_capacity(ready.len() + episodes.len() + states.len());
-    updates.extend(ready.into_iter().map(|(update, _, diff)| (update, diff)));
-    for ((key, _), _, diff) in &episodes {
+        Vec::with_capacity(update_count(&ready) + update_count(&episodes) + update_count(&states));
+    updates.extend(in_time_order(ready));
+    let mut episodes: Vec<_> = in_time_order(episodes).collect();
+    for ((key, _), diff) in &episodes {
         updates.push((ViewUpdate::SessionEpisode(key.clone()), *diff));
     }
     // Scheduled transitions of a trace and the retraction of the rest of its schedule (when
     // it is reinforced) arrive as separate updates at one time: apply their sum, removals
     // first, so the order they came in does not matter.
     let mut net: BTreeMap<(PreferenceKey, LifecycleState), isize> = BTreeMap::new();
-    for (record, _, diff) in states {
+    for (record, diff) in in_time_order(states) {
         *net.entry(record).or_insert(0) += diff;
     }
     let (removed, added): (Vec<_>, Vec<_>) = net
@@ -573,45 +578,19 @@ fn publish(
     let engine_time = (frontiers.engine_time > 0 && frontiers.engine_time < u64::MAX)
         .then(|| frontiers.engine_time - 1);
     views.apply_batch(updates, frontier, engine_time);
-    episodes.retain(|(_, _, d)| *d > 0);
-    episodes.sort_by_key(|((_, e), _, _)| e.log_offset);
-    facts.retain(|(_, _, d)| *d > 0);
-    facts.sort_by(|((ka, a), _, _), ((kb, b), _, _)| {
-        (a.log_offset, ka, a).cmp(&(b.log_offset, kb, b))
-    });
-    summaries.retain(|(_, _, d)| *d > 0);
-    summaries.sort_by(|((ka, a), _, _), ((kb, b), _, _)| {
-        (a.log_offset, ka, a).cmp(&(b.log_offset, kb, b))
-    });
+    episodes.retain(|(_, d)| *d > 0);
+    episodes.sort_by_key(|((_, e), _)| e.log_offset);
+    let mut facts: Vec<_> = in_time_order(facts).filter(|(_, d)| *d > 0).collect();
+    facts.sort_by(|((ka, a), _), ((kb, b), _)| (a.log_offset, ka, a).cmp(&(b.log_offset, kb, b)));
+    let mut summaries: Vec<_> = in_time_order(summaries).filter(|(_, d)| *d > 0).collect();
+    summaries
+        .sort_by(|((ka, a), _), ((kb, b), _)| (a.log_offset, ka, a).cmp(&(b.log_offset, kb, b)));
     if !episodes.is_empty() || !facts.is_empty() || !summaries.is_empty() {
         let _ = out.send(EpisodeBatch {
             as_of: frontier,
-            episodes: episodes.into_iter().map(|(rec, _, _)| rec).collect(),
-            facts: facts.into_iter().map(|(rec, _, _)| rec).collect(),
-            summaries: summaries.into_iter().map(|(rec, _, _)| rec).collect(),
+            episodes: episodes.into_iter().map(|(rec, _)| rec).collect(),
+            facts: facts.into_iter().map(|(rec, _)| rec).collect(),
+            summaries: summaries.into_iter().map(|(rec, _)| rec).collect(),
         });
     }
-}
-
-/// The most captured updates a buffer keeps room for after it is taken.
-const MAX_KEPT_CAPACITY: usize = 1 << 12;
-
-/// Takes the captured updates at times before `frontier`, in time order. Under load this runs
-/// after every step with a step's worth of updates: when all of them are ready (the usual
-/// case) the buffer is handed over whole, without copying, and replaced by one with room for
-/// as many (up to [`MAX_KEPT_CAPACITY`]), so the next step's pushes seldom grow it. (Splitting
-/// it into two new vectors on every step cost a third of the load's time in copies and fresh
-/// pages.)
-fn take_before<D>(captured: &Mutex<Vec<(D, u64, isize)>>, frontier: u64) -> Vec<(D, u64, isize)> {
-    let mut all = captured.lock().unwrap();
-    let mut ready = if all.iter().all(|(_, t, _)| *t < frontier) {
-        // (bounded: one huge step must not pin its buffer's size for good)
-        let capacity = all.len().min(MAX_KEPT_CAPACITY);
-        std::mem::replace(&mut *all, Vec::with_capacity(capacity))
-    } else {
-        all.extract_if(.., |(_, t, _)| *t < frontier).collect()
-    };
-    drop(all);
-    ready.sort_by_key(|(_, t, _)| *t);
-    ready
 }

@@ -1,0 +1,77 @@
+//! Updates the dataflow's outputs emit, held by time until the views are published up to a
+//! frontier.
+
+use std::collections::BTreeMap;
+
+/// Captured updates of one kind, bucketed by their timestamp.
+///
+/// Taking the updates before a frontier hands whole buckets over: nothing is copied or sorted,
+/// however many updates a step emitted. (One flat vector, split and sorted by time on every
+/// publication, spent a third of a bulk load's time moving 240-byte updates into fresh pages,
+/// because under load part of it is always at times the frontier has not passed yet.) Inputs
+/// advance their time once per poll of the log, so there are few buckets.
+#[derive(Debug)]
+pub(crate) struct CapturedUpdates<D> {
+    by_time: BTreeMap<u64, Vec<(D, isize)>>,
+}
+
+impl<D> Default for CapturedUpdates<D> {
+    fn default() -> Self {
+        CapturedUpdates {
+            by_time: BTreeMap::new(),
+        }
+    }
+}
+
+impl<D> CapturedUpdates<D> {
+    pub(crate) fn push(&mut self, data: D, time: u64, diff: isize) {
+        self.by_time.entry(time).or_default().push((data, diff));
+    }
+
+    /// Removes the updates at times before `frontier` and returns them by time, ascending;
+    /// within one time in the order they were pushed. Later updates stay.
+    pub(crate) fn take_before(&mut self, frontier: u64) -> BTreeMap<u64, Vec<(D, isize)>> {
+        let later = self.by_time.split_off(&frontier);
+        std::mem::replace(&mut self.by_time, later)
+    }
+}
+
+/// The updates of [`CapturedUpdates::take_before`] one by one, in the order it gives them.
+pub(crate) fn in_time_order<D>(
+    taken: BTreeMap<u64, Vec<(D, isize)>>,
+) -> impl Iterator<Item = (D, isize)> {
+    taken.into_values().flatten()
+}
+
+/// How many updates [`CapturedUpdates::take_before`] gave.
+pub(crate) fn update_count<D>(taken: &BTreeMap<u64, Vec<(D, isize)>>) -> usize {
+    taken.values().map(Vec::len).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn takes_the_earlier_times_in_order_and_keeps_the_rest() {
+        let mut captured = CapturedUpdates::default();
+        captured.push("c", 7, 1);
+        captured.push("a", 3, 1);
+        captured.push("late", 9, -1);
+        captured.push("b", 3, -1);
+        captured.push("d", 8, 2);
+
+        let taken: Vec<_> = in_time_order(captured.take_before(8)).collect();
+        assert_eq!(taken, vec![("a", 1), ("b", -1), ("c", 1)]);
+
+        // nothing before 8 is left; a second take at the same frontier finds nothing
+        assert!(captured.take_before(8).is_empty());
+        captured.push("e", 8, 1);
+        let rest = captured.take_before(u64::MAX);
+        assert_eq!(rest.keys().copied().collect::<Vec<_>>(), vec![8, 9]);
+        assert_eq!(
+            in_time_order(rest).collect::<Vec<_>>(),
+            vec![("d", 2), ("e", 1), ("late", -1)]
+        );
+    }
+}
