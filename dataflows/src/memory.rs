@@ -10,7 +10,7 @@ use engram_operators::correction_clusters::{
     UserKey,
 };
 use engram_operators::correction_notes::{correction_notes, CorrectionNote};
-use engram_operators::entities::{co_mentions, entity_stats};
+use engram_operators::entities::{co_mentions_of, entity_stats_of, episode_entities};
 use engram_operators::facts::{facts_over_time, FactAssertion, FactKey};
 use engram_operators::lifecycle::{
     lifecycle_states, preference_traces, PreferenceKey, PreferenceTrace,
@@ -322,14 +322,16 @@ where
                 &mut probe,
                 |(key, version)| ViewUpdate::Fact(key.clone(), version.clone()),
             );
+            // extracted once for both entity views
+            let entities = episode_entities(episodes.clone());
             capture(
-                entity_stats(episodes.clone()),
+                entity_stats_of(entities.clone()),
                 &cap,
                 &mut probe,
                 |(key, stats)| ViewUpdate::Entity(key.clone(), stats.clone()),
             );
             capture(
-                co_mentions(episodes.clone()),
+                co_mentions_of(entities),
                 &cap,
                 &mut probe,
                 |(key, weight)| ViewUpdate::CoMention(key.clone(), *weight),

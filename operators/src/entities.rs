@@ -148,14 +148,7 @@ const MAX_NOUN_PHRASE_WORDS: usize = 3;
 /// No part-of-speech tagging: a verb outside the stop list can end up in a phrase ("the *dog
 /// barks*"), plural and singular are different names.
 pub fn extract_entities(text: &str) -> Vec<(String, EntityKind)> {
-    let mut entities: Vec<(String, EntityKind)> = Vec::new();
-    for (_, _, name, kind) in entity_occurrences(text) {
-        match entities.iter_mut().find(|(seen, _)| *seen == name) {
-            Some((_, seen_kind)) => *seen_kind = (*seen_kind).min(kind),
-            None => entities.push((name, kind)),
-        }
-    }
-    entities
+    text_entities(text).entities
 }
 
 /// The pairs of entities `text` mentions in one sentence: every `(a, b)` with `a < b` such that
@@ -165,21 +158,62 @@ pub fn extract_entities(text: &str) -> Vec<(String, EntityKind)> {
 /// Co-mention is counted within a sentence, not a whole message: a long answer listing forty
 /// things does not relate each of them to every other (and would cost 780 pairs).
 pub fn sentence_pairs(text: &str) -> Vec<(String, String)> {
+    let found = text_entities(text);
+    let name = |i: u32| found.entities[i as usize].0.clone();
+    let mut pairs: Vec<(String, String)> = found
+        .pairs
+        .iter()
+        .map(|&(a, b)| (name(a), name(b)))
+        .collect();
+    pairs.sort();
+    pairs
+}
+
+/// The entities of one text and which of them share a sentence, from one pass of extraction.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TextEntities {
+    /// What [`extract_entities`] gives.
+    pub entities: Vec<(String, EntityKind)>,
+    /// What [`sentence_pairs`] gives, as indices into `entities`: each `(a, b)` once, with
+    /// `entities[a]`'s name before `entities[b]`'s.
+    pub pairs: Vec<(u32, u32)>,
+}
+
+/// [`extract_entities`] and [`sentence_pairs`] of `text` at the cost of one.
+pub fn text_entities(text: &str) -> TextEntities {
     let occurrences = entity_occurrences(text);
+    let mut entities: Vec<(String, EntityKind)> = Vec::new();
+    // the index in `entities` of each occurrence
+    let mut index: Vec<u32> = Vec::with_capacity(occurrences.len());
+    for (_, _, name, kind) in &occurrences {
+        let i = match entities.iter().position(|(seen, _)| seen == name) {
+            Some(i) => {
+                entities[i].1 = entities[i].1.min(*kind);
+                i
+            }
+            None => {
+                entities.push((name.clone(), *kind));
+                entities.len() - 1
+            }
+        };
+        index.push(i as u32);
+    }
     let mut pairs = Vec::new();
+    let mut start = 0;
     for sentence in occurrences.chunk_by(|x, y| x.0 == y.0) {
-        let mut names: Vec<&String> = sentence.iter().map(|(_, _, name, _)| name).collect();
-        names.sort();
+        let mut names: Vec<u32> = index[start..start + sentence.len()].to_vec();
+        start += sentence.len();
+        names.sort_unstable_by(|&a, &b| entities[a as usize].0.cmp(&entities[b as usize].0));
         names.dedup();
-        for (i, a) in names.iter().enumerate() {
-            for b in &names[i + 1..] {
-                pairs.push(((*a).clone(), (*b).clone()));
+        for (i, &a) in names.iter().enumerate() {
+            for &b in &names[i + 1..] {
+                pairs.push((a, b));
             }
         }
     }
-    pairs.sort();
+    pairs.sort_unstable();
     pairs.dedup();
-    pairs
+    TextEntities { entities, pairs }
 }
 
 /// Every entity occurrence in `text` as `(sentence number, word slot, name, kind)`, in order.
@@ -360,6 +394,38 @@ where
         .threshold(|_mention, multiplicity| if *multiplicity > 0 { 1 } else { 0 })
 }
 
+/// The entities of one episode, extracted once for every view that needs them.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct EpisodeEntities {
+    /// The episode's [`episode_key`].
+    pub key: u128,
+    pub ts_micros: i64,
+    pub found: TextEntities,
+}
+
+/// Each episode's entities, for [`entity_stats_of`] and [`co_mentions_of`].
+///
+/// Input: episodes keyed by their session, as for [`mentions`]. Output: for each input record,
+/// with its multiplicity, `((tenant, user), entities)` where `entities` holds the episode's
+/// [`episode_key`], `ts_micros` and [`text_entities`] of its content. Episodes with no entity
+/// give no record. Stateless: extraction runs once per episode update, however many views
+/// read the result (instead of once per view).
+pub fn episode_entities<'scope>(
+    episodes: VecCollection<'scope, u64, (SessionKey, Episode)>,
+) -> VecCollection<'scope, u64, ((String, String), EpisodeEntities)> {
+    episodes.flat_map(|((tenant, user, _session), episode)| {
+        let found = text_entities(&episode.content);
+        (!found.entities.is_empty()).then(|| {
+            let entities = EpisodeEntities {
+                key: episode_key(&episode.id),
+                ts_micros: episode.ts_micros,
+                found,
+            };
+            ((tenant, user), entities)
+        })
+    })
+}
+
 /// The `CO_MENTIONED` edges and their weights.
 ///
 /// Input: episodes keyed by their session, as for [`mentions`]. Output: for every tenant, user
@@ -376,12 +442,27 @@ where
 pub fn co_mentions<'scope>(
     episodes: VecCollection<'scope, u64, (SessionKey, Episode)>,
 ) -> VecCollection<'scope, u64, (CoMentionKey, u64)> {
-    let pair_mentions = episodes.flat_map(|((tenant, user, _session), episode)| {
-        let key = episode_key(&episode.id);
-        sentence_pairs(&episode.content)
-            .into_iter()
-            .map(move |(a, b)| ((tenant.clone(), user.clone(), a, b), key))
-            .collect::<Vec<_>>()
+    co_mentions_of(episode_entities(episodes))
+}
+
+/// [`co_mentions`] of the episodes whose [`episode_entities`] are given.
+pub fn co_mentions_of<'scope>(
+    episode_entities: VecCollection<'scope, u64, ((String, String), EpisodeEntities)>,
+) -> VecCollection<'scope, u64, (CoMentionKey, u64)> {
+    let pair_mentions = episode_entities.flat_map(|((tenant, user), episode)| {
+        let name = |i: u32| episode.found.entities[i as usize].0.clone();
+        let pairs: Vec<_> = episode
+            .found
+            .pairs
+            .iter()
+            .map(|&(a, b)| {
+                (
+                    (tenant.clone(), user.clone(), name(a), name(b)),
+                    episode.key,
+                )
+            })
+            .collect();
+        pairs
     });
     fold_per_key(
         pair_mentions,
@@ -471,11 +552,20 @@ impl EntityMentions {
 pub fn entity_stats<'scope>(
     episodes: VecCollection<'scope, u64, (SessionKey, Episode)>,
 ) -> VecCollection<'scope, u64, (EntityKey, EntityStats)> {
-    let entity_mentions = episodes.flat_map(|(session, episode)| {
-        let (ts, key) = (episode.ts_micros, episode_key(&episode.id));
-        episode_mentions(&session, &episode)
+    entity_stats_of(episode_entities(episodes))
+}
+
+/// [`entity_stats`] of the episodes whose [`episode_entities`] are given.
+pub fn entity_stats_of<'scope>(
+    episode_entities: VecCollection<'scope, u64, ((String, String), EpisodeEntities)>,
+) -> VecCollection<'scope, u64, (EntityKey, EntityStats)> {
+    let entity_mentions = episode_entities.flat_map(|((tenant, user), episode)| {
+        let (ts, key) = (episode.ts_micros, episode.key);
+        episode
+            .found
+            .entities
             .into_iter()
-            .map(move |(entity, kind)| (entity, (key, ts, kind)))
+            .map(move |(name, kind)| ((tenant.clone(), user.clone(), name), (key, ts, kind)))
     });
     fold_per_key(
         entity_mentions,
