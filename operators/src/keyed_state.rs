@@ -236,7 +236,11 @@ mod tests {
     fn fingerprints_tell_keys_apart_and_repeat() {
         let key = |a: &str, b: &str| super::key_fingerprint(&(a.to_string(), b.to_string()));
         assert_eq!(key("t", "u"), key("t", "u"));
-        assert_ne!(key("t", "u"), key("tu", ""), "the tuple's parts are delimited");
+        assert_ne!(
+            key("t", "u"),
+            key("tu", ""),
+            "the tuple's parts are delimited"
+        );
         assert_ne!(key("t", "u"), key("u", "t"));
     }
 

@@ -3,6 +3,7 @@
 //!
 //!     cargo run --release -p engram-bench --bin dataflow_throughput -- \
 //!         [--events N] [--users U] [--workers W] [--extra K] [--file EVENTS.jsonl]
+//!         [--only KIND,...]
 //!
 //! Events are synthetic: chat messages (`engram_bench::sentence`), and about one in ten a
 //! `fact` event, one in twenty a feedback vote, one in fifty a correction (its embedding
@@ -24,8 +25,8 @@
 use engram_bench::{percentile, sentence};
 use engram_dataflows::{run_memory_dataflow, EngineClock, InputRecord, InputSource, SharedViews};
 use engram_schemas::{
-    parse_event, Body, Correction, CorrectionType, Event, Fact, Feedback, FeedbackContext, Header,
-    Interaction, Role,
+    parse_event, Body, Correction, CorrectionType, Event, EventKind, Fact, Feedback,
+    FeedbackContext, Header, Interaction, Role,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -90,6 +91,9 @@ struct Options {
     workers: usize,
     extra: usize,
     file: Option<String>,
+    /// Event kinds to keep (`--only interaction,fact`): for attributing time and memory to
+    /// the views each kind feeds. All when empty.
+    only: Vec<String>,
 }
 
 fn options() -> anyhow::Result<Options> {
@@ -99,6 +103,7 @@ fn options() -> anyhow::Result<Options> {
         workers: 2,
         extra: 200,
         file: None,
+        only: Vec::new(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -112,6 +117,7 @@ fn options() -> anyhow::Result<Options> {
             "--workers" => o.workers = value()?.parse()?,
             "--extra" => o.extra = value()?.parse()?,
             "--file" => o.file = Some(value()?),
+            "--only" => o.only = value()?.split(',').map(str::to_string).collect(),
             other => anyhow::bail!("unknown argument {other}"),
         }
     }
@@ -253,10 +259,19 @@ fn wait_for(as_of: impl Fn() -> u64, target: u64) {
 fn main() -> anyhow::Result<()> {
     let o = options()?;
     let total = o.events + o.extra;
-    let events = match &o.file {
+    let mut events = match &o.file {
         Some(path) => file_events(path, total)?,
         None => synthetic_events(total, o.users),
     };
+    for kind in &o.only {
+        anyhow::ensure!(
+            EventKind::parse(kind).is_some(),
+            "--only: {kind} is no event kind"
+        );
+    }
+    if !o.only.is_empty() {
+        events.retain(|e| o.only.iter().any(|k| k == e.kind().as_str()));
+    }
     anyhow::ensure!(
         events.len() > o.extra,
         "need more than {} events, have {}",
