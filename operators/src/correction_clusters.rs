@@ -398,8 +398,9 @@ where
 /// hyperplanes ([`lsh_candidate_probability`]); a pair that shares none is not linked, whatever
 /// its cosine.
 ///
-/// Cost: each distinct embedding is stored once per band (40 copies); a change compares its
-/// embedding with the representatives in its 40 buckets only.
+/// Cost: each distinct embedding is stored once, referred to from each of its 40 buckets (an
+/// entry of 48 bytes); a change compares its embedding with the representatives in its 40
+/// buckets only.
 pub fn similarity_links<'scope, T>(
     corrections: VecCollection<'scope, T, (UserKey, CorrectionPoint)>,
 ) -> VecCollection<'scope, T, (UserKey, (String, String))>
@@ -436,29 +437,63 @@ where
                 .entry(vector.len())
                 .or_insert_with(|| LshHyperplanes::new(vector.len()))
                 .buckets(&vector);
+            let group = user_polarity_hash(&user, polarity);
+            let member = BucketMember(std::sync::Arc::new((user, polarity, id, embedding)));
             // one polarity never meets the other: the polarity is part of the bucket key
-            buckets.into_iter().map(move |bucket| {
-                (
-                    (user.clone(), polarity, bucket),
-                    (id.clone(), embedding.clone()),
-                )
-            })
+            buckets
+                .into_iter()
+                .map(move |bucket| ((group, bucket), member.clone()))
         })
         .arrange_by_key();
     bucketed
         .clone()
         .join_core(
             bucketed,
-            |key: &(UserKey, Polarity, LshBucket),
-             a: &(String, QuantisedEmbedding),
-             b: &(String, QuantisedEmbedding)| {
-                (a.0 < b.0 && is_link(&a.1, &b.1))
-                    .then(|| (key.0.clone(), (a.0.clone(), b.0.clone())))
+            |_key: &(u64, LshBucket), a: &BucketMember, b: &BucketMember| {
+                let (
+                    (user_a, polarity_a, id_a, embedding_a),
+                    (user_b, polarity_b, id_b, embedding_b),
+                ) = (&*a.0, &*b.0);
+                // the key's hash may be shared by another user or polarity: both must match
+                (user_a == user_b
+                    && polarity_a == polarity_b
+                    && id_a < id_b
+                    && is_link(embedding_a, embedding_b))
+                .then(|| (user_a.clone(), (id_a.clone(), id_b.clone())))
             },
         )
         // A pair meets once per shared band; its count is that number, never negative.
         .distinct()
         .concat(members)
+}
+
+/// A representative correction as the LSH buckets hold it: `(user, polarity, id, embedding)`,
+/// shared by its [`LSH_BANDS`] bucket entries (one copy of the user and id, not forty).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct BucketMember(std::sync::Arc<(UserKey, Polarity, String, QuantisedEmbedding)>);
+
+// By hand, as for `QuantisedEmbedding`: serde's `Arc` impls need its `rc` feature.
+impl Serialize for BucketMember {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.as_ref().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for BucketMember {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        <(UserKey, Polarity, String, QuantisedEmbedding)>::deserialize(deserializer)
+            .map(|member| BucketMember(std::sync::Arc::new(member)))
+    }
+}
+
+/// The bucket key's stand-in for `(user, polarity)`: 8 bytes instead of two strings in each
+/// of a correction's forty bucket entries. Equal hashes of two users only make their buckets
+/// meet; the join checks user and polarity.
+fn user_polarity_hash(user: &UserKey, polarity: Polarity) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    (user, polarity).hash(&mut h);
+    h.finish()
 }
 
 /// The clusters of a user's corrections: connected components of the link graph.
