@@ -6,8 +6,8 @@ use crate::views::{SharedViews, ViewUpdate};
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::VecCollection;
 use engram_operators::correction_clusters::{
-    cluster_measures, correction_clusters, promoted_patterns, similarity_links, CorrectionPoint,
-    UserKey,
+    cluster_measures, correction_clusters, present_corrections, promoted_patterns,
+    similarity_links, CorrectionPoint, UserKey,
 };
 use engram_operators::correction_notes::{correction_notes, CorrectionNote};
 use engram_operators::entities::{co_mentions_of, entity_stats_of, episode_entities};
@@ -226,9 +226,11 @@ where
             capture(correction_notes(notes), &cap, &mut probe, |(user, note)| {
                 ViewUpdate::CorrectionNote(user.clone(), note.clone())
             });
-            let links = similarity_links(corrections.clone());
-            let clusters = correction_clusters(corrections.clone(), links);
-            let measures = cluster_measures(corrections.clone(), clusters.clone());
+            // one arrangement of the present corrections for every operator that reads them
+            let present = present_corrections(corrections);
+            let links = similarity_links(present.clone());
+            let clusters = correction_clusters(present.clone(), links);
+            let measures = cluster_measures(present.clone(), clusters.clone());
             let patterns = promoted_patterns(measures.clone());
             let teams = user_teams(assignments);
             let team_prefs = team_preferences(
@@ -249,7 +251,7 @@ where
                 ViewUpdate::UserTeam(user.clone(), team.clone())
             });
             capture(
-                preference_contradictions(corrections.clone(), measures.clone()),
+                preference_contradictions(present.clone(), measures.clone()),
                 &cap,
                 &mut probe,
                 |(key, contradiction)| {
@@ -259,7 +261,7 @@ where
             capture(measures, &cap, &mut probe, |(user, measure)| {
                 ViewUpdate::ClusterMeasure(user.clone(), measure.clone())
             });
-            let traces = preference_traces(corrections, clusters.clone(), patterns.clone());
+            let traces = preference_traces(present, clusters.clone(), patterns.clone());
             let traces_out = new_traces.clone();
             capture(
                 traces.inspect(move |((key, trace), _, diff)| {

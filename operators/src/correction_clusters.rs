@@ -362,8 +362,9 @@ fn is_link(a: &QuantisedEmbedding, b: &QuantisedEmbedding) -> bool {
 }
 
 /// The present corrections (module docs), keyed by `((tenant, user), correction_id)`, each with
-/// multiplicity 1.
-pub(crate) fn present_corrections<'scope, T>(
+/// multiplicity 1: the input of the operators below. Computed once and shared, it is one
+/// arrangement of every correction, not one per operator that reads them.
+pub fn present_corrections<'scope, T>(
     corrections: VecCollection<'scope, T, (UserKey, CorrectionPoint)>,
 ) -> VecCollection<'scope, T, ((UserKey, String), CorrectionPoint)>
 where
@@ -381,7 +382,7 @@ where
 
 /// The similarity links between a user's corrections, as many as their clusters need.
 ///
-/// Input: corrections keyed by `(tenant, user)`. The present corrections of a user (module
+/// Input: the [`present_corrections`]. The present corrections of a user (module
 /// docs) with one and the same [`Polarity`] and one and the same non-zero embedding form a
 /// group, represented by its smallest id. Output: `((tenant, user), (id_a, id_b))` with
 /// `id_a < id_b`, multiplicity 1:
@@ -402,7 +403,7 @@ where
 /// entry of 48 bytes); a change compares its embedding with the representatives in its 40
 /// buckets only.
 pub fn similarity_links<'scope, T>(
-    corrections: VecCollection<'scope, T, (UserKey, CorrectionPoint)>,
+    present: VecCollection<'scope, T, ((UserKey, String), CorrectionPoint)>,
 ) -> VecCollection<'scope, T, (UserKey, (String, String))>
 where
     T: Timestamp + Lattice + Ord,
@@ -410,7 +411,7 @@ where
     let zero = |e: &QuantisedEmbedding| e.0.iter().all(|&x| x == 0);
     // `((user, polarity, embedding), id)`: an all-zero embedding is keyed by its id too, a
     // group of one
-    let grouped = present_corrections(corrections).map(move |((user, id), point)| {
+    let grouped = present.map(move |((user, id), point)| {
         let own = zero(&point.embedding).then(|| id.clone());
         ((user, point.polarity, point.embedding, own), id)
     });
@@ -498,7 +499,7 @@ fn user_polarity_hash(user: &UserKey, polarity: Polarity) -> u64 {
 
 /// The clusters of a user's corrections: connected components of the link graph.
 ///
-/// Input: corrections keyed by `(tenant, user)`, and links `((tenant, user), (a, b))` between
+/// Input: the [`present_corrections`], and links `((tenant, user), (a, b))` between
 /// correction ids of that user. Links are undirected: `(a, b)` and `(b, a)` are the same link,
 /// which is present when the multiplicities of its records in both orders sum to more than 0.
 /// The graph of a user has the present corrections (module docs) as vertices and the present
@@ -515,15 +516,14 @@ fn user_polarity_hash(user: &UserKey, polarity: Polarity) -> u64 {
 /// its neighbours) runs as many rounds as the largest component's diameter; a change re-derives
 /// only the labels it affects.
 pub fn correction_clusters<'scope, T>(
-    corrections: VecCollection<'scope, T, (UserKey, CorrectionPoint)>,
+    present: VecCollection<'scope, T, ((UserKey, String), CorrectionPoint)>,
     links: VecCollection<'scope, T, (UserKey, (String, String))>,
 ) -> VecCollection<'scope, T, (UserKey, (String, String))>
 where
     T: Timestamp + Lattice + Ord,
 {
     // Every present correction proposes its own id as its label.
-    let own_labels =
-        present_corrections(corrections).map(|((user, id), _point)| ((user, id.clone()), id));
+    let own_labels = present.map(|((user, id), _point)| ((user, id.clone()), id));
     let present_ids = own_labels.clone().map(|(correction, _label)| correction);
     // `((user, x), y)`: x proposes its label to y. Every link is listed in both directions; the
     // semijoin keeps those whose key end is present, and the swap makes that end the target.
@@ -600,7 +600,7 @@ impl ClusterMeasure {
 
 /// Every cluster's measurements, while it forms.
 ///
-/// Input: corrections keyed by `(tenant, user)`, and cluster memberships
+/// Input: the [`present_corrections`], and cluster memberships
 /// `((tenant, user), (correction_id, cluster_id))` as [`correction_clusters`] produces them. A
 /// membership counts once when its multiplicity is positive, and only if its correction is
 /// present (module docs); a correction listed under two cluster ids counts in both.
@@ -616,7 +616,7 @@ impl ClusterMeasure {
 ///
 /// Cost: a change to a cluster re-measures that cluster (linear in its size).
 pub fn cluster_measures<'scope, T>(
-    corrections: VecCollection<'scope, T, (UserKey, CorrectionPoint)>,
+    present: VecCollection<'scope, T, ((UserKey, String), CorrectionPoint)>,
     clusters: VecCollection<'scope, T, (UserKey, (String, String))>,
 ) -> VecCollection<'scope, T, (UserKey, ClusterMeasure)>
 where
@@ -626,7 +626,7 @@ where
         .map(|(user, (id, cluster_id))| ((user, id), cluster_id))
         .threshold(|_membership, count: &isize| isize::from(*count > 0))
         .join_map(
-            present_corrections(corrections),
+            present,
             |correction: &(UserKey, String), cluster_id: &String, point: &CorrectionPoint| {
                 ((correction.0.clone(), cluster_id.clone()), point.clone())
             },
@@ -666,13 +666,13 @@ where
 ///
 /// Cost: a change to a cluster re-measures that cluster (linear in its size).
 pub fn promote_patterns<'scope, T>(
-    corrections: VecCollection<'scope, T, (UserKey, CorrectionPoint)>,
+    present: VecCollection<'scope, T, ((UserKey, String), CorrectionPoint)>,
     clusters: VecCollection<'scope, T, (UserKey, (String, String))>,
 ) -> VecCollection<'scope, T, (UserKey, PatternRecord)>
 where
     T: Timestamp + Lattice + Ord,
 {
-    promoted_patterns(cluster_measures(corrections, clusters))
+    promoted_patterns(cluster_measures(present, clusters))
 }
 
 /// The measure of a cluster with these members (in [`CorrectionPoint`] order), or `None` when

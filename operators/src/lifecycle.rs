@@ -19,7 +19,7 @@ use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::operator::Operator;
 use timely::progress::Timestamp;
 
-use crate::correction_clusters::{present_corrections, CorrectionPoint, PatternRecord, UserKey};
+use crate::correction_clusters::{CorrectionPoint, PatternRecord, UserKey};
 use crate::math::decay::{
     lifecycle_state, LifecycleState, LifecycleThresholds, RetentionTrace, StabilityParams,
 };
@@ -124,8 +124,8 @@ impl PreferenceTrace {
 
 /// The decay traces of the preferences.
 ///
-/// Input: corrections keyed by `(tenant, user)` (present as in
-/// [`crate::correction_clusters`]), cluster memberships `((tenant, user), (correction_id,
+/// Input: the present corrections as
+/// [`crate::correction_clusters::present_corrections`] gives them, cluster memberships `((tenant, user), (correction_id,
 /// cluster_id))` as [`crate::correction_clusters::correction_clusters`] produces them, and the
 /// patterns of [`crate::correction_clusters::promote_patterns`]. A membership or pattern counts
 /// once when its multiplicity is positive.
@@ -138,7 +138,7 @@ impl PreferenceTrace {
 ///
 /// Cost: a change to a cluster re-derives its trace (linear in its size).
 pub fn preference_traces<'scope, T>(
-    corrections: VecCollection<'scope, T, (UserKey, CorrectionPoint)>,
+    present: VecCollection<'scope, T, ((UserKey, String), CorrectionPoint)>,
     clusters: VecCollection<'scope, T, (UserKey, (String, String))>,
     patterns: VecCollection<'scope, T, (UserKey, PatternRecord)>,
 ) -> VecCollection<'scope, T, (PreferenceKey, PreferenceTrace)>
@@ -151,18 +151,15 @@ where
     clusters
         .map(|(user, (id, cluster_id))| ((user, id), cluster_id))
         .distinct()
-        .join_map(
-            present_corrections(corrections),
-            |(user, _id), cluster_id, point| {
+        .join_map(present, |(user, _id), cluster_id, point| {
+            (
+                (user.clone(), cluster_id.clone()),
                 (
-                    (user.clone(), cluster_id.clone()),
-                    (
-                        point.ts_micros.div_euclid(1_000_000),
-                        point.confidence_milli,
-                    ),
-                )
-            },
-        )
+                    point.ts_micros.div_euclid(1_000_000),
+                    point.confidence_milli,
+                ),
+            )
+        })
         .semijoin(promoted)
         .reduce(|_preference, members, output| {
             // two corrections in the same second with the same confidence are one value with

@@ -23,7 +23,7 @@ use differential_dataflow::VecCollection;
 use serde::{Deserialize, Serialize};
 use timely::progress::Timestamp;
 
-use crate::correction_clusters::{present_corrections, ClusterMeasure, CorrectionPoint, UserKey};
+use crate::correction_clusters::{ClusterMeasure, CorrectionPoint, UserKey};
 use crate::lifecycle::PreferenceKey;
 use crate::math::fusion::cosine_similarity;
 use crate::skill_feedback::present_values;
@@ -119,8 +119,8 @@ pub fn resolve(pattern: &ClusterMeasure, by: &[&CorrectionPoint]) -> Contradicti
 
 /// The contradicted preferences.
 ///
-/// Input: corrections keyed by `(tenant, user)` (present as in
-/// [`crate::correction_clusters`]), and cluster measures `((tenant, user), measure)` as
+/// Input: the present corrections as
+/// [`crate::correction_clusters::present_corrections`] gives them, and cluster measures `((tenant, user), measure)` as
 /// [`crate::correction_clusters::cluster_measures`] produces them (one per cluster).
 ///
 /// Output: `(((tenant, user), cluster_id), contradiction)`, multiplicity 1, for every promoted
@@ -131,13 +131,13 @@ pub fn resolve(pattern: &ClusterMeasure, by: &[&CorrectionPoint]) -> Contradicti
 /// correction costs one cosine per pattern, a pattern that changes one per correction of its
 /// user.
 pub fn preference_contradictions<'scope, T>(
-    corrections: VecCollection<'scope, T, (UserKey, CorrectionPoint)>,
+    present: VecCollection<'scope, T, ((UserKey, String), CorrectionPoint)>,
     measures: VecCollection<'scope, T, (UserKey, ClusterMeasure)>,
 ) -> VecCollection<'scope, T, (PreferenceKey, Contradiction)>
 where
     T: Timestamp + Lattice + Ord,
 {
-    let points = present_corrections(corrections).map(|((user, _id), point)| (user, point));
+    let points = present.map(|((user, _id), point)| (user, point));
     measures
         .filter(|(_, measure)| measure.promoted)
         .join_map(points, |user, pattern, point| {

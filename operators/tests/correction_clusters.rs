@@ -11,9 +11,9 @@ mod common;
 use common::{apply, collect_into, execute, nonzero, settle, update, Sink};
 use differential_dataflow::input::Input;
 use engram_operators::correction_clusters::{
-    cluster_measures, correction_clusters, promote_patterns, similarity_links, ClusterMeasure,
-    CorrectionPoint, LshBucket, LshHyperplanes, PatternRecord, Polarity, QuantisedEmbedding,
-    UserKey, LINK_COSINE_THRESHOLD,
+    cluster_measures, correction_clusters, present_corrections, promote_patterns, similarity_links,
+    ClusterMeasure, CorrectionPoint, LshBucket, LshHyperplanes, PatternRecord, Polarity,
+    QuantisedEmbedding, UserKey, LINK_COSINE_THRESHOLD,
 };
 use engram_operators::lifecycle::{preference_traces, PreferenceKey, PreferenceTrace};
 use engram_operators::math::decay::{LifecycleThresholds, StabilityParams};
@@ -446,6 +446,7 @@ fn run(workers: usize, seed: u64, rounds: usize) -> BTreeMap<Resolution, usize> 
         let probe = Handle::new();
         let mut input = worker.dataflow::<u64, _, _>(|scope| {
             let (input, corrections) = scope.new_collection();
+            let corrections = present_corrections(corrections);
             let links = similarity_links(corrections.clone());
             let clusters = correction_clusters(corrections.clone(), links.clone());
             let patterns = promote_patterns(corrections.clone(), clusters.clone());
@@ -555,6 +556,7 @@ fn run_arbitrary_links(workers: usize, seed: u64, rounds: usize) {
         let probe = Handle::new();
         let (mut corrections_in, mut links_in) = worker.dataflow::<u64, _, _>(|scope| {
             let (corrections_in, corrections) = scope.new_collection();
+            let corrections = present_corrections(corrections);
             let (links_in, links) = scope.new_collection();
             correction_clusters(corrections, links)
                 .inspect(collect_into(&clusters_sink))
@@ -671,6 +673,7 @@ fn erasing_the_middle_of_a_chain_splits_its_cluster() {
         let probe = Handle::new();
         let mut input = worker.dataflow::<u64, _, _>(|scope| {
             let (input, corrections) = scope.new_collection();
+            let corrections = present_corrections(corrections);
             let links = similarity_links(corrections.clone());
             let clusters = correction_clusters(corrections.clone(), links.clone());
             promote_patterns(corrections, clusters.clone())
