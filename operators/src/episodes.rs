@@ -1,6 +1,6 @@
 //! Episodes and the `NEXT` edges between consecutive episodes of a session.
 
-use crate::keyed_state::{fold_per_key, Multiset};
+use crate::keyed_state::{fold_per_key, key_fingerprint, Multiset};
 use differential_dataflow::VecCollection;
 use serde::{Deserialize, Serialize};
 
@@ -42,16 +42,7 @@ impl Episode {
 /// such ids never share a key; any other id becomes a 128-bit hash of it (two different ids
 /// share one with probability about 2⁻¹²⁸).
 pub fn episode_key(id: &str) -> u128 {
-    uuid_bits(id).unwrap_or_else(|| {
-        use std::hash::{Hash, Hasher};
-        let half = |domain: u8| {
-            let mut h = std::hash::DefaultHasher::new();
-            domain.hash(&mut h);
-            id.hash(&mut h);
-            h.finish() as u128
-        };
-        (half(0) << 64) | half(1)
-    })
+    uuid_bits(id).unwrap_or_else(|| key_fingerprint(&id))
 }
 
 /// The 128 bits of `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` in lowercase hex; `None` for any other

@@ -88,11 +88,11 @@ where
         .as_collection()
 }
 
-/// A key in 16 bytes, for finding its state: a state map keyed by the keys themselves held a
-/// second copy of every key (four strings for a co-mention pair), besides the one in the
-/// output. Two SipHash halves with different domains; two of n keys share a fingerprint with
-/// probability about n²·2⁻¹²⁹.
-fn key_fingerprint<K: Hash>(key: &K) -> u128 {
+/// A key in 16 bytes: two SipHash halves with different domains (the same on every run and
+/// worker); two of n keys share a fingerprint with probability about n²·2⁻¹²⁹. [`fold_per_key`]
+/// finds states by it (a state map keyed by the keys themselves held a second copy of every
+/// key, four strings for a co-mention pair, besides the one in the output).
+pub fn key_fingerprint<K: Hash + ?Sized>(key: &K) -> u128 {
     let half = |domain: u8| {
         let mut h = std::hash::DefaultHasher::new();
         domain.hash(&mut h);
