@@ -56,6 +56,7 @@ use differential_dataflow::VecCollection;
 use serde::{Deserialize, Serialize};
 use timely::progress::Timestamp;
 
+use crate::keyed_state::key_fingerprint;
 use crate::math::fusion::{
     assess_cluster, centroid, cosine_similarity, preference_confidence, PromotionCriteria,
     DEFAULT_EVIDENCE_WEIGHT,
@@ -491,10 +492,7 @@ impl<'de> Deserialize<'de> for BucketMember {
 /// of a correction's forty bucket entries. Equal hashes of two users only make their buckets
 /// meet; the join checks user and polarity.
 fn user_polarity_hash(user: &UserKey, polarity: Polarity) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::hash::DefaultHasher::new();
-    (user, polarity).hash(&mut h);
-    h.finish()
+    key_fingerprint(&(user, polarity)) as u64
 }
 
 /// The clusters of a user's corrections: connected components of the link graph.
