@@ -254,6 +254,34 @@ impl Engine {
         Ok(pending.len())
     }
 
+    /// Every event of `(tenant, user)` the log holds (erased ones are redacted there), then
+    /// those held for a restriction, in order.
+    fn stored_events(&self, tenant: &str, user: &str) -> Result<Vec<Value>, GdprError> {
+        let log = self.ingestor.log();
+        let mut events = Vec::new();
+        let mut offset = 0;
+        while offset < log.end_offset() {
+            let chunk = log.read(offset, 4096)?;
+            if chunk.is_empty() {
+                break;
+            }
+            offset += chunk.len() as u64;
+            for (_, bytes) in chunk {
+                if let Ok(event) = Event::from_canonical_json(&bytes) {
+                    if event.header.tenant == tenant && event.header.user == user {
+                        events.push(serde_json::to_value(&event).expect("events serialize"));
+                    }
+                }
+            }
+        }
+        for line in self.ingestor.held_events(tenant, user) {
+            if let Ok(event) = serde_json::from_str::<Value>(&line) {
+                events.push(event);
+            }
+        }
+        Ok(events)
+    }
+
     /// A user's whole subgraph: every episode (with its `NEXT` neighbour) and the user's part
     /// of every view.
     pub async fn export_user(&self, tenant: &str, user: &str) -> Result<Value, GdprError> {
@@ -270,7 +298,14 @@ impl Engine {
             })
             .collect();
         let mut out = crate::server::memory_json(&views, tenant, user);
+        drop(views);
         out["episodes"] = Value::Array(episodes);
+        if self.ingestor.is_restricted(tenant, user) {
+            // processing is frozen, so the views hold nothing of the user: the export gives
+            // the events themselves instead, stored and held
+            out["restricted"] = json!(true);
+            out["events"] = Value::Array(self.stored_events(tenant, user)?);
+        }
         out["exported_at"] = json!(chrono::Utc::now());
         Ok(out)
     }

@@ -186,6 +186,15 @@ impl Ingestor {
         &self.erases_at_open
     }
 
+    /// The events of `(tenant, user)` held for a restriction, in order (canonical JSON).
+    pub fn held_events(&self, tenant: &str, user: &str) -> Vec<String> {
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        held.iter()
+            .filter(|((t, u), _)| t == tenant && u == user)
+            .map(|(_, line)| line.clone())
+            .collect()
+    }
+
     /// Whether processing of `(tenant, user)` is restricted.
     pub fn is_restricted(&self, tenant: &str, user: &str) -> bool {
         is_restricted(

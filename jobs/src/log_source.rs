@@ -8,7 +8,7 @@
 use engram_connectors::{Embedder, EventLog};
 use engram_dataflows::{correction_text, InputRecord, InputSource};
 use engram_schemas::{Body, ControlAction, ControlScope, Event, Redacted};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// Records read per poll: bounds memory and keeps the views publishing while catching up.
@@ -27,6 +27,9 @@ pub struct LogSource {
     /// Offset of the last erase applied, per `(tenant, user)` and per `(tenant, "")` for a
     /// whole tenant: what was before it has been retracted already.
     erased_at: HashMap<(String, String), u64>,
+    /// The scopes restricted by the control events read so far: `(tenant, user)`, or
+    /// `(tenant, "")` for a whole tenant. Their users' records are out of the dataflow.
+    restricted: HashSet<(String, String)>,
 }
 
 impl LogSource {
@@ -44,6 +47,7 @@ impl LogSource {
             peers,
             sent_corrections: HashMap::new(),
             erased_at: HashMap::new(),
+            restricted: HashSet::new(),
         }
     }
 }
@@ -103,21 +107,36 @@ impl LogSource {
         corrections.clear();
     }
 
-    /// The retractions an erase at `at` makes on this worker: every record sent for the
-    /// tenant's events (of `user` only, when given) that no earlier erase retracted, read again
-    /// from the log and derived as when they were sent.
-    fn erase(
-        &mut self,
+    /// Whether `(tenant, user)` is withdrawn from the views: its user or its whole tenant is
+    /// restricted by the control events read so far.
+    fn withdrawn(&self, tenant: &str, user: &str) -> bool {
+        withdrawn(&self.restricted, tenant, user)
+    }
+
+    /// The offset of the last erase that covered `(tenant, user)`: what was before it has been
+    /// retracted already.
+    fn erased_since(&self, tenant: &str, user: &str) -> Option<u64> {
+        let a = self.erased_at.get(&(tenant.to_string(), user.to_string()));
+        let b = self.erased_at.get(&(tenant.to_string(), String::new()));
+        a.max(b).copied()
+    }
+
+    /// The records this worker sent for the tenant's events (of `user` only, when given) before
+    /// `at` that no erase has retracted, of the users `include` accepts, each with `diff`:
+    /// read again from the log and derived as when they were sent, corrections exactly as they
+    /// were sent (embedding the text again need not give the same bits). Also the correction
+    /// events among them that were never sent (they arrived while their user was withdrawn):
+    /// they need embedding first.
+    fn scope_records(
+        &self,
         tenant: &str,
         user: Option<&str>,
         at: u64,
-    ) -> Vec<(u64, InputRecord, isize)> {
-        let since = |erased: &HashMap<(String, String), u64>, u: &str| {
-            let a = erased.get(&(tenant.to_string(), u.to_string())).copied();
-            let b = erased.get(&(tenant.to_string(), String::new())).copied();
-            a.max(b)
-        };
+        include: impl Fn(&str) -> bool,
+        diff: isize,
+    ) -> (Vec<(u64, InputRecord, isize)>, Vec<(u64, Event)>) {
         let mut out = Vec::new();
+        let mut unsent_corrections = Vec::new();
         let mut offset = 0;
         while offset < at {
             let chunk = match self
@@ -126,7 +145,7 @@ impl LogSource {
             {
                 Ok(c) => c,
                 Err(err) => {
-                    tracing::error!(%err, offset, "reading the event log for an erase failed; retrying");
+                    tracing::error!(%err, offset, "reading the event log for an erase or restriction failed; retrying");
                     std::thread::sleep(std::time::Duration::from_millis(100));
                     continue;
                 }
@@ -141,35 +160,93 @@ impl LogSource {
                     || user.is_some_and(|u| u != h.user)
                     || event.governs_processing()
                     || worker_for(&event.key(), self.peers) != self.worker
-                    || since(&self.erased_at, &h.user).is_some_and(|s| o <= s)
+                    || self.erased_since(tenant, &h.user).is_some_and(|s| o <= s)
+                    || !include(&h.user)
                 {
                     continue;
                 }
                 out.extend(
                     InputRecord::from_event(&event, o)
                         .into_iter()
-                        .map(|r| (at, r, -1)),
+                        .map(|r| (at, r, diff)),
                 );
+                let sent = |u: &str| {
+                    self.sent_corrections
+                        .get(&(tenant.to_string(), u.to_string()))
+                        .is_some_and(|sent| sent.iter().any(|(s, _)| *s == o))
+                };
+                if matches!(event.body, Body::Correction(_)) && !sent(&h.user) {
+                    unsent_corrections.push((o, event));
+                }
             }
         }
-        let erased_at = self.erased_at.clone();
-        for ((t, u), sent) in self.sent_corrections.iter_mut() {
-            if t != tenant || user.is_some_and(|x| x != u) {
+        for ((t, u), sent) in &self.sent_corrections {
+            if t != tenant || user.is_some_and(|x| x != u) || !include(u) {
                 continue;
             }
-            let since = since(&erased_at, u);
-            sent.retain(|(o, record)| {
-                let retract = *o < at && since.is_none_or(|s| *o > s);
-                if retract {
-                    out.push((at, record.clone(), -1));
-                }
-                !retract
-            });
+            // an erase removed what it covered from `sent_corrections`
+            out.extend(
+                sent.iter()
+                    .filter(|(o, _)| *o < at)
+                    .map(|(_, record)| (at, record.clone(), diff)),
+            );
+        }
+        (out, unsent_corrections)
+    }
+
+    /// The retractions an erase at `at` makes on this worker: every record sent for the
+    /// tenant's events (of `user` only, when given) that no earlier erase retracted, except
+    /// those of withdrawn users (a restriction retracted them already).
+    fn erase(
+        &mut self,
+        tenant: &str,
+        user: Option<&str>,
+        at: u64,
+    ) -> Vec<(u64, InputRecord, isize)> {
+        let (out, _) = self.scope_records(tenant, user, at, |u| !self.withdrawn(tenant, u), -1);
+        for ((t, u), sent) in self.sent_corrections.iter_mut() {
+            if t == tenant && user.is_none_or(|x| x == u) {
+                sent.retain(|(o, _)| *o >= at);
+            }
         }
         self.erased_at
             .insert((tenant.to_string(), user.unwrap_or("").to_string()), at);
         out
     }
+
+    /// What a `restrict` or `unrestrict` of the tenant (of `user` only, when given) at `at`
+    /// changes on this worker: a user it withdraws has every record sent for them retracted
+    /// (processing stops: their memory no longer feeds team or organisation preferences,
+    /// population priors or anything else); a user it gives back has them sent again (and the
+    /// corrections that were never sent, embedded), as if never withdrawn.
+    fn restrict(
+        &mut self,
+        tenant: &str,
+        user: Option<&str>,
+        restrict: bool,
+        at: u64,
+    ) -> Vec<(u64, InputRecord, isize)> {
+        let before = self.restricted.clone();
+        let scope = (tenant.to_string(), user.unwrap_or("").to_string());
+        if restrict {
+            self.restricted.insert(scope);
+        } else {
+            self.restricted.remove(&scope);
+        }
+        let changed = |u: &str| withdrawn(&before, tenant, u) != self.withdrawn(tenant, u);
+        let diff = if restrict { -1 } else { 1 };
+        let (mut out, mut unsent) = self.scope_records(tenant, user, at, changed, diff);
+        if !restrict {
+            self.flush_corrections(&mut unsent, &mut out);
+        }
+        out
+    }
+}
+
+/// Whether `restricted` covers `(tenant, user)`, by the user or the whole tenant.
+fn withdrawn(restricted: &HashSet<(String, String)>, tenant: &str, user: &str) -> bool {
+    restricted.contains(&(tenant.to_string(), user.to_string()))
+        || restricted.contains(&(tenant.to_string(), String::new()))
 }
 
 impl InputSource for LogSource {
@@ -193,18 +270,28 @@ impl InputSource for LogSource {
             match Event::from_canonical_json(bytes) {
                 Ok(event) => {
                     if let Body::Control(c) = &event.body {
-                        if c.action == ControlAction::Erase {
-                            // what came before the erase must be in before it is retracted
-                            self.flush_corrections(&mut corrections, &mut records);
-                            let user = (c.scope == ControlScope::User)
-                                .then_some(event.header.user.as_str());
-                            records.extend(self.erase(&event.header.tenant, user, *offset));
-                        }
                         if c.governs_processing() {
+                            // what came before the control must be in before it is retracted
+                            self.flush_corrections(&mut corrections, &mut records);
+                            let (tenant, user) = (&event.header.tenant, &event.header.user);
+                            let user = (c.scope == ControlScope::User).then_some(user.as_str());
+                            records.extend(match c.action {
+                                ControlAction::Erase => self.erase(tenant, user, *offset),
+                                ControlAction::Restrict => {
+                                    self.restrict(tenant, user, true, *offset)
+                                }
+                                ControlAction::Unrestrict => {
+                                    self.restrict(tenant, user, false, *offset)
+                                }
+                                ControlAction::SetTeam => unreachable!("a data event"),
+                            });
                             continue;
                         }
                     }
-                    if worker_for(&event.key(), self.peers) != self.worker {
+                    if worker_for(&event.key(), self.peers) != self.worker
+                        || self.withdrawn(&event.header.tenant, &event.header.user)
+                    {
+                        // a withdrawn user's events are sent when the restriction is lifted
                         continue;
                     }
                     records.extend(
@@ -236,7 +323,9 @@ mod tests {
     use std::collections::BTreeMap;
 
     /// A random log: interactions, facts, feedback and corrections of three users in two
-    /// tenants, with erases of a user or a whole tenant among them.
+    /// tenants, with erases, restrictions and their lifting, of a user or a whole tenant,
+    /// among them (also events of restricted users: the source must not rely on the ingestor
+    /// holding them back).
     fn random_log(seed: u64) -> Vec<serde_json::Value> {
         let mut rng = StdRng::seed_from_u64(seed);
         let users = [("t1", "a"), ("t1", "b"), ("t2", "a")];
@@ -246,10 +335,15 @@ mod tests {
                 let ts = format!("2025-01-01T00:{:02}:{:02}Z", i / 60, i % 60);
                 let header = json!({"event_id": format!("e{i}"), "tenant": tenant, "user": user,
                                     "ts": ts, "session": "s"});
-                let body = match rng.gen_range(0..10) {
+                let body = match rng.gen_range(0..12) {
                     0 => json!({"kind": "control", "action": "erase", "scope": "user"}),
                     1 if rng.gen_bool(0.3) => {
                         json!({"kind": "control", "action": "erase", "scope": "tenant"})
+                    }
+                    10 | 11 => {
+                        let action = ["restrict", "unrestrict"][rng.gen_range(0..2)];
+                        let scope = ["user", "user", "tenant"][rng.gen_range(0..3)];
+                        json!({"kind": "control", "action": action, "scope": scope})
                     }
                     2 => json!({"kind": "fact", "subject": "user", "attribute": "city",
                                 "value": format!("c{i}")}),
@@ -270,7 +364,7 @@ mod tests {
     }
 
     #[test]
-    fn an_erase_retracts_exactly_what_was_sent_before_it_for_the_erased() {
+    fn the_dataflow_gets_every_record_not_erased_of_the_users_not_restricted() {
         for seed in 0..30 {
             let dir = tempfile::tempdir().unwrap();
             let log = Arc::new(EventLog::open(dir.path()).unwrap());
@@ -288,14 +382,42 @@ mod tests {
                 let mut source = LogSource::new(log.clone(), None, worker, 2);
                 while let Some((records, _)) = source.poll() {
                     for (_, record, diff) in records {
-                        *got.entry(format!("{record:?}")).or_default() += diff;
+                        let count = got.entry(format!("{record:?}")).or_default();
+                        *count += diff;
+                        // nothing is retracted that was not sent, nothing sent twice
+                        assert!(
+                            (0..=1).contains(count),
+                            "seed {seed}: {record:?} at {count}"
+                        );
                     }
                 }
             }
             got.retain(|_, d| *d != 0);
-            // the definition: every record of every event that no later erase covers
+            // the definition: every record of every event that no later erase covers, of the
+            // users no restriction covers once the whole log is read
+            let mut restricted = HashSet::new();
+            for e in &events {
+                if let Body::Control(c) = &e.body {
+                    let user = match c.scope {
+                        ControlScope::User => e.header.user.clone(),
+                        ControlScope::Tenant => String::new(),
+                    };
+                    match c.action {
+                        ControlAction::Restrict => {
+                            restricted.insert((e.header.tenant.clone(), user))
+                        }
+                        ControlAction::Unrestrict => {
+                            restricted.remove(&(e.header.tenant.clone(), user))
+                        }
+                        _ => false,
+                    };
+                }
+            }
             let mut want: BTreeMap<String, isize> = BTreeMap::new();
             for (o, e) in events.iter().enumerate() {
+                if withdrawn(&restricted, &e.header.tenant, &e.header.user) {
+                    continue;
+                }
                 let erased = events[o + 1..].iter().any(|later| match &later.body {
                     Body::Control(c) if c.action == ControlAction::Erase => {
                         later.header.tenant == e.header.tenant

@@ -253,10 +253,24 @@ fn a_restricted_user_is_kept_but_not_used_until_the_restriction_is_lifted() {
         assert_eq!(status, 200, "{export}");
         export["episodes"].as_array().unwrap().len()
     };
-    assert_eq!(
-        server.post("/v1/events", &note("n1", "I live in Porto.")).0,
-        200
-    );
+    // alice's and bob's votes on one skill make the tenant's population prior bob sees
+    let vote = |id: &str, user: &str| {
+        json!({"kind": "feedback", "event_id": id, "tenant": "acme", "user": user,
+               "ts": Utc::now().to_rfc3339(), "message_id": format!("{user}-m"),
+               "skill_id": "concise", "reward": 1})
+    };
+    let population_bob_sees = |server: &Server| {
+        let (status, memory) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "bob"}));
+        assert_eq!(status, 200, "{memory}");
+        memory["skills"][0]["population"]["successes"].clone()
+    };
+    for event in [
+        note("n1", "I live in Porto."),
+        vote("va", "alice"),
+        vote("vb", "bob"),
+    ] {
+        assert_eq!(server.post("/v1/events", &event).0, 200);
+    }
     server.wait_caught_up(Duration::from_secs(60));
     assert_eq!(
         server.recall("acme", "alice", "where do I live", 5)["results"]
@@ -265,8 +279,12 @@ fn a_restricted_user_is_kept_but_not_used_until_the_restriction_is_lifted() {
             .len(),
         1
     );
+    assert_eq!(population_bob_sees(&server), 2);
 
     assert_eq!(server.post("/v1/events", &control("r1", "restrict")).0, 200);
+    server.wait_caught_up(Duration::from_secs(60));
+    // processing is frozen: alice's vote no longer counts in what others are served
+    assert_eq!(population_bob_sees(&server), 1);
     let locked = |server: &Server| {
         for (path, body) in [
             (
@@ -298,6 +316,14 @@ fn a_restricted_user_is_kept_but_not_used_until_the_restriction_is_lifted() {
     assert_eq!(again["duplicates"], 1, "{again}");
     server.wait_caught_up(Duration::from_secs(60));
     assert_eq!(episodes(&server), 1);
+    // the export still gives all of alice's data: the views hold none of it now, so the
+    // events themselves, stored and held
+    let (_, export) = server.post("/v1/export", &json!({"tenant": "acme", "user": "alice"}));
+    assert_eq!(export["restricted"], true, "{export}");
+    let events = export["events"].to_string();
+    for text in ["Porto", "zqheldmark", "alice-m"] {
+        assert!(events.contains(text), "{text}: {events}");
+    }
     // others are not affected
     let bob = json!({"kind": "interaction", "event_id": "b1", "tenant": "acme", "user": "bob",
                      "ts": Utc::now().to_rfc3339(), "role": "user", "content": "hi"});
@@ -309,6 +335,7 @@ fn a_restricted_user_is_kept_but_not_used_until_the_restriction_is_lifted() {
     server.wait_caught_up(Duration::from_secs(60));
     locked(&server);
     assert_eq!(episodes(&server), 1);
+    assert_eq!(population_bob_sees(&server), 1);
 
     // lifted: the held event is processed, the memory is used again
     assert_eq!(
@@ -319,4 +346,8 @@ fn a_restricted_user_is_kept_but_not_used_until_the_restriction_is_lifted() {
     assert_eq!(episodes(&server), 2);
     let r = server.recall("acme", "alice", "where do I live now", 5);
     assert!(r.to_string().contains("zqheldmark"), "{r}");
+    assert!(r.to_string().contains("Porto"), "{r}");
+    assert_eq!(population_bob_sees(&server), 2);
+    let (_, export) = server.post("/v1/export", &json!({"tenant": "acme", "user": "alice"}));
+    assert!(export.get("restricted").is_none(), "{export}");
 }
