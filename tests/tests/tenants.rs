@@ -1,4 +1,5 @@
-//! Red team: cross-user and cross-tenant attempts against the real server, with concurrent
+//! Red team: cross-user and cross-tenant attempts against the real server (every tenant route:
+//! events, recall, memory, prompt, chat, feedback, export, erase), with concurrent
 //! writers. Every request goes over HTTP with an API key; the server decides the tenant from
 //! the key. The same user names exist in both tenants, so a tenant mix-up would show.
 
@@ -38,6 +39,19 @@ fn foreign_texts(answer: &Value, tenant: &str, user: &str) -> Vec<String> {
         .filter(|t| t.contains("from ") && t.contains('/') && t.contains(':'))
         .filter(|t| TENANTS.iter().any(|tn| t.contains(&format!("from {tn}/"))))
         .filter(|t| !t.contains(&own))
+        .collect()
+}
+
+/// The other users' markers anywhere in `answer` (a prompt is one string holding many
+/// memories, so a check per string would miss one of them next to the user's own).
+fn foreign_markers(answer: &Value, tenant: &str, user: &str) -> Vec<String> {
+    let text = answer.to_string();
+    TENANTS
+        .iter()
+        .flat_map(|t| USERS.iter().map(move |u| (*t, *u)))
+        .filter(|&(t, u)| (t, u) != (tenant, user))
+        .map(|(t, u)| marker(t, u))
+        .filter(|m| text.contains(m.as_str()))
         .collect()
 }
 
@@ -189,6 +203,18 @@ fn concurrent_writers_and_readers_never_see_another_users_or_tenants_memory() {
                             server.post("/v1/memory", &json!({"tenant": t, "user": u}));
                         assert_eq!(status, 200, "{memory}");
                         found.1.extend(foreign_texts(&memory, t, u));
+                        let (status, prompt) = server.post(
+                            "/v1/prompt",
+                            &json!({"tenant": t, "user": u, "query": query}),
+                        );
+                        assert_eq!(status, 200, "{prompt}");
+                        found.1.extend(foreign_markers(&prompt, t, u));
+                        if round % 4 == 0 {
+                            let (status, export) =
+                                server.post("/v1/export", &json!({"tenant": t, "user": u}));
+                            assert_eq!(status, 200, "{export}");
+                            found.1.extend(foreign_markers(&export, t, u));
+                        }
                         std::thread::sleep(Duration::from_millis(30));
                     }
                     found
@@ -221,6 +247,19 @@ fn concurrent_writers_and_readers_never_see_another_users_or_tenants_memory() {
             !memory["facts"].as_array().unwrap().is_empty(),
             "{t}/{u} has facts: {memory}"
         );
+        // the prompt and the export after the writes: the user's own, nobody else's
+        let (_, prompt) = server.post(
+            "/v1/prompt",
+            &json!({"tenant": t, "user": u, "query": "what are my codewords"}),
+        );
+        assert!(
+            prompt["prompt"].as_str().unwrap().contains(&marker(t, u)),
+            "{t}/{u}'s prompt holds its own notes: {prompt}"
+        );
+        leaks.extend(foreign_markers(&prompt, t, u));
+        let (_, export) = server.post("/v1/export", &json!({"tenant": t, "user": u}));
+        assert_eq!(export["episodes"].as_array().unwrap().len(), NOTES as usize);
+        leaks.extend(foreign_markers(&export, t, u));
         leaks.extend(foreign_texts(&memory, t, u));
         let facts = memory["facts"].to_string();
         for &(ot, ou) in &pairs {
@@ -308,4 +347,94 @@ fn domain_wide_memories_are_shared_only_inside_their_tenant_and_only_when_asked(
             .contains("shared knowledge, user: Company policy zqacmepolicy"),
         "{prompt}"
     );
+}
+
+#[test]
+fn every_tenant_route_refuses_another_tenants_key_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let acme = server.key_for("acme");
+    let globex = server.key_for("globex");
+    let notes: Vec<Value> = (0..5).map(|n| note("acme", "u1", n)).collect();
+    let (status, answer) = server.post_as(Some(&acme), "/v1/events", &json!(notes));
+    assert_eq!(status, 200, "{answer}");
+    server.wait_caught_up(Duration::from_secs(60));
+    let acme_u1_intact = || {
+        let (status, answer) = server.post_as(
+            Some(&acme),
+            "/v1/recall",
+            &json!({"user": "u1", "query": "codeword secret", "k": 20}),
+        );
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["results"].as_array().unwrap().len(), 5, "{answer}");
+        let (_, memory) = server.post_as(Some(&acme), "/v1/memory", &json!({"user": "u1"}));
+        assert!(!memory["facts"].as_array().unwrap().is_empty(), "{memory}");
+    };
+    acme_u1_intact();
+
+    // every route that takes a tenant's data, aimed at acme/u1 with globex's key or none
+    let at_acme = |extra: Value| {
+        let mut body = json!({"tenant": "acme", "user": "u1"});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        body
+    };
+    let attempts = [
+        ("/v1/recall", at_acme(json!({"query": "codeword"}))),
+        ("/v1/memory", at_acme(json!({}))),
+        (
+            "/v1/prompt",
+            at_acme(json!({"query": "what is my codeword"})),
+        ),
+        ("/v1/chat", at_acme(json!({"query": "what is my codeword"}))),
+        (
+            "/v1/feedback",
+            at_acme(json!({"message_id": "acme-u1-1", "skill_id": "concise", "reward": -1})),
+        ),
+        ("/v1/export", at_acme(json!({}))),
+        ("/v1/erase", at_acme(json!({}))),
+        ("/v1/events", note("acme", "u1", 99)),
+    ];
+    for (path, body) in &attempts {
+        let (status, answer) = server.post_as(None, path, body);
+        assert_eq!(status, 401, "{path} without a key: {answer}");
+        let (status, answer) = server.post_as(Some(&globex), path, body);
+        assert!(
+            status == 403 || (*path == "/v1/events" && status == 422),
+            "{path} with globex's key for acme: {status} {answer}"
+        );
+        assert!(
+            !answer.to_string().contains("acmeu1word"),
+            "{path} answered with acme's data: {answer}"
+        );
+    }
+    // the same names under globex's key are globex's own (empty) user: nothing of acme's
+    let (status, export) = server.post_as(Some(&globex), "/v1/export", &json!({"user": "u1"}));
+    assert_eq!(status, 200, "{export}");
+    assert_eq!(export["episodes"], json!([]), "{export}");
+    assert!(
+        foreign_texts(&export, "globex", "u1").is_empty(),
+        "{export}"
+    );
+    let (status, prompt) = server.post_as(
+        Some(&globex),
+        "/v1/prompt",
+        &json!({"user": "u1", "query": "what is my codeword"}),
+    );
+    assert_eq!(status, 200, "{prompt}");
+    assert!(!prompt.to_string().contains("acmeu1word"), "{prompt}");
+    let (status, receipt) = server.post_as(Some(&globex), "/v1/erase", &json!({"user": "u1"}));
+    assert_eq!(status, 200, "{receipt}");
+    assert_eq!(receipt["tenant"], "globex", "{receipt}");
+    // a tenant key cannot erase a tenant through the admin API
+    let resp = reqwest::blocking::Client::new()
+        .delete(format!("{}/v1/admin/tenants/acme", server.base))
+        .bearer_auth(&globex)
+        .send()
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 401);
+
+    server.wait_caught_up(Duration::from_secs(60));
+    acme_u1_intact();
 }
