@@ -106,6 +106,12 @@ impl Server {
         }
     }
 
+    /// Forgets the harness's key for `tenant` (after the tenant's keys were revoked), so the
+    /// next request gets a fresh one.
+    pub fn forget_key(&self, tenant: &str) {
+        self.keys.lock().unwrap().remove(tenant);
+    }
+
     /// The API key of `tenant` (the tenant is created through the admin API on first use; a
     /// restarted server on the same data folder issues the harness a new key).
     pub fn try_key_for(&self, tenant: &str) -> Result<String, reqwest::Error> {

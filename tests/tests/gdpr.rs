@@ -85,23 +85,18 @@ fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
             files_containing(&data.join("lance/episodes.lance/data"), marker).len() > 0,
             "{marker} is stored in Lance (the search can see stored text)"
         );
-        // the facts table is written beside the episodes, a moment after the views
+        // the other tables are written beside the episodes, a moment after the views: the
+        // marker must be found in each before the erase, or not finding it after proves nothing
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        let facts_table = data.join("lance/facts.lance/data");
-        while !facts_table.exists() || files_containing(&facts_table, marker).is_empty() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{marker}, a fact's value, is never stored in the facts table"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let summaries_table = data.join("lance/summaries.lance/data");
-        while !summaries_table.exists() || files_containing(&summaries_table, marker).is_empty() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{marker}, in a summary, is never stored in the summaries table"
-            );
-            std::thread::sleep(Duration::from_millis(100));
+        for table in ["facts", "summaries", "events", "passages"] {
+            let dir = data.join(format!("lance/{table}.lance/data"));
+            while !dir.exists() || files_containing(&dir, marker).is_empty() {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{marker} is never stored in the {table} table"
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
         }
         assert!(!files_containing(&data.join("log"), marker).is_empty());
     }
@@ -225,6 +220,27 @@ fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
     );
     assert_eq!(status, 401);
     assert!(files_containing(&server.data_dir, "zqglobexmark").is_empty());
+    // the views hold nothing of the tenant either: read back under a key issued afresh
+    server.forget_key("globex");
+    let (status, memory) = server.post("/v1/memory", &json!({"tenant": "globex", "user": "alice"}));
+    assert_eq!(status, 200, "{memory}");
+    for view in [
+        "facts",
+        "entities",
+        "co_mentions",
+        "skills",
+        "corrections",
+        "summaries",
+    ] {
+        assert_eq!(
+            memory[view],
+            json!([]),
+            "{view} after the tenant's erase: {memory}"
+        );
+    }
+    let recall = server.recall("globex", "alice", "what is my locker code", 10);
+    assert_eq!(recall["results"], json!([]), "{recall}");
+    assert_eq!(recall["facts"], json!([]), "{recall}");
     assert!(!files_containing(
         &server.data_dir.join("lance/episodes.lance/data"),
         "zqbobmark"
