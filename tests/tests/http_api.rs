@@ -17,6 +17,31 @@ fn contents(recall: &Value) -> Vec<String> {
 fn events_in_recall_out_isolated_per_user_and_tenant() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path());
+    // the server serves its OpenAPI document, and every path in it answers (not 404/405)
+    let (status, doc) = server.get("/v1/openapi.json");
+    assert_eq!(status, 200, "{doc}");
+    let doc: Value = serde_json::from_str(&doc).unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        let path = path
+            .replace("{tenant}", "nobody")
+            .replace("{key_id}", "engram_nokey");
+        for method in ops.as_object().unwrap().keys() {
+            if method == "get" && path.contains("stream") {
+                continue; // an event stream stays open
+            }
+            let resp = reqwest::blocking::Client::new()
+                .request(
+                    method.to_uppercase().parse().unwrap(),
+                    format!("{}{path}", server.base),
+                )
+                .timeout(Duration::from_secs(30))
+                .send()
+                .unwrap();
+            let status = resp.status().as_u16();
+            assert!(status != 404 && status != 405, "{method} {path}: {status}");
+        }
+    }
     let events = json!([
         interaction(
             "acme",
