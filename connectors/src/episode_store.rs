@@ -433,6 +433,20 @@ impl EpisodeStore {
                 .collect()
         };
         self.follow_append(existing_version, &ds, &rows, &new_users);
+        let mut ds = ds;
+        if self.policy.full_text && !self.has_index(&ds, FTS_INDEX).await? {
+            // Without its full-text index a table is searched with another tokenizer (case
+            // matters: "lisbon" misses "Lisbon"), so the first rows become visible only with
+            // the index built over them.
+            let unindexed = ds.version().version;
+            let total = self.state.read().unwrap().rows + rows.len();
+            self.build_index(&mut ds, FTS_INDEX, total).await?;
+            // an index build leaves every row where it was
+            self.vectors
+                .lock()
+                .unwrap()
+                .carry(unindexed, ds.version().version);
+        }
         {
             let mut st = self.state.write().unwrap();
             st.watermark = st.watermark.max(rows.iter().map(|r| r.log_offset).max());
@@ -530,6 +544,15 @@ impl EpisodeStore {
         self.vectors.lock().unwrap().reset(ds.version().version);
         *self.dataset.write().unwrap() = Some(Arc::new(ds));
         Ok(erased)
+    }
+
+    /// Whether `ds` has the index `name`.
+    async fn has_index(&self, ds: &Dataset, name: &str) -> Result<bool, StoreError> {
+        let indexes = ds
+            .load_indices()
+            .await
+            .map_err(|e| self.err("load indexes", e))?;
+        Ok(indexes.iter().any(|i| i.name == name))
     }
 
     /// Builds index `name` (from scratch, replacing any old one) over the current `rows`.
