@@ -149,9 +149,9 @@ pub struct RecallConfig {
     pub candidates_per_k: usize,
     /// Reciprocal-rank-fusion constant.
     pub rrf_k: f32,
-    /// Graph expansion: the heaviest co-mentioned neighbours taken per entity of the query
-    /// (0 turns the expansion off).
-    pub graph_neighbours: usize,
+    /// Graph expansion's limits: neighbours per query entity (0 turns it off), path depth
+    /// and the entity kinds it may go through.
+    pub graph: crate::recall::GraphLimits,
     /// `fusion` (reciprocal ranks) or `relevance` (SPEC §5: 0.7·similarity + 0.2·recency +
     /// 0.1·importance); both are reported in every result's `why`.
     pub rank_by: crate::recall::RankBy,
@@ -170,7 +170,7 @@ impl Default for RecallConfig {
             max_k: 200,
             candidates_per_k: 4,
             rrf_k: 60.0,
-            graph_neighbours: 5,
+            graph: Default::default(),
             rank_by: crate::recall::RankBy::Fusion,
             recency_scale_days: 7.0,
             mrs_weights: "default".into(),

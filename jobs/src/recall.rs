@@ -520,15 +520,13 @@ impl Recall {
         as_of: Option<chrono::DateTime<chrono::Utc>>,
     ) -> Result<Vec<RecallHit>, RecallError> {
         // Graph expansion: episodes naming what the query's entities are connected to.
-        let expansion = if self.config.graph_neighbours > 0 {
+        let expansion = {
             let views = self.views.read();
             views
                 .users
                 .get(&(tenant.to_string(), user.to_string()))
-                .map(|m| graph_expansion(m, query, self.config.graph_neighbours))
+                .map(|m| graph_expansion(m, query, &self.config.graph))
                 .unwrap_or_default()
-        } else {
-            Vec::new()
         };
         // Each search is a task of its own: a Lance search does much of its work inside its
         // future's poll, so searches polled together on one task take turns on one core (at
@@ -645,16 +643,55 @@ fn fuse_two<K: std::hash::Hash + Eq>(
     fused
 }
 
-/// The entities the query's entities lead to in the user's co-mention graph (depth ≤ 2,
-/// entity vertices only), each with why: every neighbour of a query entity (the
-/// `max_neighbours` heaviest per entity) and every entity that joins two query entities (a
-/// path of length 2 through it). The query's own entities are not listed: its words already
-/// find them.
+/// How far graph expansion may go from the query's entities, and through which vertices.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GraphLimits {
+    /// The heaviest co-mentioned neighbours taken per entity of the query (0 turns the
+    /// expansion off).
+    pub neighbours: usize,
+    /// The longest path followed, in edges: 1 takes the query entities' neighbours; 2 also the
+    /// entities joining two query entities (q₁ – c – q₂); 3 also both inner entities of paths
+    /// q₁ – x – y – q₂. At most 3.
+    pub depth: u8,
+    /// The kinds of entity expansion may pass through or add (`named`, `noun_phrase`); empty:
+    /// every kind.
+    pub entity_kinds: Vec<engram_operators::entities::EntityKind>,
+}
+
+impl Default for GraphLimits {
+    fn default() -> Self {
+        GraphLimits {
+            neighbours: 5,
+            depth: 2,
+            entity_kinds: Vec::new(),
+        }
+    }
+}
+
+/// Neighbours per query entity considered as the inner vertices of a 3-edge path: bounds the
+/// pair checks to 50² per pair of query entities.
+const PATH_FANOUT: usize = 50;
+
+/// The entities the query's entities lead to in the user's co-mention graph, within `limits`,
+/// each with why: the `limits.neighbours` heaviest neighbours of each query entity (depth ≥ 1),
+/// every entity joining two query entities (depth ≥ 2), and the inner entities of paths of
+/// three edges between two query entities (depth 3, through their [`PATH_FANOUT`] heaviest
+/// neighbours). Entities whose kind `limits` excludes are neither added nor passed through.
+/// The query's own entities are not listed: its words already find them.
 pub fn graph_expansion(
     memory: &engram_dataflows::views::UserMemory,
     query: &str,
-    max_neighbours: usize,
+    limits: &GraphLimits,
 ) -> Vec<(String, String)> {
+    if limits.neighbours == 0 || limits.depth == 0 {
+        return Vec::new();
+    }
+    let allowed = |name: &str| {
+        memory.entities.get(name).is_some_and(|stats| {
+            limits.entity_kinds.is_empty() || limits.entity_kinds.contains(&stats.kind)
+        })
+    };
     let in_query: Vec<String> = engram_operators::entities::extract_entities(query)
         .into_iter()
         .map(|(name, _)| name)
@@ -663,17 +700,20 @@ pub fn graph_expansion(
     if in_query.is_empty() {
         return Vec::new();
     }
-    // neighbours of each query entity, heaviest first
+    // the allowed neighbours of each query entity, heaviest first
     let mut neighbours: HashMap<&str, Vec<(&str, u64)>> = HashMap::new();
     for ((a, b), w) in &memory.co_mentions {
         for (x, y) in [(a, b), (b, a)] {
-            if in_query.iter().any(|q| q == x) {
+            if in_query.iter().any(|q| q == x) && allowed(y) {
                 neighbours
                     .entry(x.as_str())
                     .or_default()
                     .push((y.as_str(), *w));
             }
         }
+    }
+    for list in neighbours.values_mut() {
+        list.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     }
     let mut out: Vec<(String, String)> = Vec::new();
     let mut add = |entity: &str, why: String| {
@@ -689,22 +729,40 @@ pub fn graph_expansion(
         }
     };
     for q in &in_query {
-        if let Some(list) = neighbours.get_mut(q.as_str()) {
-            list.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-            for (n, w) in list.iter().take(max_neighbours) {
+        if let Some(list) = neighbours.get(q.as_str()) {
+            for (n, w) in list.iter().take(limits.neighbours) {
                 add(n, format!("co-mentioned with {q} ({w}×)"));
             }
         }
     }
+    let co_mentioned = |x: &str, y: &str| {
+        let key = if x < y { (x, y) } else { (y, x) };
+        memory
+            .co_mentions
+            .contains_key(&(key.0.to_string(), key.1.to_string()))
+    };
     for (i, a) in in_query.iter().enumerate() {
         for b in &in_query[i + 1..] {
             let (Some(na), Some(nb)) = (neighbours.get(a.as_str()), neighbours.get(b.as_str()))
             else {
                 continue;
             };
-            for (c, _) in na {
-                if nb.iter().any(|(d, _)| d == c) {
-                    add(c, format!("joins {a} and {b}"));
+            if limits.depth >= 2 {
+                for (c, _) in na {
+                    if nb.iter().any(|(d, _)| d == c) {
+                        add(c, format!("joins {a} and {b}"));
+                    }
+                }
+            }
+            if limits.depth >= 3 {
+                for (x, _) in na.iter().take(PATH_FANOUT) {
+                    for (y, _) in nb.iter().take(PATH_FANOUT) {
+                        if x != y && co_mentioned(x, y) {
+                            let why = format!("on the path {a} – {x} – {y} – {b}");
+                            add(x, why.clone());
+                            add(y, why);
+                        }
+                    }
                 }
             }
         }
@@ -959,6 +1017,14 @@ mod tests {
         assert_eq!((hits[0].why.mrs, hits[1].why.mrs), (Some(1.0), Some(0.0)));
     }
 
+    fn limits(neighbours: usize, depth: u8) -> GraphLimits {
+        GraphLimits {
+            neighbours,
+            depth,
+            entity_kinds: Vec::new(),
+        }
+    }
+
     #[test]
     fn graph_expansion_follows_co_mentions_of_the_query_entities() {
         let mut m = engram_dataflows::views::UserMemory::default();
@@ -980,7 +1046,7 @@ mod tests {
         ] {
             m.co_mentions.insert((a.into(), b.into()), w);
         }
-        let got = graph_expansion(&m, "Where does Mara live now?", 5);
+        let got = graph_expansion(&m, "Where does Mara live now?", &limits(5, 2));
         assert_eq!(
             got,
             vec![
@@ -995,13 +1061,74 @@ mod tests {
             ]
         );
         // one neighbour per entity at most, and what joins two query entities
-        let got = graph_expansion(&m, "Did Rex like Lisbon?", 1);
+        let got = graph_expansion(&m, "Did Rex like Lisbon?", &limits(1, 2));
         let names: Vec<&str> = got.iter().map(|(e, _)| e.as_str()).collect();
         assert_eq!(names, ["berlin", "mara"]);
         assert!(
             got[0].1.contains("joins lisbon and rex") || got[0].1.contains("joins rex and lisbon")
         );
-        assert!(graph_expansion(&m, "nothing known here", 5).is_empty());
+        assert!(graph_expansion(&m, "nothing known here", &limits(5, 2)).is_empty());
+    }
+
+    #[test]
+    fn graph_expansion_keeps_to_its_depth_and_entity_kinds() {
+        use engram_operators::entities::{EntityKind, EntityStats};
+        let mut m = engram_dataflows::views::UserMemory::default();
+        // ana – clinic – dr ruiz – oslo – bo: the query names ana and bo
+        for (name, kind) in [
+            ("ana", EntityKind::Named),
+            ("clinic", EntityKind::NounPhrase),
+            ("dr ruiz", EntityKind::Named),
+            ("oslo", EntityKind::Named),
+            ("bo", EntityKind::Named),
+        ] {
+            let stats = EntityStats {
+                first_seen_micros: 0,
+                last_seen_micros: 0,
+                mention_count: 1,
+                kind,
+            };
+            m.entities.insert(name.into(), stats);
+        }
+        for (a, b) in [
+            ("ana", "clinic"),
+            ("clinic", "dr ruiz"),
+            ("dr ruiz", "oslo"),
+        ] {
+            m.co_mentions.insert((a.into(), b.into()), 1);
+        }
+        m.co_mentions.insert(("bo".into(), "oslo".into()), 1);
+        let names = |m: &engram_dataflows::views::UserMemory, limits: &GraphLimits| {
+            let mut got: Vec<String> = graph_expansion(m, "Did Ana meet Bo?", limits)
+                .into_iter()
+                .map(|(e, _)| e)
+                .collect();
+            got.sort();
+            got
+        };
+        // depth 1 and 2: the neighbours only (no entity joins ana and bo directly)
+        assert_eq!(names(&m, &limits(5, 1)), ["clinic", "oslo"]);
+        assert_eq!(names(&m, &limits(5, 2)), ["clinic", "oslo"]);
+        // ana – clinic – dr ruiz – oslo – bo is 4 edges: depth 3 finds no path either
+        assert_eq!(names(&m, &limits(5, 3)), ["clinic", "oslo"]);
+        // with clinic – oslo co-mentioned, ana – clinic – oslo – bo is a 3-edge path
+        m.co_mentions.insert(("clinic".into(), "oslo".into()), 1);
+        let got = graph_expansion(&m, "Did Ana meet Bo?", &limits(5, 3));
+        let clinic = &got.iter().find(|(e, _)| e == "clinic").unwrap().1;
+        assert!(
+            clinic.contains("on the path ana – clinic – oslo – bo"),
+            "{clinic}"
+        );
+        // named entities only: the noun phrase is neither added nor passed through
+        let named = GraphLimits {
+            entity_kinds: vec![EntityKind::Named],
+            ..limits(5, 3)
+        };
+        assert_eq!(names(&m, &named), ["oslo"]);
+        let got = graph_expansion(&m, "Did Ana meet Bo?", &named);
+        assert!(!got[0].1.contains("path"), "{got:?}");
+        // off
+        assert!(names(&m, &limits(0, 3)).is_empty());
     }
 
     fn row(id: &str, content: &str) -> EpisodeRow {

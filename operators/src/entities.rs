@@ -14,6 +14,7 @@ use crate::keyed_state::{fold_per_key, Multiset};
 
 /// How an entity was found. `Named` orders first: a name found both ways is `Named`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum EntityKind {
     /// A capitalised span: a person, place, organisation, product.
     Named,

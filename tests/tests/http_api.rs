@@ -670,3 +670,66 @@ fn interaction_at(tenant: &str, user: &str, id: &str, ts: &str, content: &str) -
     json!({"kind": "interaction", "event_id": id, "tenant": tenant, "user": user, "ts": ts,
            "session": "s1", "role": "user", "content": content})
 }
+
+#[test]
+fn graph_expansion_brings_in_what_the_query_entities_are_connected_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let notes = [
+        "My friend Mara moved to Lisbon last spring.",
+        "Lisbon has the best pastries at Manteigaria, right by the tram stop.",
+        "I need to renew the car insurance before the end of the month.",
+        "The dentist appointment is on a Tuesday morning.",
+        "My sister wants a blue bicycle for her birthday.",
+        "The printer at work keeps jamming on double-sided pages.",
+        "We planted tomatoes and basil on the balcony this weekend.",
+        "The quarterly report is due to finance next Friday.",
+        "My running shoes are worn out after the half marathon.",
+        "The neighbours are renovating their kitchen all week.",
+    ];
+    let events: Vec<Value> = notes
+        .iter()
+        .enumerate()
+        .map(|(i, text)| interaction("acme", "u1", &format!("g{i}"), "s1", i as u32, text))
+        .collect();
+    assert_eq!(server.post("/v1/events", &json!(events)).0, 200);
+    server.wait_caught_up(Duration::from_secs(60));
+    // the query names Mara only; Lisbon is her neighbour in the co-mention graph
+    let answer = server.recall("acme", "u1", "Where should I eat when I visit Mara?", 5);
+    let results = answer["results"].as_array().unwrap();
+    let pastries = results
+        .iter()
+        .find(|r| r["content"].as_str().unwrap().contains("Manteigaria"))
+        .unwrap_or_else(|| panic!("the Lisbon note is not recalled: {answer}"));
+    let via = pastries["why"]["graph_via"].to_string();
+    assert!(
+        via.contains("lisbon") && via.contains("co-mentioned with mara"),
+        "{answer}"
+    );
+    assert!(pastries["why"]["graph_rank"].is_u64(), "{answer}");
+    // notes that share no entity with the query are not brought in by the graph
+    for r in results {
+        if r["content"].as_str().unwrap().contains("dentist") {
+            assert!(r["why"]["graph_rank"].is_null(), "{r}");
+        }
+    }
+    // rows written after the full-text index was built are found the same way at once
+    let later = interaction(
+        "acme",
+        "u1",
+        "g-late",
+        "s1",
+        30,
+        "Lisbon trams get crowded in the summer afternoons.",
+    );
+    assert_eq!(server.post("/v1/events", &json!([later])).0, 200);
+    server.wait_caught_up(Duration::from_secs(60));
+    let answer = server.recall("acme", "u1", "Where should I eat when I visit Mara?", 10);
+    let trams = answer["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["content"].as_str().unwrap().contains("trams"))
+        .unwrap_or_else(|| panic!("the later Lisbon note is not recalled: {answer}"));
+    assert!(trams["why"]["graph_rank"].is_u64(), "{answer}");
+}
