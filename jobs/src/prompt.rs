@@ -126,6 +126,9 @@ pub struct FactUsed {
     pub valid_from: chrono::DateTime<chrono::Utc>,
     /// Cosine of the fact ("subject attribute value") to the query: facts are ranked by it.
     pub relevance: f64,
+    /// A domain-wide fact of the tenant, not the user's own.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub domain: bool,
 }
 
 /// One skill's selection score and its parts.
@@ -180,6 +183,9 @@ pub struct SummaryUsed {
     pub covers: usize,
     pub score: f32,
     pub why: crate::recall::FactWhy,
+    /// A domain-wide summary of the tenant, not the user's own.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub domain: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -773,6 +779,22 @@ impl Engine {
             &recalled.facts,
             FACT_SHORTLIST.max(cfg.facts),
         );
+        // the tenant's domain-wide facts recall found (only when asked for), ranked alike
+        facts.extend(
+            recalled
+                .facts
+                .iter()
+                .filter(|f| f.domain && f.current)
+                .map(|f| FactUsed {
+                    id: f.fact_id.clone(),
+                    subject: f.subject.clone(),
+                    attribute: f.attribute.clone(),
+                    value: f.value.clone(),
+                    valid_from: f.valid_from,
+                    relevance: 0.0,
+                    domain: true,
+                }),
+        );
         let fact_texts: Vec<String> = facts
             .iter()
             .map(|f| format!("{} {} {}", f.subject, f.attribute, f.value))
@@ -914,7 +936,8 @@ impl Engine {
             recent.iter().map(|r| r.id.as_str()).collect();
         for (i, f) in facts.iter().enumerate() {
             let text = format!(
-                "- {} {}: {} (since {})\n",
+                "- {}{} {}: {} (since {})\n",
+                if f.domain { "shared knowledge: " } else { "" },
                 f.subject,
                 f.attribute,
                 f.value,
@@ -931,8 +954,9 @@ impl Engine {
         }
         for (i, h) in recalled.summaries.iter().enumerate() {
             let text = format!(
-                "- [{}] {}\n",
+                "- [{}] {}{}\n",
                 h.ts.format("%Y-%m-%d"),
+                if h.domain { "shared knowledge: " } else { "" },
                 shorten(&h.content, cfg.max_memory_chars)
             );
             pieces.push(Piece {
@@ -1077,6 +1101,7 @@ impl Engine {
                         covers: h.covers.len(),
                         score: h.score,
                         why: h.why.clone(),
+                        domain: h.domain,
                     });
                 }
                 _ => {
@@ -1178,6 +1203,7 @@ fn ranked_facts(
                     valid_from: chrono::DateTime::from_timestamp_micros(current.valid_from)
                         .unwrap_or_default(),
                     relevance: 0.0,
+                    domain: false,
                 },
             ))
         })

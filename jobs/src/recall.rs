@@ -154,6 +154,9 @@ pub struct FactHit {
     /// Fused score (sum of 1 / (rrf_k + rank) over vector and full-text search).
     pub score: f32,
     pub why: FactWhy,
+    /// A domain-wide fact of the tenant (see [`DOMAIN_USER`]), not the user's own.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub domain: bool,
 }
 
 /// Why a fact was chosen: its rank and raw score in each search that found it.
@@ -182,6 +185,30 @@ pub struct SummaryHit {
     /// Fused score (sum of 1 / (rrf_k + rank) over vector and full-text search).
     pub score: f32,
     pub why: FactWhy,
+    /// A domain-wide summary of the tenant (see [`DOMAIN_USER`]), not the user's own.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub domain: bool,
+}
+
+impl FactHit {
+    /// Current facts before superseded ones, then the best fused score, then the newest.
+    fn current_then_best(a: &Self, b: &Self) -> std::cmp::Ordering {
+        b.current
+            .cmp(&a.current)
+            .then(b.score.total_cmp(&a.score))
+            .then(b.valid_from.cmp(&a.valid_from))
+            .then(a.fact_id.cmp(&b.fact_id))
+    }
+}
+
+impl SummaryHit {
+    /// The best fused score first, then the newest.
+    fn best_first(a: &Self, b: &Self) -> std::cmp::Ordering {
+        b.score
+            .total_cmp(&a.score)
+            .then(b.ts.cmp(&a.ts))
+            .then(a.id.cmp(&b.id))
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -279,10 +306,35 @@ impl Recall {
             candidates,
             req.as_of,
         );
-        let (own, domain, facts, summaries) = tokio::join!(own, domain, facts, summaries);
+        // the tenant's domain-wide facts and summaries, marked, when asked for
+        let domain_facts_and_summaries = async {
+            if req.include_domain && req.user != DOMAIN_USER {
+                let (t, q) = (&req.tenant, &req.query);
+                let facts = self.fact_hits(t, DOMAIN_USER, q, vector.clone(), k, req.as_of);
+                let summaries = self.summary_hits(t, DOMAIN_USER, q, vector.clone(), k, req.as_of);
+                let (facts, summaries) = tokio::join!(facts, summaries);
+                Ok::<_, RecallError>((facts?, summaries?))
+            } else {
+                Ok((Vec::new(), Vec::new()))
+            }
+        };
+        let (own, domain, facts, summaries, shared) =
+            tokio::join!(own, domain, facts, summaries, domain_facts_and_summaries);
+        let (shared_facts, shared_summaries) = shared?;
         let mut facts = facts?;
+        // both lists are scored by the same reciprocal-rank fusion, so they merge by score
+        facts.extend(shared_facts.into_iter().map(|mut f| {
+            f.domain = true;
+            f
+        }));
+        facts.sort_by(FactHit::current_then_best);
         facts.truncate(k);
         let mut summaries = summaries?;
+        summaries.extend(shared_summaries.into_iter().map(|mut h| {
+            h.domain = true;
+            h
+        }));
+        summaries.sort_by(SummaryHit::best_first);
         summaries.truncate(k);
         let mut results = own?;
         // Both lists are scored by the same reciprocal-rank fusion, so they merge by score.
@@ -410,16 +462,11 @@ impl Recall {
                     current: valid_to.is_none(),
                     score,
                     why,
+                    domain: false,
                 })
             })
             .collect();
-        hits.sort_by(|a, b| {
-            b.current
-                .cmp(&a.current)
-                .then(b.score.total_cmp(&a.score))
-                .then(b.valid_from.cmp(&a.valid_from))
-                .then(a.fact_id.cmp(&b.fact_id))
-        });
+        hits.sort_by(FactHit::current_then_best);
         Ok(hits)
     }
 
@@ -468,15 +515,11 @@ impl Recall {
                     covers: node.covers.clone(),
                     score,
                     why,
+                    domain: false,
                 })
             })
             .collect();
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then(b.ts.cmp(&a.ts))
-                .then(a.id.cmp(&b.id))
-        });
+        hits.sort_by(SummaryHit::best_first);
         Ok(hits)
     }
 

@@ -294,13 +294,25 @@ fn domain_wide_memories_are_shared_only_inside_their_tenant_and_only_when_asked(
             &format!("Company policy {marker}: refunds are possible within 30 days."),
         )
     };
+    // a fact and a summary written for the tenant's domain, too
+    let shared_fact = |tenant: &str, marker: &str| {
+        json!({"kind": "fact", "event_id": format!("{tenant}-d2"), "tenant": tenant,
+               "user": "_domain", "ts": "2025-01-01T00:02:00Z", "subject": "refund policy",
+               "attribute": "window", "value": format!("30 days {marker}fact")})
+    };
+    let shared_summary = |tenant: &str, marker: &str| {
+        json!({"kind": "summary", "event_id": format!("{tenant}-d3"), "tenant": tenant,
+               "user": "_domain", "ts": "2025-01-01T00:03:00Z",
+               "content": format!("Refund policy summary {marker}summary: refunds within 30 days."),
+               "covers": [format!("{tenant}-d1")]})
+    };
     for (tenant, marker) in [("acme", "zqacmepolicy"), ("globex", "zqglobexpolicy")] {
-        assert_eq!(
-            server
-                .post("/v1/events", &json!([shared(tenant, marker)]))
-                .0,
-            200
-        );
+        let events = json!([
+            shared(tenant, marker),
+            shared_fact(tenant, marker),
+            shared_summary(tenant, marker)
+        ]);
+        assert_eq!(server.post("/v1/events", &events).0, 200);
         assert_eq!(
             server.post("/v1/events", &json!([note(tenant, "u1", 1)])).0,
             200
@@ -330,6 +342,23 @@ fn domain_wide_memories_are_shared_only_inside_their_tenant_and_only_when_asked(
         .filter(|r| r["domain"] == true)
         .collect();
     assert_eq!(shared_hits.len(), 1);
+    // the domain's fact and summary come too, marked, and only the tenant's own
+    let facts: Vec<&Value> = acme["facts"].as_array().unwrap().iter().collect();
+    assert!(
+        facts
+            .iter()
+            .any(|f| f["domain"] == true && f["value"] == "30 days zqacmepolicyfact"),
+        "{acme}"
+    );
+    let summaries = acme["summaries"].as_array().unwrap();
+    assert!(
+        summaries.iter().any(|h| h["domain"] == true
+            && h["content"]
+                .as_str()
+                .unwrap()
+                .contains("zqacmepolicysummary")),
+        "{acme}"
+    );
     // not asked for: not there; and a user's own memories are never shared as domain ones
     assert!(!ask("acme", false).to_string().contains("zqacmepolicy"));
     let globex = ask("globex", true).to_string();
@@ -340,13 +369,15 @@ fn domain_wide_memories_are_shared_only_inside_their_tenant_and_only_when_asked(
         "/v1/prompt",
         &json!({"tenant": "acme", "user": "u1", "query": "what is the refund policy"}),
     );
-    assert!(
-        prompt["prompt"]
-            .as_str()
-            .unwrap()
-            .contains("shared knowledge, user: Company policy zqacmepolicy"),
-        "{prompt}"
-    );
+    let text = prompt["prompt"].as_str().unwrap();
+    for shared in [
+        "shared knowledge, user: Company policy zqacmepolicy",
+        "shared knowledge: refund policy window: 30 days zqacmepolicyfact",
+        "shared knowledge: Refund policy summary zqacmepolicysummary",
+    ] {
+        assert!(text.contains(shared), "{shared}: {prompt}");
+    }
+    assert!(!text.contains("zqglobex"), "{prompt}");
 }
 
 #[test]
