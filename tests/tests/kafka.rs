@@ -1,7 +1,9 @@
 //! Kafka in: `engram produce` sends a file to the topics of a separate `tansu` broker process
 //! on loopback, a real `engram serve` consumes them in a consumer group (two members), good
-//! events reach recall and the Lance events table, each kind of bad message reaches the DLQ
-//! with its reason and original bytes, and committed offsets survive a kill -9.
+//! events of every input topic reach the views, recall and the Lance events table, each kind of
+//! bad message reaches the DLQ with its reason and original bytes, committed offsets survive a
+//! kill -9, and partitions moving to another member of the group and back lose and duplicate
+//! nothing.
 
 use engram_tests::tansu::Tansu;
 use engram_tests::{engram_bin, events_in_lance, interaction, Server};
@@ -119,6 +121,13 @@ fn produced_events_reach_recall_bad_ones_the_dlq_and_nothing_is_consumed_twice()
         json!({"kind": "feedback", "event_id": "k4", "tenant": "acme", "user": "alice",
                "ts": "2025-01-01T00:04:00Z", "message_id": "m1", "skill_id": "concise",
                "reward": 1}),
+        // one event for each of the other two input topics
+        json!({"kind": "correction", "event_id": "k5", "tenant": "acme", "user": "alice",
+               "ts": "2025-01-01T00:05:00Z", "target_event_id": "k2", "correction_type": "STYLE",
+               "original": "A long answer.", "corrected": "Short.",
+               "expected_behavior": "Keep answers short."}),
+        json!({"kind": "control", "event_id": "k6", "tenant": "acme", "user": "bob",
+               "ts": "2025-01-01T00:06:00Z", "action": "set_team", "team": "support"}),
     ];
     let oversized = format!(
         r#"{{"kind": "interaction", "event_id": "b4", "tenant": "acme", "user": "alice", "ts": "2025-01-01T00:00:00Z", "role": "user", "content": "{}"}}"#,
@@ -165,7 +174,7 @@ fn produced_events_reach_recall_bad_ones_the_dlq_and_nothing_is_consumed_twice()
     engram_tests::create_tenant(&data, "acme");
     let server = Server::start_with_env(&data, &args, &env);
     let sent = produce(&brokers, &file);
-    assert_eq!(sent, json!({"sent": 9, "invalid": 4}));
+    assert_eq!(sent, json!({"sent": 11, "invalid": 4}));
     wait_for_log_end(&server, good.len() as u64);
     server.wait_caught_up(Duration::from_secs(60));
     let recall = server.recall("acme", "alice", "where do I live now?", 5);
@@ -179,6 +188,12 @@ fn produced_events_reach_recall_bad_ones_the_dlq_and_nothing_is_consumed_twice()
             .all(|r| !r["content"].as_str().unwrap().contains("Berlin")),
         "bob's message reached alice: {recall}"
     );
+
+    // the correction and the control event came through their own topics
+    let (_, alice) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "alice"}));
+    assert_eq!(alice["corrections"].as_array().unwrap().len(), 1, "{alice}");
+    let (_, bob) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "bob"}));
+    assert_eq!(bob["team"], "support", "{bob}");
 
     let dlq = read_dlq(&brokers, bad.len());
     assert_eq!(dlq.len(), bad.len(), "each bad message once in the DLQ");
@@ -222,8 +237,102 @@ fn produced_events_reach_recall_bad_ones_the_dlq_and_nothing_is_consumed_twice()
     let ids: Vec<&str> = stored.keys().map(String::as_str).collect();
     assert_eq!(
         ids,
-        ["k1", "k2", "k3", "k4"],
+        ["k1", "k2", "k3", "k4", "k5", "k6"],
         "each good event once in Lance"
     );
     assert!(stored.values().all(|n| *n == 1), "{stored:?}");
+}
+
+/// Writes interactions `from..to` (ten users of acme) as a JSON-lines file.
+fn interactions_file(dir: &Path, from: u32, to: u32) -> std::path::PathBuf {
+    let lines: Vec<String> = (from..to)
+        .map(|i| {
+            interaction(
+                "acme",
+                &format!("u{}", i % 10),
+                &format!("r{i}"),
+                "s1",
+                i,
+                &format!("Note {i} about the garden."),
+            )
+            .to_string()
+        })
+        .collect();
+    let file = dir.join(format!("events-{from}.jsonl"));
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    file
+}
+
+#[test]
+fn a_member_joining_and_leaving_the_group_moves_partitions_without_loss_or_duplicates() {
+    let broker = Tansu::start(4);
+    let brokers = broker.brokers.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let timeouts = [
+        ("session.timeout.ms", "3000"),
+        ("heartbeat.interval.ms", "500"),
+    ];
+    let config = dir.path().join("engram.toml");
+    let properties: Vec<String> = timeouts
+        .iter()
+        .map(|(k, v)| format!("\"{k}\" = \"{v}\""))
+        .collect();
+    std::fs::write(
+        &config,
+        format!("[kafka.properties]\n{}\n", properties.join("\n")),
+    )
+    .unwrap();
+    let args = ["--config", config.to_str().unwrap()];
+    let env = [
+        ("ENGRAM_KAFKA_BROKERS", brokers.as_str()),
+        ("ENGRAM_WORKERS", "1"),
+    ];
+    engram_tests::create_tenant(&data, "acme");
+    let server = Server::start_with_env(&data, &args, &env);
+    produce(&brokers, &interactions_file(dir.path(), 0, 30));
+    wait_for_log_end(&server, 30);
+
+    // Another member joins engram's group: the partitions are shared out again and some move
+    // to it. It reads what arrives on them and commits nothing.
+    let mut intruder = ClientConfig::new();
+    intruder
+        .set("bootstrap.servers", &brokers)
+        .set("group.id", "engram")
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest");
+    for (k, v) in timeouts {
+        intruder.set(k, v);
+    }
+    let intruder: BaseConsumer = intruder.create().unwrap();
+    intruder.subscribe(&["engram.interactions"]).unwrap();
+    let start = Instant::now();
+    while intruder.assignment().unwrap().count() == 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the intruder never got a partition"
+        );
+        intruder.poll(Duration::from_millis(100));
+    }
+    produce(&brokers, &interactions_file(dir.path(), 30, 60));
+    let mut taken = 0;
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        if let Some(Ok(_)) = intruder.poll(Duration::from_millis(100)) {
+            taken += 1;
+        }
+    }
+    assert!(taken > 0, "no message went to the intruder's partitions");
+    // it leaves: its partitions come back to engram from the offsets engram committed
+    drop(intruder);
+    produce(&brokers, &interactions_file(dir.path(), 60, 90));
+    wait_for_log_end(&server, 90);
+    server.wait_caught_up(Duration::from_secs(60));
+    server.interrupt();
+    let stored = events_in_lance(&data);
+    let want: BTreeMap<String, usize> = (0..90).map(|i| (format!("r{i}"), 1)).collect();
+    assert_eq!(
+        stored, want,
+        "every event once ({taken} passed through the intruder)"
+    );
 }
