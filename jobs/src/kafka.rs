@@ -281,9 +281,15 @@ async fn consume(
         let report =
             tokio::task::spawn_blocking(move || ing.ingest_parsed("kafka", parsed, &originals))
                 .await??;
+        let mut all_in_dlq = true;
         for rejected in &report.rejected {
             let m = &batch[rejected.index];
-            send_to_dlq(&dlq, &config.dlq_topic(), m, &rejected.error, &stop).await;
+            all_in_dlq &= send_to_dlq(&dlq, &config.dlq_topic(), m, &rejected.error, &stop).await;
+        }
+        if !all_in_dlq {
+            // stopping: without a commit the batch comes again after the restart; its good
+            // events are recognised, its bad ones go to the DLQ then
+            break;
         }
         // The batch is in the log; commit once it is in the Lance events table too.
         if !wait_in_lance(&events, report.log_end, &stop).await {
@@ -390,15 +396,16 @@ async fn next_batch(consumer: &StreamConsumer) -> Vec<Received> {
 }
 
 /// Sends a rejected message to the DLQ: its original bytes and key, with the reason, the field
-/// and where it came from in headers. Retries until the DLQ acknowledges it (or `stop`), so a
-/// rejected message is never committed before it is kept.
+/// and where it came from in headers. Retries until the DLQ acknowledges it (true) or `stop`
+/// is set (false: the caller must not commit the batch), so a rejected message is never
+/// committed before it is kept.
 async fn send_to_dlq(
     producer: &FutureProducer,
     topic: &str,
     m: &Received,
     error: &engram_schemas::EventError,
     stop: &AtomicBool,
-) {
+) -> bool {
     let partition = m.partition.to_string();
     let offset = m.offset.to_string();
     loop {
@@ -430,14 +437,14 @@ async fn send_to_dlq(
             record = record.key(key.as_slice());
         }
         match producer.send(record, Duration::from_secs(10)).await {
-            Ok(_) => return,
+            Ok(_) => return true,
             Err((err, _)) if !stop.load(Ordering::Acquire) => {
                 tracing::warn!(%err, topic, "DLQ write failed; retrying");
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
             Err((err, _)) => {
                 tracing::error!(%err, topic, "DLQ write failed while stopping; the message will be redelivered");
-                return;
+                return false;
             }
         }
     }
