@@ -1,8 +1,6 @@
 //! Entities: deterministic extraction of the things a message mentions, the `MENTIONS` and
 //! `CO_MENTIONED` edges, and per-entity first/last-seen times and mention counts.
 
-use std::collections::BTreeMap;
-
 use differential_dataflow::lattice::Lattice;
 use differential_dataflow::VecCollection;
 use serde::{Deserialize, Serialize};
@@ -506,8 +504,10 @@ impl<T: Ord> CountedSet<T> {
 struct EntityMentions {
     /// (episode key, time, kind) of each mention.
     mentions: Multiset<(u128, i64, EntityKind)>,
-    /// Present mentions per event time.
-    times: BTreeMap<i64, u32>,
+    /// The event times of the present mentions, with how many there are at each: a sorted
+    /// vector, not an ordered map, since most entities have one or two mentions and a map's
+    /// first node alone holds room for eleven.
+    times: Multiset<i64>,
     /// Distinct episodes among the present mentions.
     episodes: u64,
     /// Present mentions found as names.
@@ -517,8 +517,8 @@ struct EntityMentions {
 impl EntityMentions {
     fn stats(&self) -> Option<EntityStats> {
         Some(EntityStats {
-            first_seen_micros: *self.times.first_key_value()?.0,
-            last_seen_micros: *self.times.last_key_value()?.0,
+            first_seen_micros: *self.times.first_present()?,
+            last_seen_micros: *self.times.last_present()?,
             mention_count: self.episodes,
             kind: if self.named > 0 {
                 EntityKind::Named
@@ -549,7 +549,7 @@ impl EntityMentions {
 /// `last_seen` back to the remaining ones.
 ///
 /// Cost: O(log n) per mention of an entity with n mentions ([`fold_per_key`]). State: per
-/// mention (time, [`episode_key`], kind) in a sorted vector and its time in an ordered map.
+/// mention (time, [`episode_key`], kind) in a sorted vector, and its time in another.
 pub fn entity_stats<'scope>(
     episodes: VecCollection<'scope, u64, (SessionKey, Episode)>,
 ) -> VecCollection<'scope, u64, (EntityKey, EntityStats)> {
@@ -594,14 +594,7 @@ impl EntityMentions {
             step(&mut self.episodes);
         }
         let (_, ts, kind) = *mention;
-        if present {
-            *self.times.entry(ts).or_default() += 1;
-        } else if let Some(n) = self.times.get_mut(&ts) {
-            *n -= 1;
-            if *n == 0 {
-                self.times.remove(&ts);
-            }
-        }
+        self.times.update(ts, if present { 1 } else { -1 });
         if kind == EntityKind::Named {
             step(&mut self.named);
         }

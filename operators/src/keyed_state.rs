@@ -194,6 +194,20 @@ impl<T: Ord> Multiset<T> {
         let i = self.items.partition_point(|(v, _)| v <= value);
         self.items[i..].iter().find(|(_, m)| *m > 0).map(|(v, _)| v)
     }
+
+    /// The least present value.
+    pub fn first_present(&self) -> Option<&T> {
+        self.items.iter().find(|(_, m)| *m > 0).map(|(v, _)| v)
+    }
+
+    /// The greatest present value.
+    pub fn last_present(&self) -> Option<&T> {
+        self.items
+            .iter()
+            .rev()
+            .find(|(_, m)| *m > 0)
+            .map(|(v, _)| v)
+    }
 }
 
 #[cfg(test)]
@@ -217,6 +231,27 @@ mod tests {
             None,
             "c has multiplicity 0, b is not present"
         );
+    }
+
+    #[test]
+    fn first_and_last_present_skip_values_not_present() {
+        let mut set = Multiset::default();
+        assert_eq!((set.first_present(), set.last_present()), (None, None));
+        set.update(5, -1);
+        set.update(7, 2);
+        set.update(9, 1);
+        set.update(12, -3);
+        assert_eq!(
+            (set.first_present(), set.last_present()),
+            (Some(&7), Some(&9))
+        );
+        set.update(9, -1);
+        assert_eq!(
+            (set.first_present(), set.last_present()),
+            (Some(&7), Some(&7))
+        );
+        set.update(7, -2);
+        assert_eq!((set.first_present(), set.last_present()), (None, None));
     }
 
     #[test]
