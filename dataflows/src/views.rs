@@ -55,9 +55,11 @@ pub struct UserMemory {
     /// Every version of every `(subject, attribute)`, oldest first: the current one has no
     /// `valid_to`; older ones name the version that superseded them.
     pub facts: BTreeMap<(String, String), BTreeSet<FactVersion>>,
-    pub entities: BTreeMap<String, EntityStats>,
+    /// Entity name → its stats. Names are shared with `co_mentions` (an entity is in about
+    /// five co-mention edges; a copy of its name in each cost 20-40 bytes an edge).
+    pub entities: BTreeMap<Arc<str>, EntityStats>,
     /// `(entity_a, entity_b)` with a < b → number of episodes mentioning both.
-    pub co_mentions: BTreeMap<(String, String), u64>,
+    pub co_mentions: BTreeMap<(Arc<str>, Arc<str>), u64>,
     /// `(context bucket, skill)` → the user's counted votes.
     pub skills: BTreeMap<(u32, String), FeedbackTally>,
     /// `(context bucket, skill)` → the user's votes with old ones discounted, as of the latest
@@ -161,11 +163,29 @@ impl MemoryViews {
             }
             ViewUpdate::Entity((tenant, user, name), stats) => {
                 let entities = &mut self.users.entry((tenant, user)).or_default().entities;
-                set_or_clear(entities, name, stats, diff);
+                match entities.get_mut(name.as_str()) {
+                    // the name already held is kept: co-mention edges share it
+                    Some(held) if diff > 0 => *held = stats,
+                    None if diff > 0 => {
+                        entities.insert(Arc::from(name), stats);
+                    }
+                    Some(held) if *held == stats => {
+                        entities.remove(name.as_str());
+                    }
+                    _ => {}
+                }
             }
             ViewUpdate::CoMention((tenant, user, a, b), weight) => {
-                let co = &mut self.users.entry((tenant, user)).or_default().co_mentions;
-                set_or_clear(co, (a, b), weight, diff);
+                let UserMemory {
+                    entities,
+                    co_mentions,
+                    ..
+                } = self.users.entry((tenant, user)).or_default();
+                let shared = |name: String| match entities.get_key_value(name.as_str()) {
+                    Some((held, _)) => held.clone(),
+                    None => Arc::from(name),
+                };
+                set_or_clear(co_mentions, (shared(a), shared(b)), weight, diff);
             }
             ViewUpdate::SkillTally((tenant, user, bucket, skill), tally) => {
                 let skills = &mut self.users.entry((tenant, user)).or_default().skills;

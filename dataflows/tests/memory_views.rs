@@ -564,7 +564,7 @@ fn published(views: &SharedViews) -> Expected {
         }
         for (name, s) in &m.entities {
             entities.insert(
-                (tenant.clone(), user.clone(), name.clone()),
+                (tenant.clone(), user.clone(), name.to_string()),
                 (
                     s.first_seen_micros,
                     s.last_seen_micros,
@@ -574,7 +574,10 @@ fn published(views: &SharedViews) -> Expected {
             );
         }
         for ((a, b), w) in &m.co_mentions {
-            co_mentions.insert((tenant.clone(), user.clone(), a.clone(), b.clone()), *w);
+            co_mentions.insert(
+                (tenant.clone(), user.clone(), a.to_string(), b.to_string()),
+                *w,
+            );
         }
     }
     Expected {

@@ -527,7 +527,7 @@ fn snapshot(
         }
         for name in memory.entities.keys() {
             if let Some(row) = entity_row(memory, name) {
-                rows.push(json!({"table": "entity", "key": name, "value": row}));
+                rows.push(json!({"table": "entity", "key": &**name, "value": row}));
             }
         }
         let clusters: BTreeSet<&String> = memory.correction_clusters.values().collect();

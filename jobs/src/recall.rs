@@ -738,7 +738,7 @@ pub fn graph_expansion(
     let in_query: Vec<String> = engram_operators::entities::extract_entities(query)
         .into_iter()
         .map(|(name, _)| name)
-        .filter(|name| memory.entities.contains_key(name))
+        .filter(|name| memory.entities.contains_key(name.as_str()))
         .collect();
     if in_query.is_empty() {
         return Vec::new();
@@ -746,12 +746,9 @@ pub fn graph_expansion(
     // the allowed neighbours of each query entity, heaviest first
     let mut neighbours: HashMap<&str, Vec<(&str, u64)>> = HashMap::new();
     for ((a, b), w) in &memory.co_mentions {
-        for (x, y) in [(a, b), (b, a)] {
+        for (x, y) in [(&**a, &**b), (&**b, &**a)] {
             if in_query.iter().any(|q| q == x) && allowed(y) {
-                neighbours
-                    .entry(x.as_str())
-                    .or_default()
-                    .push((y.as_str(), *w));
+                neighbours.entry(x).or_default().push((y, *w));
             }
         }
     }
@@ -782,7 +779,7 @@ pub fn graph_expansion(
         let key = if x < y { (x, y) } else { (y, x) };
         memory
             .co_mentions
-            .contains_key(&(key.0.to_string(), key.1.to_string()))
+            .contains_key(&(Arc::from(key.0), Arc::from(key.1)))
     };
     for (i, a) in in_query.iter().enumerate() {
         for b in &in_query[i + 1..] {

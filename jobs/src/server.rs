@@ -363,7 +363,7 @@ pub fn memory_json(views: &engram_dataflows::MemoryViews, tenant: &str, user: &s
         .iter()
         .map(|(name, s)| {
             json!({
-                "name": name, "kind": format!("{:?}", s.kind).to_lowercase(), "mentions": s.mention_count,
+                "name": &**name, "kind": format!("{:?}", s.kind).to_lowercase(), "mentions": s.mention_count,
                 "first_seen": micros_to_rfc3339(s.first_seen_micros),
                 "last_seen": micros_to_rfc3339(s.last_seen_micros),
             })
@@ -372,7 +372,7 @@ pub fn memory_json(views: &engram_dataflows::MemoryViews, tenant: &str, user: &s
     let co_mentions: Vec<_> = memory
         .co_mentions
         .iter()
-        .map(|((a, b), w)| json!({"a": a, "b": b, "weight": w}))
+        .map(|((a, b), w)| json!({"a": &**a, "b": &**b, "weight": w}))
         .collect();
     let skills: Vec<_> = memory
         .skills
