@@ -775,11 +775,13 @@ pub fn graph_expansion(
             }
         }
     }
+    // the views key co-mentions by the names the entities map holds: borrow those
     let co_mentioned = |x: &str, y: &str| {
-        let key = if x < y { (x, y) } else { (y, x) };
-        memory
-            .co_mentions
-            .contains_key(&(Arc::from(key.0), Arc::from(key.1)))
+        let (a, b) = if x < y { (x, y) } else { (y, x) };
+        let held = |n: &str| memory.entities.get_key_value(n).map(|(k, _)| k.clone());
+        held(a)
+            .zip(held(b))
+            .is_some_and(|key| memory.co_mentions.contains_key(&key))
     };
     for (i, a) in in_query.iter().enumerate() {
         for b in &in_query[i + 1..] {

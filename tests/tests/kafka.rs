@@ -72,6 +72,27 @@ fn read_dlq(brokers: &str, want: usize) -> Vec<(String, BTreeMap<String, String>
     found
 }
 
+/// Group session settings shorter than engram's start-up: the members of a killed instance
+/// have left the group by the time the restarted one joins. (With tansu 0.6.0, a join while a
+/// dead predecessor's members were still in the group sometimes left a partition with no
+/// consumer: 2 of the 5 rejected messages never reached the DLQ, in 2 of 4 CI runs.)
+const SHORT_SESSION: [(&str, &str); 2] = [
+    ("session.timeout.ms", "3000"),
+    ("heartbeat.interval.ms", "500"),
+];
+
+/// An engram config file in `dir` passing [`SHORT_SESSION`] to librdkafka.
+fn short_session_config(dir: &Path) -> std::path::PathBuf {
+    let properties: Vec<String> = SHORT_SESSION
+        .iter()
+        .map(|(k, v)| format!("\"{k}\" = \"{v}\""))
+        .collect();
+    let config = dir.join("engram.toml");
+    let text = format!("[kafka.properties]\n{}\n", properties.join("\n"));
+    std::fs::write(&config, text).unwrap();
+    config
+}
+
 fn wait_for_log_end(server: &Server, end: u64) {
     let start = Instant::now();
     loop {
@@ -159,16 +180,7 @@ fn produced_events_reach_recall_bad_ones_the_dlq_and_nothing_is_consumed_twice()
         ("ENGRAM_KAFKA_BROKERS", brokers.as_str()),
         ("ENGRAM_WORKERS", "2"),
     ];
-    // A session timeout shorter than engram's start-up: the members of a killed instance have
-    // left the group by the time the restarted one joins. (With tansu 0.6.0, a join while a
-    // dead predecessor's members were still in the group sometimes left a partition with no
-    // consumer: 2 of the 5 rejected messages never reached the DLQ, in 2 of 4 CI runs.)
-    let config = dir.path().join("engram.toml");
-    std::fs::write(
-        &config,
-        "[kafka.properties]\n\"session.timeout.ms\" = \"3000\"\n\"heartbeat.interval.ms\" = \"500\"\n",
-    )
-    .unwrap();
+    let config = short_session_config(dir.path());
     let args = ["--config", config.to_str().unwrap()];
     // events of a tenant engram does not know go to the DLQ: create acme first
     engram_tests::create_tenant(&data, "acme");
@@ -269,20 +281,7 @@ fn a_member_joining_and_leaving_the_group_moves_partitions_without_loss_or_dupli
     let brokers = broker.brokers.clone();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let timeouts = [
-        ("session.timeout.ms", "3000"),
-        ("heartbeat.interval.ms", "500"),
-    ];
-    let config = dir.path().join("engram.toml");
-    let properties: Vec<String> = timeouts
-        .iter()
-        .map(|(k, v)| format!("\"{k}\" = \"{v}\""))
-        .collect();
-    std::fs::write(
-        &config,
-        format!("[kafka.properties]\n{}\n", properties.join("\n")),
-    )
-    .unwrap();
+    let config = short_session_config(dir.path());
     let args = ["--config", config.to_str().unwrap()];
     let env = [
         ("ENGRAM_KAFKA_BROKERS", brokers.as_str()),
@@ -301,7 +300,7 @@ fn a_member_joining_and_leaving_the_group_moves_partitions_without_loss_or_dupli
         .set("group.id", "engram")
         .set("enable.auto.commit", "false")
         .set("auto.offset.reset", "earliest");
-    for (k, v) in timeouts {
+    for (k, v) in SHORT_SESSION {
         intruder.set(k, v);
     }
     let intruder: BaseConsumer = intruder.create().unwrap();
