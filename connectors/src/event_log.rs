@@ -4,15 +4,26 @@
 //! its position in the file's sequence (0, 1, 2, …). Appends are group-committed: a batch is
 //! written and `fsync`ed before `append` returns, so an acknowledged event survives `kill -9`.
 //! On open, a torn or corrupt tail (a crash mid-write) is cut off; everything before it is kept.
+//!
+//! The log is the write-ahead buffer in front of the Lance `events` table: once the table holds
+//! a prefix, [`EventLog::discard_below`] drops it from the file, and reads below the log's
+//! base go to the table ([`ArchivedRecords`]). Readers see one sequence of offsets either way,
+//! and a restart rebuilds from Lance what the file no longer holds. A file that starts past
+//! offset 0 begins with a header naming its base: [`MAGIC`] then the base as `u64` LE.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex, RwLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 const HEADER: usize = 8;
+/// The first bytes of a log file whose first record is not offset 0. Read as a record header
+/// it would claim 1.4 GB, past [`MAX_RECORD_BYTES`], so no older file can be taken for one.
+pub const MAGIC: &[u8; 8] = b"ENGRAMLG";
+/// Magic and base offset.
+const FILE_HEADER: u64 = 16;
 /// Records larger than this are refused (they would also be refused as events).
 pub const MAX_RECORD_BYTES: usize = 16 * 1024 * 1024;
 
@@ -32,19 +43,55 @@ pub enum LogError {
         offset: u64,
         end: u64,
     },
+    #[error("event log {path}: offsets {from}..{to} were moved to the archive, and {reason}")]
+    Archive {
+        path: PathBuf,
+        from: u64,
+        to: u64,
+        reason: String,
+    },
+}
+
+/// Where the records below the log's base are kept (the Lance `events` table).
+pub trait ArchivedRecords: Send + Sync {
+    /// Every record at offsets `from..to`, in order; an error when any of them is missing.
+    fn read(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>, String>;
 }
 
 pub struct EventLog {
     path: PathBuf,
     writer: Mutex<File>,
-    reader: File,
-    /// Byte position of each record; `positions.len()` is the next offset.
-    positions: RwLock<Vec<u64>>,
+    /// What the file holds; replaced whole when a prefix is discarded.
+    hot: RwLock<Hot>,
+    /// Reads below the base go here.
+    archive: OnceLock<Arc<dyn ArchivedRecords>>,
     /// Signalled after every durable append.
     appended: Condvar,
     appended_lock: Mutex<()>,
     /// Bytes of a torn tail cut off when the log was opened.
     truncated_bytes: u64,
+}
+
+/// The records the file holds.
+struct Hot {
+    /// Offset of the file's first record.
+    base: u64,
+    /// Byte position of each record; `base + positions.len()` is the next offset.
+    positions: Vec<u64>,
+    /// Length of the file (its valid records).
+    len: u64,
+    reader: File,
+}
+
+impl Hot {
+    fn end(&self) -> u64 {
+        self.base + self.positions.len() as u64
+    }
+}
+
+/// Where a discard writes the file that replaces the log (renamed over it when complete).
+fn compact_path(log: &Path) -> PathBuf {
+    log.with_extension("compact")
 }
 
 impl EventLog {
@@ -58,13 +105,18 @@ impl EventLog {
         };
         std::fs::create_dir_all(dir).map_err(io)?;
         replay_redaction_journal(&path).map_err(io)?;
+        // a discard that did not finish: the log it was to replace is intact
+        match std::fs::remove_file(compact_path(&path)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(e)),
+            _ => {}
+        }
         let mut file = OpenOptions::new()
             .create(true)
             .read(true)
             .append(true)
             .open(&path)
             .map_err(io)?;
-        let (positions, valid_len) = scan(&mut file).map_err(io)?;
+        let (base, positions, valid_len) = scan(&mut file).map_err(io)?;
         let file_len = file.metadata().map_err(io)?.len();
         let truncated_bytes = file_len - valid_len;
         if truncated_bytes > 0 {
@@ -77,8 +129,13 @@ impl EventLog {
         Ok(EventLog {
             path,
             writer: Mutex::new(file),
-            reader,
-            positions: RwLock::new(positions),
+            hot: RwLock::new(Hot {
+                base,
+                positions,
+                len: valid_len,
+                reader,
+            }),
+            archive: OnceLock::new(),
             appended: Condvar::new(),
             appended_lock: Mutex::new(()),
             truncated_bytes,
@@ -96,10 +153,45 @@ impl EventLog {
 
     /// The offset the next appended record will get (= number of records).
     pub fn end_offset(&self) -> u64 {
-        self.positions
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .len() as u64
+        self.hot().end()
+    }
+
+    /// The offset of the first record the file holds; those below it are read from the
+    /// archive.
+    pub fn base_offset(&self) -> u64 {
+        self.hot().base
+    }
+
+    /// Bytes of records the file holds.
+    pub fn file_bytes(&self) -> u64 {
+        self.hot().len
+    }
+
+    /// Bytes the file's records below `offset` take (0 at or below the base).
+    pub fn bytes_below(&self, offset: u64) -> u64 {
+        let hot = self.hot();
+        let first = hot.positions.first().copied().unwrap_or(hot.len);
+        let at = if offset <= hot.base {
+            first
+        } else if offset < hot.end() {
+            hot.positions[(offset - hot.base) as usize]
+        } else {
+            hot.len
+        };
+        at - first
+    }
+
+    fn hot(&self) -> std::sync::RwLockReadGuard<'_, Hot> {
+        self.hot.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sets where records below the base are read from. Once only; false if one was set.
+    pub fn set_archive(&self, archive: Arc<dyn ArchivedRecords>) -> bool {
+        self.archive.set(archive).is_ok()
+    }
+
+    pub fn has_archive(&self) -> bool {
+        self.archive.get().is_some()
     }
 
     /// Appends the records durably, in order; returns the offset of the first one.
@@ -131,9 +223,10 @@ impl EventLog {
             return Err(io(e));
         }
         let first = {
-            let mut positions = self.positions.write().unwrap_or_else(|p| p.into_inner());
-            let first = positions.len() as u64;
-            positions.extend(rel.iter().map(|r| start + r));
+            let mut hot = self.hot.write().unwrap_or_else(|p| p.into_inner());
+            let first = hot.end();
+            hot.positions.extend(rel.iter().map(|r| start + r));
+            hot.len = start + buf.len() as u64;
             first
         };
         drop(file);
@@ -142,14 +235,20 @@ impl EventLog {
         Ok(first)
     }
 
-    /// Reads up to `max` records starting at `offset`: `(offset, payload)` pairs.
+    /// Reads up to `max` records starting at `offset`: `(offset, payload)` pairs. Below the
+    /// base they come from the archive (at most up to the base in one call).
     pub fn read(&self, offset: u64, max: usize) -> Result<Vec<(u64, Vec<u8>)>, LogError> {
         let io = |source| LogError::Io {
             path: self.path.clone(),
             source,
         };
-        let positions = self.positions.read().unwrap_or_else(|p| p.into_inner());
-        let end = positions.len() as u64;
+        let hot = self.hot();
+        if offset < hot.base {
+            let to = hot.base.min(offset.saturating_add(max as u64));
+            drop(hot);
+            return self.read_archived(offset, to);
+        }
+        let end = hot.end();
         if offset > end {
             return Err(LogError::OutOfRange {
                 path: self.path.clone(),
@@ -157,19 +256,20 @@ impl EventLog {
                 end,
             });
         }
-        let stop = end.min(offset + max as u64);
+        let stop = end.min(offset.saturating_add(max as u64));
         if offset == stop {
             return Ok(Vec::new());
         }
-        let from = positions[offset as usize];
-        let to = if (stop as usize) < positions.len() {
-            positions[stop as usize]
+        let index = |o: u64| (o - hot.base) as usize;
+        let from = hot.positions[index(offset)];
+        let to = if stop < end {
+            hot.positions[index(stop)]
         } else {
-            self.writer_len_hint(&positions)?
+            hot.len
         };
         let mut buf = vec![0u8; (to - from) as usize];
-        self.reader.read_exact_at(&mut buf, from).map_err(io)?;
-        drop(positions);
+        hot.reader.read_exact_at(&mut buf, from).map_err(io)?;
+        drop(hot);
         let mut out = Vec::with_capacity((stop - offset) as usize);
         let mut at = 0usize;
         for o in offset..stop {
@@ -181,17 +281,111 @@ impl EventLog {
         Ok(out)
     }
 
-    /// End of the last record, from its header (the file may be growing concurrently).
-    fn writer_len_hint(&self, positions: &[u64]) -> Result<u64, LogError> {
-        let last = *positions.last().expect("non-empty");
-        let mut header = [0u8; 4];
-        self.reader
-            .read_exact_at(&mut header, last)
-            .map_err(|source| LogError::Io {
+    /// The records `from..to` (all below the base), from the archive.
+    fn read_archived(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>, LogError> {
+        let fail = |reason: String| LogError::Archive {
+            path: self.path.clone(),
+            from,
+            to,
+            reason,
+        };
+        let archive = self
+            .archive
+            .get()
+            .ok_or_else(|| fail("no archive is attached to read them from".into()))?;
+        let records = archive.read(from, to).map_err(fail)?;
+        let contiguous = records.len() as u64 == to - from
+            && records
+                .iter()
+                .enumerate()
+                .all(|(i, (o, _))| *o == from + i as u64);
+        if !contiguous {
+            return Err(fail(format!(
+                "the archive returned {} of the {} records",
+                records.len(),
+                to - from
+            )));
+        }
+        Ok(records)
+    }
+
+    /// Drops the records below `offset` from the file: they must be in the archive already,
+    /// which answers reads below the new base from then on. An `offset` past the end leaves
+    /// an empty file that continues at `offset` (a log behind the archive catches up this
+    /// way). Crash-safe: the rest is written to a new file that replaces the log by a rename.
+    /// Returns how many records the file no longer holds.
+    pub fn discard_below(&self, offset: u64) -> Result<u64, LogError> {
+        let io = |source| LogError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        if !self.has_archive() {
+            return Err(LogError::Archive {
                 path: self.path.clone(),
-                source,
-            })?;
-        Ok(last + HEADER as u64 + u32::from_le_bytes(header) as u64)
+                from: self.base_offset(),
+                to: offset,
+                reason: "no archive is attached to hold them".into(),
+            });
+        }
+        // no append or redaction meanwhile; reads go on from the old file until the swap
+        let mut writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let (base, end, keep_from, len) = {
+            let hot = self.hot();
+            if offset <= hot.base {
+                return Ok(0);
+            }
+            let keep_from = if offset < hot.end() {
+                hot.positions[(offset - hot.base) as usize]
+            } else {
+                hot.len
+            };
+            (hot.base, hot.end(), keep_from, hot.len)
+        };
+        let mut tail = vec![0u8; (len - keep_from) as usize];
+        self.hot()
+            .reader
+            .read_exact_at(&mut tail, keep_from)
+            .map_err(io)?;
+        let tmp = compact_path(&self.path);
+        {
+            let mut f = File::create(&tmp).map_err(io)?;
+            f.write_all(MAGIC).map_err(io)?;
+            f.write_all(&offset.to_le_bytes()).map_err(io)?;
+            f.write_all(&tail).map_err(io)?;
+            f.sync_all().map_err(io)?;
+        }
+        std::fs::rename(&tmp, &self.path).map_err(io)?;
+        if let Some(dir) = self.path.parent() {
+            File::open(dir).and_then(|d| d.sync_all()).map_err(io)?;
+        }
+        let new_writer = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(&self.path)
+            .map_err(io)?;
+        let reader = File::open(&self.path).map_err(io)?;
+        let mut hot = self.hot.write().unwrap_or_else(|p| p.into_inner());
+        let kept = hot.positions.len() - (offset.min(end) - base) as usize;
+        let positions: Vec<u64> = hot.positions[hot.positions.len() - kept..]
+            .iter()
+            .map(|p| p - keep_from + FILE_HEADER)
+            .collect();
+        *hot = Hot {
+            base: offset,
+            positions,
+            len: FILE_HEADER + tail.len() as u64,
+            reader,
+        };
+        *writer = new_writer;
+        drop((hot, writer));
+        if offset > end {
+            // the end moved too
+            let _guard = self.appended_lock.lock().unwrap_or_else(|p| p.into_inner());
+            self.appended.notify_all();
+        }
+        let dropped = offset.min(end) - base;
+        tracing::debug!(path = %self.path.display(), base = offset, dropped, "event log prefix moved to the archive");
+        Ok(dropped)
     }
 
     /// Blocks until the log holds a record at `offset`, or `timeout` passes.
@@ -208,8 +402,6 @@ impl EventLog {
     }
 }
 
-/// Reads every record header, checking lengths and checksums; returns the record positions and
-/// the length of the valid prefix.
 /// The journal of a redaction in progress: the records to overwrite, written and synced before
 /// the first overwrite, removed after the last. A crash in between leaves it, and the next open
 /// applies it again (overwrites are idempotent), so a half-written record is never taken for a
@@ -252,11 +444,15 @@ impl EventLog {
     /// of its old payload padded with spaces to the old length (offsets, positions and the
     /// records around them stay as they are). A replacement longer than the record it replaces
     /// is an error. Durable when it returns; a crash midway is completed on the next open.
+    /// Offsets below the base are skipped: the archive holds those records, and redacts them
+    /// itself.
     pub fn redact(
         &self,
         offsets: &[u64],
         replacement: impl Fn(&[u8]) -> Vec<u8>,
     ) -> Result<usize, LogError> {
+        // the journal names byte positions in this file: no discard may replace it meanwhile
+        let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let entries = self.plan_redaction(offsets, replacement)?;
         if entries.is_empty() {
             return Ok(0);
@@ -276,19 +472,17 @@ impl EventLog {
         offsets: &[u64],
         replacement: impl Fn(&[u8]) -> Vec<u8>,
     ) -> Result<Vec<JournalEntry>, LogError> {
-        // appends go on; they never touch records that already exist
-        let positions = self
-            .positions
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let (base, positions) = {
+            let hot = self.hot();
+            (hot.base, hot.positions.clone())
+        };
         let mut entries = Vec::new();
-        for &offset in offsets {
-            let Some(&pos) = positions.get(offset as usize) else {
+        for &offset in offsets.iter().filter(|o| **o >= base) {
+            let Some(&pos) = positions.get((offset - base) as usize) else {
                 return Err(LogError::OutOfRange {
                     path: self.path.clone(),
                     offset,
-                    end: positions.len() as u64,
+                    end: base + positions.len() as u64,
                 });
             };
             let old = self.read(offset, 1)?.remove(0).1;
@@ -384,12 +578,19 @@ mod redaction_tests {
     }
 }
 
-fn scan(file: &mut File) -> std::io::Result<(Vec<u64>, u64)> {
+/// Reads the file header (if any) and every record header, checking lengths and checksums;
+/// returns the base, the record positions and the length of the valid prefix.
+fn scan(file: &mut File) -> std::io::Result<(u64, Vec<u64>, u64)> {
     file.seek(SeekFrom::Start(0))?;
     let mut data = Vec::new();
     file.read_to_end(&mut data)?;
     let mut positions = Vec::new();
-    let mut at = 0usize;
+    let (base, mut at) = if data.len() >= FILE_HEADER as usize && data[..8] == MAGIC[..] {
+        let base = u64::from_le_bytes(data[8..16].try_into().unwrap());
+        (base, FILE_HEADER as usize)
+    } else {
+        (0, 0usize)
+    };
     while at + HEADER <= data.len() {
         let len = u32::from_le_bytes(data[at..at + 4].try_into().unwrap()) as usize;
         let crc = u32::from_le_bytes(data[at + 4..at + 8].try_into().unwrap());
@@ -402,7 +603,7 @@ fn scan(file: &mut File) -> std::io::Result<(Vec<u64>, u64)> {
         positions.push(at as u64);
         at += HEADER + len;
     }
-    Ok((positions, at as u64))
+    Ok((base, positions, at as u64))
 }
 
 /// Where rejected input goes when there is no Kafka DLQ: one JSON line per rejected input,

@@ -45,6 +45,8 @@ pub struct EventTable {
     /// The offset after the last record held.
     end: watch::Sender<u64>,
     session: Arc<lance::session::Session>,
+    /// Erases completed: a copy of records read before one may hold what it removed.
+    erasures: std::sync::atomic::AtomicU64,
 }
 
 /// One record's columns, from its bytes.
@@ -107,6 +109,7 @@ impl EventTable {
                 32 << 20,
                 Default::default(),
             )),
+            erasures: Default::default(),
         };
         if dir.join("_versions").exists() {
             let ds = lance::dataset::builder::DatasetBuilder::from_uri(&uri)
@@ -368,7 +371,15 @@ impl EventTable {
             .await
             .map_err(|e| self.err("erase: remove old versions", e))?;
         *self.dataset.write().unwrap() = Some(Arc::new(ds));
+        self.erasures
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         Ok(redacted.len())
+    }
+
+    /// How many erases have completed: a copy of records taken when this was lower may hold
+    /// records an erase has since redacted.
+    pub fn erasures(&self) -> u64 {
+        self.erasures.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Rows in the table (records, once an interrupted erase is finished).

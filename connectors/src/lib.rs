@@ -7,11 +7,13 @@ pub mod episode_store;
 pub mod event_files;
 pub mod event_log;
 pub mod event_table;
+pub mod table_archive;
 pub mod vector_cache;
 
 pub use chat_template::{ChatTemplateError, Qwen3Chat, TemplateMessage};
 pub use embedder::{Embedder, EmbedderConfig, EmbedderError};
 pub use episode_store::{EpisodeHit, EpisodeRow, EpisodeStore, IndexPolicy, StoreError};
 pub use event_files::{EventFile, EventFileError, EventFileFormat, FileRecord};
-pub use event_log::{EventLog, LogError, RejectLog, Rejection};
+pub use event_log::{ArchivedRecords, EventLog, LogError, RejectLog, Rejection};
 pub use event_table::EventTable;
+pub use table_archive::TableArchive;

@@ -99,3 +99,204 @@ fn rejections_are_kept_with_reason_and_original_and_counted_across_reopen() {
     assert_eq!(all[0].field, "ts");
     assert_eq!(all[1].original, r.original);
 }
+
+/// An archive that holds a copy of every record appended, as the events table does.
+#[derive(Default)]
+struct Mirror(std::sync::Mutex<Vec<Vec<u8>>>);
+
+impl engram_connectors::event_log::ArchivedRecords for Mirror {
+    fn read(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>, String> {
+        let all = self.0.lock().unwrap();
+        if to as usize > all.len() {
+            return Err(format!("holds {} records", all.len()));
+        }
+        Ok((from..to).map(|o| (o, all[o as usize].clone())).collect())
+    }
+}
+
+/// A mirror that holds `records` already.
+fn mirror_of<R: AsRef<[u8]>>(records: &[R]) -> std::sync::Arc<Mirror> {
+    let mirror = Mirror::default();
+    mirror
+        .0
+        .lock()
+        .unwrap()
+        .extend(records.iter().map(|r| r.as_ref().to_vec()));
+    std::sync::Arc::new(mirror)
+}
+
+/// Every record from 0 to the end, reading in chunks of `chunk` as the log's readers do.
+fn read_all(log: &EventLog, chunk: usize) -> Vec<(u64, Vec<u8>)> {
+    let mut out = Vec::new();
+    while (out.len() as u64) < log.end_offset() {
+        let got = log.read(out.len() as u64, chunk).unwrap();
+        assert!(!got.is_empty(), "a read below the end returned nothing");
+        out.extend(got);
+    }
+    out
+}
+
+#[test]
+fn records_below_a_discarded_prefix_are_read_from_the_archive_and_the_base_survives_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let records: Vec<String> = (0..10).map(|i| format!("record {i}")).collect();
+    let mirror = mirror_of(&records);
+    {
+        let log = EventLog::open(dir.path()).unwrap();
+        log.append(&records).unwrap();
+        let full = log.file_bytes();
+        assert!(
+            log.discard_below(6).is_err(),
+            "no archive: the prefix may not go"
+        );
+        assert!(log.set_archive(mirror.clone()));
+        assert_eq!(log.discard_below(6).unwrap(), 6);
+        assert_eq!(log.discard_below(4).unwrap(), 0, "already gone");
+        assert_eq!((log.base_offset(), log.end_offset()), (6, 10));
+        assert!(log.file_bytes() < full);
+        // a read that starts below the base stops at it
+        assert_eq!(log.read(4, 100).unwrap().len(), 2);
+        let expected: Vec<(u64, Vec<u8>)> = records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (i as u64, r.as_bytes().to_vec()))
+            .collect();
+        assert_eq!(read_all(&log, 3), expected);
+        assert_eq!(log.append(&["record 10"]).unwrap(), 10);
+    }
+    let log = EventLog::open(dir.path()).unwrap();
+    assert_eq!((log.base_offset(), log.end_offset()), (6, 11));
+    let err = log.read(0, 1).unwrap_err().to_string();
+    assert!(err.contains("archive"), "a clear error: {err}");
+    assert_eq!(log.read(6, 1).unwrap(), vec![(6, b"record 6".to_vec())]);
+    assert_eq!(log.read(10, 5).unwrap(), vec![(10, b"record 10".to_vec())]);
+}
+
+#[test]
+fn a_log_behind_its_archive_continues_at_the_archive_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let mirror = mirror_of(&(0..20u8).map(|i| vec![b'a' + i]).collect::<Vec<_>>());
+    let log = EventLog::open(dir.path()).unwrap();
+    log.append(&["a", "b", "c"]).unwrap();
+    log.set_archive(mirror);
+    assert_eq!(log.discard_below(20).unwrap(), 3);
+    assert_eq!((log.base_offset(), log.end_offset()), (20, 20));
+    assert!(log.wait_for(19, Duration::from_millis(1)));
+    assert_eq!(log.append(&["u"]).unwrap(), 20);
+    assert_eq!(read_all(&log, 7).len(), 21);
+}
+
+#[test]
+fn redaction_changes_the_records_the_file_holds_and_leaves_archived_ones_to_the_archive() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = ["zero", "one secret", "two", "three", "four secret"];
+    let mirror = mirror_of(&records);
+    let log = EventLog::open(dir.path()).unwrap();
+    log.append(&records).unwrap();
+    log.set_archive(mirror);
+    log.discard_below(3).unwrap();
+    assert_eq!(log.redact(&[1, 4], |_| b"gone".to_vec()).unwrap(), 1);
+    drop(log);
+    let log = EventLog::open(dir.path()).unwrap();
+    assert_eq!(log.read(3, 5).unwrap()[1].1, b"gone       ".to_vec());
+    assert_eq!(log.read(3, 1).unwrap()[0].1, b"three".to_vec());
+}
+
+#[test]
+fn a_discard_cut_short_before_its_rename_leaves_the_log_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let log = EventLog::open(dir.path()).unwrap();
+        log.append(&["first", "second"]).unwrap();
+    }
+    // the crash: the replacement file was half written
+    std::fs::write(dir.path().join("events.compact"), b"ENGRAMLG\x01").unwrap();
+    let log = EventLog::open(dir.path()).unwrap();
+    assert_eq!((log.base_offset(), log.end_offset()), (0, 2));
+    assert!(!dir.path().join("events.compact").exists());
+    assert_eq!(log.read(1, 1).unwrap()[0].1, b"second".to_vec());
+}
+
+#[test]
+fn appends_discards_reads_and_reopens_in_any_order_keep_one_sequence_of_offsets() {
+    use rand::{Rng, SeedableRng};
+    for seed in 0..20u64 {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let dir = tempfile::tempdir().unwrap();
+        let mirror = std::sync::Arc::new(Mirror::default());
+        let mut log = EventLog::open(dir.path()).unwrap();
+        log.set_archive(mirror.clone());
+        let mut expected: Vec<(u64, Vec<u8>)> = Vec::new();
+        for step in 0..60 {
+            match rng.gen_range(0..10) {
+                0..=4 => {
+                    let batch: Vec<Vec<u8>> = (0..rng.gen_range(1..6))
+                        .map(|i| format!("s{seed} step {step} #{i}").into_bytes())
+                        .collect();
+                    let first = log.append(&batch).unwrap();
+                    assert_eq!(first, expected.len() as u64);
+                    mirror.0.lock().unwrap().extend(batch.iter().cloned());
+                    expected.extend(
+                        batch
+                            .into_iter()
+                            .enumerate()
+                            .map(|(i, b)| (first + i as u64, b)),
+                    );
+                }
+                5..=7 => {
+                    // the archive holds everything; discard up to any point of it
+                    let (before, to) =
+                        (log.base_offset(), rng.gen_range(0..=expected.len() as u64));
+                    log.discard_below(to).unwrap();
+                    assert_eq!(log.base_offset(), before.max(to));
+                }
+                8 => {
+                    drop(log);
+                    log = EventLog::open(dir.path()).unwrap();
+                    log.set_archive(mirror.clone());
+                }
+                _ => {
+                    let from = rng.gen_range(0..=expected.len());
+                    let got = log.read(from as u64, rng.gen_range(1..8)).unwrap();
+                    assert_eq!(got[..], expected[from..from + got.len()]);
+                }
+            }
+            assert_eq!(log.end_offset(), expected.len() as u64);
+            assert_eq!(
+                read_all(&log, rng.gen_range(1..9)),
+                expected,
+                "seed {seed} step {step}"
+            );
+        }
+    }
+}
+
+#[test]
+fn appends_go_on_while_a_concurrent_thread_discards() {
+    let dir = tempfile::tempdir().unwrap();
+    let mirror = std::sync::Arc::new(Mirror::default());
+    let log = std::sync::Arc::new(EventLog::open(dir.path()).unwrap());
+    log.set_archive(mirror.clone());
+    let appender = {
+        let (log, mirror) = (log.clone(), mirror.clone());
+        std::thread::spawn(move || {
+            for i in 0..400u32 {
+                let record = format!("r{i}");
+                // the archive first, as the events table is ahead of any discard
+                mirror.0.lock().unwrap().push(record.clone().into_bytes());
+                assert_eq!(log.append(&[record]).unwrap(), i as u64);
+            }
+        })
+    };
+    while !appender.is_finished() {
+        let end = log.end_offset();
+        log.discard_below(end / 2).unwrap();
+        let got = read_all(&log, 16);
+        assert!(got
+            .iter()
+            .enumerate()
+            .all(|(i, (o, b))| *o == i as u64 && *b == format!("r{i}").into_bytes()));
+    }
+    appender.join().unwrap();
+    assert_eq!(read_all(&log, 50).len(), 400);
+}

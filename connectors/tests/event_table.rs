@@ -138,3 +138,71 @@ async fn an_erase_redacts_the_users_records_below_it_and_leaves_no_file_with_the
     assert_eq!(table.end(), records.len() as u64);
     assert_eq!(table.append(3, &records[3..4]).await.unwrap(), 0);
 }
+
+/// Every record of `log` from 0 to its end, read in chunks of `chunk`.
+fn read_log(log: &engram_connectors::EventLog, chunk: usize) -> Vec<(u64, Vec<u8>)> {
+    let mut out = Vec::new();
+    while (out.len() as u64) < log.end_offset() {
+        let got = log.read(out.len() as u64, chunk).unwrap();
+        assert!(!got.is_empty());
+        out.extend(got);
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_log_reads_its_discarded_prefix_from_the_table_across_blocks_and_after_an_erase() {
+    use engram_connectors::table_archive::BLOCK;
+    use engram_connectors::{EventLog, TableArchive};
+    let dir = tempfile::tempdir().unwrap();
+    let n = 2 * BLOCK as usize + 100;
+    let users = ["keep", "gone"];
+    let mut records: Vec<Vec<u8>> = (0..n).map(|i| event(i, users[i % 2])).collect();
+    records.push(erase_event(n, "gone"));
+    let table = std::sync::Arc::new(EventTable::open(&dir.path().join("events")).await.unwrap());
+    let log = std::sync::Arc::new(EventLog::open(&dir.path().join("log")).unwrap());
+    log.append(&records).unwrap();
+    table.append(0, &records).await.unwrap();
+    log.set_archive(std::sync::Arc::new(
+        TableArchive::new(table.clone()).unwrap(),
+    ));
+    let full = log.file_bytes();
+    // keep the last 50 in the file
+    let base = records.len() as u64 - 50;
+    assert_eq!(log.discard_below(base).unwrap(), base);
+    assert!(log.file_bytes() * 100 < full);
+    let expected: Vec<(u64, Vec<u8>)> = records
+        .iter()
+        .cloned()
+        .enumerate()
+        .map(|(i, r)| (i as u64, r))
+        .collect();
+    // from this async task, and from a plain thread, in chunks that straddle the blocks
+    assert_eq!(read_log(&log, 1000), expected);
+    let from_thread = {
+        let log = log.clone();
+        std::thread::spawn(move || read_log(&log, 333))
+            .join()
+            .unwrap()
+    };
+    assert_eq!(from_thread, expected);
+
+    // an erase in the table shows through the log, also for blocks read before it
+    let secret = format!("secret-gone-{}", BLOCK + 1);
+    assert!(String::from_utf8_lossy(&log.read(BLOCK + 1, 1).unwrap()[0].1).contains(&secret));
+    table.erase("t1", Some("gone"), n as u64).await.unwrap();
+    // (the file's own records are the log's to redact, as an erase does next)
+    let after = read_log(&log, 4096);
+    assert_eq!(after.len(), records.len());
+    for (o, bytes) in &after {
+        let user = users[*o as usize % 2];
+        if *o < base && user == "gone" {
+            assert!(
+                Redacted::from_record(bytes).is_some(),
+                "offset {o} is not redacted"
+            );
+        } else {
+            assert_eq!(bytes, &records[*o as usize], "offset {o} changed");
+        }
+    }
+}

@@ -42,6 +42,24 @@ pub struct Config {
     pub hierarchy: HierarchyParams,
     /// How skill feedback is weighed: `skills.feedback_half_life_days` discounts old votes.
     pub skills: SkillParams,
+    pub log: LogConfig,
+}
+
+/// The embedded log, the write-ahead buffer in front of the Lance `events` table.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    /// Once this many bytes of the log file are in the `events` table and read by the views,
+    /// they leave the file (reads below it go to the table). `0` keeps everything in the file.
+    pub discard_after_bytes: u64,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            discard_after_bytes: 64 << 20,
+        }
+    }
 }
 
 /// Prompt assembly (`/v1/prompt`, `/v1/chat`).
@@ -205,6 +223,7 @@ impl Default for Config {
             llm: LlmConfig::default(),
             hierarchy: HierarchyParams::default(),
             skills: SkillParams::default(),
+            log: LogConfig::default(),
         }
     }
 }
@@ -263,7 +282,8 @@ impl Config {
 
     /// Applies `ENGRAM_DATA_DIR`, `ENGRAM_HTTP_ADDR`, `ENGRAM_WORKERS`, `ENGRAM_MODELS_DIR`,
     /// `ENGRAM_DEMO`, `ENGRAM_CLOCK`, `ENGRAM_KAFKA_BROKERS`, `ENGRAM_KAFKA_GROUP`,
-    /// `ENGRAM_ADMIN_KEY`, `ENGRAM_LLM_URL`, `ENGRAM_LLM_MODEL` as read by `get`.
+    /// `ENGRAM_ADMIN_KEY`, `ENGRAM_LLM_URL`, `ENGRAM_LLM_MODEL`, `ENGRAM_LOG_DISCARD_AFTER_BYTES`
+    /// as read by `get`.
     pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
         fn parse<T: std::str::FromStr>(name: &'static str, value: String) -> Result<T, ConfigError>
         where
@@ -314,6 +334,9 @@ impl Config {
         }
         if let Some(v) = get("ENGRAM_LLM_MODEL") {
             self.llm.model = v;
+        }
+        if let Some(v) = get("ENGRAM_LOG_DISCARD_AFTER_BYTES") {
+            self.log.discard_after_bytes = parse("ENGRAM_LOG_DISCARD_AFTER_BYTES", v)?;
         }
         Ok(())
     }

@@ -3,7 +3,7 @@
 
 use crate::config::Config;
 use crate::episode_writer::{spawn_episode_writer, PassageSink, SideTables};
-use crate::event_archive::{restore_log, spawn_event_archiver};
+use crate::event_archive::{attach_archive, spawn_event_archiver, Discard};
 use crate::ingest::Ingestor;
 use crate::log_source::LogSource;
 use crate::recall::Recall;
@@ -101,8 +101,9 @@ impl Engine {
             );
         }
         let events = Arc::new(EventTable::open(&config.events_dir()).await?);
-        // The table is the store of record: a log that lost records it holds gets them back.
-        restore_log(&log, &events).await?;
+        // The table is the store of record: the log reads below its base from it, and a log
+        // that lost records the table holds continues at the table's end.
+        attach_archive(&log, &events)?;
         let rejects = Arc::new(RejectLog::open(&config.log_dir())?);
         let ingestor = Arc::new(Ingestor::open(log.clone(), rejects)?);
 
@@ -193,9 +194,17 @@ impl Engine {
             tokio::runtime::Handle::current(),
             stop.clone(),
         );
+        let discard = (config.log.discard_after_bytes > 0).then(|| {
+            let views = views.clone();
+            Discard {
+                after_bytes: config.log.discard_after_bytes,
+                read_up_to: Arc::new(move || views.read().as_of),
+            }
+        });
         let archiver = spawn_event_archiver(
             log.clone(),
             events.clone(),
+            discard,
             tokio::runtime::Handle::current(),
             stop.clone(),
         );

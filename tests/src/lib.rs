@@ -50,6 +50,21 @@ fn tenant_of(body: &Value) -> String {
         .to_string()
 }
 
+/// `ENGRAM_LOG_DISCARD_AFTER_BYTES` for the servers the tests start.
+pub const SMALL_LOG_FILE: &str = "16384";
+
+/// The offset of the first record the log file under `data_dir` holds: above 0 once records
+/// in the Lance events table have left the file (they are then read from the table).
+pub fn log_file_base(data_dir: &Path) -> u64 {
+    let bytes = std::fs::read(data_dir.join("log").join("events.log")).unwrap_or_default();
+    match bytes.get(..16) {
+        Some(header) if header[..8] == engram_connectors::event_log::MAGIC[..] => {
+            u64::from_le_bytes(header[8..].try_into().unwrap())
+        }
+        _ => 0,
+    }
+}
+
 impl Server {
     /// Starts `engram serve` on `data_dir` (port chosen by the OS, demo off), and waits until it
     /// listens.
@@ -76,6 +91,9 @@ impl Server {
             .args(extra)
             .env("ENGRAM_LOG", "warn")
             .env("ENGRAM_ADMIN_KEY", &admin_key)
+            // the log file drops what Lance holds after a few dozen events, so every test
+            // (restarts, erasures, exports) also reads through the events table
+            .env("ENGRAM_LOG_DISCARD_AFTER_BYTES", SMALL_LOG_FILE)
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

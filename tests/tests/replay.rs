@@ -40,6 +40,10 @@ fn replay(files: &[&Path], data_dir: &Path, summary: &Path) -> Command {
         .args(["--no-progress", "--measure-sample", "32", "--json"])
         .arg(summary)
         .env("ENGRAM_LOG", "warn")
+        .env(
+            "ENGRAM_LOG_DISCARD_AFTER_BYTES",
+            engram_tests::SMALL_LOG_FILE,
+        )
         .stdout(Stdio::null())
         .stderr(Stdio::inherit());
     cmd
