@@ -7,6 +7,8 @@ pub mod episode_store;
 pub mod event_files;
 pub mod event_log;
 pub mod event_table;
+pub mod held_table;
+pub mod own_runtime;
 pub mod table_archive;
 pub mod vector_cache;
 
@@ -16,4 +18,5 @@ pub use episode_store::{EpisodeHit, EpisodeRow, EpisodeStore, IndexPolicy, Store
 pub use event_files::{EventFile, EventFileError, EventFileFormat, FileRecord};
 pub use event_log::{ArchivedRecords, EventLog, LogError, RejectLog, Rejection};
 pub use event_table::EventTable;
+pub use held_table::HeldTable;
 pub use table_archive::TableArchive;

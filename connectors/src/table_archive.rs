@@ -8,6 +8,7 @@
 
 use crate::event_log::ArchivedRecords;
 use crate::event_table::EventTable;
+use crate::own_runtime::OwnRuntime;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
@@ -25,22 +26,16 @@ struct Block {
 
 pub struct TableArchive {
     table: Arc<EventTable>,
-    /// Its own runtime: a reader may be a timely worker or a task of another runtime, where
-    /// blocking on that runtime's handle would stall or panic.
-    runtime: Option<tokio::runtime::Runtime>,
+    /// A reader may be a timely worker or a task of another runtime.
+    runtime: OwnRuntime,
     blocks: Mutex<VecDeque<Block>>,
 }
 
 impl TableArchive {
     pub fn new(table: Arc<EventTable>) -> std::io::Result<Self> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("events-archive")
-            .enable_all()
-            .build()?;
         Ok(TableArchive {
             table,
-            runtime: Some(runtime),
+            runtime: OwnRuntime::new("events-archive")?,
             blocks: Mutex::new(VecDeque::new()),
         })
     }
@@ -58,13 +53,10 @@ impl TableArchive {
                 return Ok(b.records.clone());
             }
         }
-        let (table, runtime) = (&self.table, self.runtime.as_ref().expect("runtime"));
-        let read = std::thread::scope(|s| {
-            s.spawn(|| runtime.block_on(table.read(first, first + BLOCK)))
-                .join()
-                .map_err(|_| "the archive reader panicked".to_string())
-        })?
-        .map_err(|e| e.to_string())?;
+        let read = self
+            .runtime
+            .block_on(self.table.read(first, first + BLOCK))
+            .map_err(|e| e.to_string())?;
         if let Some(i) = read
             .iter()
             .enumerate()
@@ -110,14 +102,5 @@ impl ArchivedRecords for TableArchive {
             at = until;
         }
         Ok(out)
-    }
-}
-
-impl Drop for TableArchive {
-    fn drop(&mut self) {
-        // dropping a runtime blocks, which an async caller may not do
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_background();
-        }
     }
 }

@@ -23,3 +23,23 @@ pub fn embedder() -> Arc<Embedder> {
     })
     .clone()
 }
+
+/// Whether any file under `dir` contains `needle`.
+pub fn any_file_contains(dir: &std::path::Path, needle: &[u8]) -> bool {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if std::fs::read(&path)
+                .unwrap()
+                .windows(needle.len())
+                .any(|w| w == needle)
+            {
+                return true;
+            }
+        }
+    }
+    false
+}

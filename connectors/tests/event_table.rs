@@ -1,3 +1,6 @@
+mod common;
+
+use common::any_file_contains;
 use engram_connectors::EventTable;
 use engram_schemas::Redacted;
 use serde_json::json;
@@ -17,26 +20,6 @@ fn erase_event(n: usize, user: &str) -> Vec<u8> {
            "ts": "2025-03-01T10:00:00Z", "kind": "control", "action": "erase", "scope": "user"})
     .to_string()
     .into_bytes()
-}
-
-/// Whether any file under `dir` contains `needle`.
-fn any_file_contains(dir: &Path, needle: &[u8]) -> bool {
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if std::fs::read(&path)
-                .unwrap()
-                .windows(needle.len())
-                .any(|w| w == needle)
-            {
-                return true;
-            }
-        }
-    }
-    false
 }
 
 #[tokio::test]

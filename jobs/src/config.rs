@@ -361,6 +361,11 @@ impl Config {
     }
 
     /// The Lance `events` table: every accepted event (the store of record behind the log).
+    /// The events of restricted users, until the restriction is lifted.
+    pub fn held_dir(&self) -> PathBuf {
+        self.data_dir.join("lance").join("held.lance")
+    }
+
     pub fn events_dir(&self) -> PathBuf {
         self.data_dir.join("lance").join("events.lance")
     }

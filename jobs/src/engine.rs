@@ -105,7 +105,7 @@ impl Engine {
         // that lost records the table holds continues at the table's end.
         attach_archive(&log, &events)?;
         let rejects = Arc::new(RejectLog::open(&config.log_dir())?);
-        let ingestor = Arc::new(Ingestor::open(log.clone(), rejects)?);
+        let ingestor = Arc::new(Ingestor::open(log.clone(), rejects, &config.held_dir())?);
 
         let emb_cfg = config.embedder_config();
         let embedder = {

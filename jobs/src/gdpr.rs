@@ -26,6 +26,8 @@ pub enum GdprError {
     Log(#[from] engram_connectors::LogError),
     #[error(transparent)]
     Store(#[from] engram_connectors::StoreError),
+    #[error(transparent)]
+    Ingest(#[from] crate::ingest::IngestError),
     #[error("the erase event was not accepted: {0}")]
     Rejected(String),
     #[error("the views did not pass the erase at offset {0} within {VIEWS_WAIT:?}")]

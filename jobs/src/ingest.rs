@@ -1,7 +1,8 @@
 //! Accepting events: validate, drop redeliveries of an accepted `event_id`, append the rest to
-//! the durable log, and keep every rejected input with its reason.
+//! the durable log (the events of restricted users to the Lance `held` table instead), and keep
+//! every rejected input with its reason.
 
-use engram_connectors::{EventLog, LogError, RejectLog, Rejection};
+use engram_connectors::{EventLog, HeldTable, LogError, RejectLog, Rejection, StoreError};
 use engram_schemas::{
     check_event_size, parse_event_value, Body, ControlAction, ControlScope, Event, EventError,
 };
@@ -9,6 +10,14 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
+
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error("storing the events of restricted users: {0}")]
+    Held(#[from] StoreError),
+}
 
 /// What became of a submission.
 #[derive(Debug, Default, Serialize)]
@@ -91,10 +100,10 @@ pub struct Ingestor {
     seen: Mutex<HashSet<(String, String)>>,
     /// Users (and tenants) whose processing is restricted (`control` `restrict` events).
     restricted: Mutex<HashSet<Scope>>,
-    /// Their events since, in order (canonical JSON), kept in `held.jsonl` next to the log
-    /// until the restriction is lifted, then appended to the log.
+    /// Their events since, in order (canonical JSON), kept in the Lance `held` table until the
+    /// restriction is lifted, then appended to the log.
     held: Mutex<Vec<(Scope, String)>>,
-    held_path: std::path::PathBuf,
+    held_table: HeldTable,
     /// The erase events the log held when it was opened (a crash may have interrupted them).
     erases_at_open: Vec<LoggedErase>,
 }
@@ -110,8 +119,13 @@ pub struct LoggedErase {
 }
 
 impl Ingestor {
-    /// Rebuilds the set of accepted event ids from the log.
-    pub fn open(log: Arc<EventLog>, rejects: Arc<RejectLog>) -> Result<Self, LogError> {
+    /// Rebuilds the set of accepted event ids from the log and the events held in the Lance
+    /// dataset at `held_dir`.
+    pub fn open(
+        log: Arc<EventLog>,
+        rejects: Arc<RejectLog>,
+        held_dir: &std::path::Path,
+    ) -> Result<Self, IngestError> {
         let mut seen = HashSet::new();
         let mut restricted = HashSet::new();
         let mut erases_at_open = Vec::new();
@@ -152,18 +166,26 @@ impl Ingestor {
             }
             at += chunk.len() as u64;
         }
-        let held_path = log
+        let (held_table, held_records) = HeldTable::open(held_dir)?;
+        let mut held_lines: Vec<String> = held_records
+            .into_iter()
+            .map(|r| String::from_utf8_lossy(&r).into_owned())
+            .collect();
+        // before the held table, held events were kept in `held.jsonl` beside the log
+        let legacy = log
             .path()
             .parent()
             .unwrap_or(std::path::Path::new("."))
             .join("held.jsonl");
+        let legacy_lines = std::fs::read_to_string(&legacy).ok();
+        if let Some(text) = &legacy_lines {
+            held_lines.extend(text.lines().map(str::to_string));
+        }
         let mut held = Vec::new();
-        if let Ok(text) = std::fs::read_to_string(&held_path) {
-            for line in text.lines() {
-                if let Ok(e) = Event::from_canonical_json(line.as_bytes()) {
-                    seen.insert((e.header.tenant.clone(), e.header.event_id.clone()));
-                    let scope = (e.header.tenant.clone(), e.header.user.clone());
-                    held.push((scope, line.to_string()));
+        for line in held_lines {
+            if let Ok(e) = Event::from_canonical_json(line.as_bytes()) {
+                if seen.insert((e.header.tenant.clone(), e.header.event_id.clone())) {
+                    held.push(((e.header.tenant, e.header.user), line));
                 }
             }
         }
@@ -173,9 +195,21 @@ impl Ingestor {
             seen: Mutex::new(seen),
             restricted: Mutex::new(restricted),
             held: Mutex::new(held),
-            held_path,
+            held_table,
             erases_at_open,
         };
+        if legacy_lines.is_some() {
+            let held = ingestor
+                .held
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            ingestor.write_held(&held)?;
+            std::fs::remove_file(&legacy).map_err(|source| LogError::Io {
+                path: legacy.clone(),
+                source,
+            })?;
+        }
         // events held for a restriction lifted just before a crash go to the log now
         ingestor.ingest_with("held", Vec::new(), &[], true)?;
         Ok(ingestor)
@@ -204,22 +238,9 @@ impl Ingestor {
         )
     }
 
-    fn write_held(&self, held: &[(Scope, String)]) -> Result<(), LogError> {
-        let io = |source| LogError::Io {
-            path: self.held_path.clone(),
-            source,
-        };
-        let tmp = self.held_path.with_extension("jsonl.tmp");
-        let mut text = String::new();
-        for (_, line) in held {
-            text.push_str(line);
-            text.push('\n');
-        }
-        let mut f = std::fs::File::create(&tmp).map_err(io)?;
-        std::io::Write::write_all(&mut f, text.as_bytes())
-            .and_then(|_| f.sync_all())
-            .map_err(io)?;
-        std::fs::rename(&tmp, &self.held_path).map_err(io)
+    fn write_held(&self, held: &[(Scope, String)]) -> Result<(), StoreError> {
+        let records: Vec<Vec<u8>> = held.iter().map(|(_, l)| l.as_bytes().to_vec()).collect();
+        self.held_table.replace(&records)
     }
 
     pub fn log(&self) -> &Arc<EventLog> {
@@ -231,7 +252,7 @@ impl Ingestor {
     }
 
     /// Ingests a JSON body: one event or an array of events.
-    pub fn ingest_body(&self, source: &str, body: &[u8]) -> Result<IngestReport, LogError> {
+    pub fn ingest_body(&self, source: &str, body: &[u8]) -> Result<IngestReport, IngestError> {
         let (parsed, originals) = parse_body(body);
         self.ingest_parsed(source, parsed, &originals)
     }
@@ -243,7 +264,7 @@ impl Ingestor {
         source: &str,
         body: &[u8],
         tenant: &str,
-    ) -> Result<IngestReport, LogError> {
+    ) -> Result<IngestReport, IngestError> {
         let (parsed, originals) = parse_body(body);
         let parsed = parsed
             .into_iter()
@@ -267,19 +288,19 @@ impl Ingestor {
         source: &str,
         parsed: Vec<Result<Event, EventError>>,
         originals: &[String],
-    ) -> Result<IngestReport, LogError> {
+    ) -> Result<IngestReport, IngestError> {
         self.ingest_with(source, parsed, originals, false)
     }
 
     /// [`Ingestor::ingest_parsed`]; with `release_lifted`, held events whose restriction was
-    /// lifted (a crash came between the lift and rewriting the held file) go to the log first.
+    /// lifted (a crash came between the lift and rewriting the held table) go to the log first.
     fn ingest_with(
         &self,
         source: &str,
         parsed: Vec<Result<Event, EventError>>,
         originals: &[String],
         release_lifted: bool,
-    ) -> Result<IngestReport, LogError> {
+    ) -> Result<IngestReport, IngestError> {
         let mut report = IngestReport::default();
         let mut rejections = Vec::new();
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
@@ -362,7 +383,7 @@ impl Ingestor {
             }
         }
         self.rejects.record(&rejections)?;
-        // The log first: a crash before the held file is rewritten leaves released events in
+        // The log first: a crash before the held table is rewritten leaves released events in
         // both, and the next start drops the held copies as duplicates.
         if !records.is_empty() {
             let first = self.log.append(&records)?;
@@ -389,7 +410,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = Arc::new(EventLog::open(dir.path()).unwrap());
         let rejects = Arc::new(RejectLog::open(dir.path()).unwrap());
-        let ingestor = Ingestor::open(log.clone(), rejects).unwrap();
+        let ingestor =
+            Ingestor::open(log.clone(), rejects, &dir.path().join("held.lance")).unwrap();
         let event = |id: &str, content: String| {
             json!({"event_id": id, "tenant": "t", "user": "u", "ts": "2025-01-01T00:00:00Z",
                    "role": "user", "content": content})
@@ -406,5 +428,94 @@ mod tests {
         assert_eq!(report.rejected[0].error.field, "$");
         assert!(report.rejected[0].error.reason.contains("limit"));
         assert_eq!(log.end_offset(), 1);
+    }
+
+    /// Whether any file under `dir` holds `needle`.
+    fn any_file_holds(dir: &std::path::Path, needle: &[u8]) -> bool {
+        walk(dir)
+            .iter()
+            .any(|f| std::fs::read(f).is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle)))
+    }
+
+    fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .flat_map(|e| match e.path() {
+                p if p.is_dir() => walk(&p),
+                p => vec![p],
+            })
+            .collect()
+    }
+
+    #[test]
+    fn events_of_a_restricted_user_wait_in_lance_across_restarts_and_an_erase_leaves_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let held_dir = dir.path().join("held.lance");
+        let open = || {
+            let log = Arc::new(EventLog::open(dir.path()).unwrap());
+            let rejects = Arc::new(RejectLog::open(dir.path()).unwrap());
+            Ingestor::open(log, rejects, &held_dir).unwrap()
+        };
+        let event = |id: &str, user: &str| {
+            json!({"event_id": id, "tenant": "t", "user": user, "ts": "2025-01-01T00:00:00Z",
+                   "role": "user", "content": format!("secret {id}")})
+        };
+        let control = |id: &str, action: &str| {
+            json!({"event_id": id, "tenant": "t", "user": "u", "ts": "2025-01-01T00:00:00Z",
+                   "kind": "control", "action": action, "scope": "user"})
+        };
+        let ingest = |ingestor: &Ingestor, items: Vec<Value>| {
+            ingestor
+                .ingest_body("test", &serde_json::to_vec(&json!(items)).unwrap())
+                .unwrap()
+        };
+        let log_ids = |ingestor: &Ingestor| -> Vec<String> {
+            let log = ingestor.log();
+            log.read(0, 100)
+                .unwrap()
+                .into_iter()
+                .map(|(_, b)| Event::from_canonical_json(&b).unwrap().header.event_id)
+                .collect()
+        };
+        {
+            let ingestor = open();
+            let report = ingest(
+                &ingestor,
+                vec![
+                    control("r1", "restrict"),
+                    event("a", "u"),
+                    event("b", "u"),
+                    event("x", "other"),
+                ],
+            );
+            // accepted counts what went to the log
+            assert_eq!((report.accepted, report.held), (2, 2));
+            assert_eq!(log_ids(&ingestor), ["r1", "x"]);
+            assert!(any_file_holds(&held_dir, b"secret a"));
+        }
+        {
+            // reopened: still held, in order, and a redelivery is recognised
+            let ingestor = open();
+            assert!(ingestor.is_restricted("t", "u"));
+            assert_eq!(ingestor.held_events("t", "u").len(), 2);
+            assert!(ingestor.held_events("t", "u")[0].contains("secret a"));
+            assert_eq!(ingest(&ingestor, vec![event("b", "u")]).duplicates, 1);
+            // lifted: the held events follow the lift in the log, and leave the held table
+            ingest(&ingestor, vec![control("l1", "unrestrict")]);
+            assert_eq!(log_ids(&ingestor), ["r1", "x", "l1", "a", "b"]);
+            assert!(ingestor.held_events("t", "u").is_empty());
+            assert!(!any_file_holds(&held_dir, b"secret a"));
+            // restricted again, then erased: the held event goes with no trace
+            ingest(&ingestor, vec![control("r2", "restrict"), event("c", "u")]);
+            assert!(any_file_holds(&held_dir, b"secret c"));
+            ingest(&ingestor, vec![control("e1", "erase")]);
+            assert!(!any_file_holds(&held_dir, b"secret c"));
+        }
+        let ingestor = open();
+        assert!(ingestor.held_events("t", "u").is_empty());
+        assert_eq!(log_ids(&ingestor), ["r1", "x", "l1", "a", "b", "r2", "e1"]);
     }
 }

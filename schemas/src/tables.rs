@@ -87,3 +87,27 @@ pub fn events_schema() -> Arc<Schema> {
         Field::new(RECORD, DataType::Binary, false),
     ]))
 }
+
+/// Column names of the `held` table: events of restricted users, kept unprocessed until the
+/// restriction is lifted.
+pub mod held {
+    /// Order of arrival among the held events.
+    pub const POSITION: &str = "position";
+    pub const EVENT_ID: &str = "event_id";
+    pub const TENANT: &str = "tenant_id";
+    pub const USER: &str = "user_id";
+    /// The event's canonical JSON.
+    pub const RECORD: &str = "record";
+}
+
+/// The `held` table.
+pub fn held_schema() -> Arc<Schema> {
+    use held::*;
+    Arc::new(Schema::new(vec![
+        Field::new(POSITION, DataType::UInt64, false),
+        Field::new(EVENT_ID, DataType::Utf8, false),
+        Field::new(TENANT, DataType::Utf8, false),
+        Field::new(USER, DataType::Utf8, false),
+        Field::new(RECORD, DataType::Binary, false),
+    ]))
+}
