@@ -54,6 +54,12 @@ pub enum StoreError {
         column: &'static str,
         reason: String,
     },
+    #[error("Lance dataset {path}: starting the runtime its calls run on: {source}")]
+    Runtime {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// One episode as stored.

@@ -7,9 +7,10 @@
 //! redelivered Kafka message, which the ingestor has already mapped to the offset it got the
 //! first time) is stored once: an `event_id` has one offset, and an offset one row.
 //!
-//! Kafka offsets are committed once [`EventTable::end`] passes the batch, and a log that is
-//! behind the table on start (lost, or cut short) is restored from it, so the views can always
-//! be rebuilt from Lance alone.
+//! Kafka offsets are committed once [`EventTable::end`] passes the batch. The log reads below
+//! its base from the table ([`crate::TableArchive`]), and a log that is behind the table on
+//! start (lost, or cut short) continues at the table's end, so the views are rebuilt from
+//! Lance.
 //!
 //! An erase replaces the erased records by their redacted stand-ins (tenant and event id only,
 //! so a redelivery is still recognised), rewrites the files that held them and removes every

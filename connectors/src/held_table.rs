@@ -31,10 +31,9 @@ impl HeldTable {
     /// holds, in the order they arrived.
     pub fn open(dir: &Path) -> Result<(Self, Vec<Vec<u8>>), StoreError> {
         let uri = dir.display().to_string();
-        let runtime = OwnRuntime::new("held-events").map_err(|e| StoreError::Column {
+        let runtime = OwnRuntime::new("held-events").map_err(|source| StoreError::Runtime {
             path: uri.clone(),
-            column: col::RECORD,
-            reason: format!("starting its runtime: {e}"),
+            source,
         })?;
         let exists = dir.join("_versions").exists();
         let table = HeldTable {
