@@ -22,7 +22,6 @@ use std::sync::Arc;
 
 pub struct HeldTable {
     uri: String,
-    exists: std::sync::atomic::AtomicBool,
     runtime: OwnRuntime,
 }
 
@@ -35,18 +34,18 @@ impl HeldTable {
             path: uri.clone(),
             source,
         })?;
-        let exists = dir.join("_versions").exists();
-        let table = HeldTable {
-            uri,
-            exists: exists.into(),
-            runtime,
-        };
-        let records = if exists {
+        let table = HeldTable { uri, runtime };
+        let records = if table.exists() {
             table.runtime.block_on(table.load())?
         } else {
             Vec::new()
         };
         Ok((table, records))
+    }
+
+    /// Whether the dataset has been written (it is created by the first write).
+    fn exists(&self) -> bool {
+        Path::new(&self.uri).join("_versions").exists()
     }
 
     fn err(&self, op: &'static str, source: lance::Error) -> StoreError {
@@ -89,8 +88,7 @@ impl HeldTable {
     /// Makes `records` (canonical JSON of events, in order) the whole content, durably, and
     /// removes every earlier version with its files.
     pub fn replace(&self, records: &[Vec<u8>]) -> Result<(), StoreError> {
-        use std::sync::atomic::Ordering;
-        if records.is_empty() && !self.exists.load(Ordering::Acquire) {
+        if records.is_empty() && !self.exists() {
             return Ok(());
         }
         self.runtime.block_on(async {
@@ -107,7 +105,6 @@ impl HeldTable {
             )
             .await
             .map_err(|e| self.err("write", e))?;
-            self.exists.store(true, Ordering::Release);
             ds.cleanup_old_versions(chrono::TimeDelta::zero(), Some(true), Some(false))
                 .await
                 .map_err(|e| self.err("remove old versions", e))?;

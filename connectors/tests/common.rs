@@ -43,3 +43,14 @@ pub fn any_file_contains(dir: &std::path::Path, needle: &[u8]) -> bool {
     }
     false
 }
+
+/// Every record from 0 to the end, reading in chunks of `chunk` as the log's readers do.
+pub fn read_all(log: &engram_connectors::EventLog, chunk: usize) -> Vec<(u64, Vec<u8>)> {
+    let mut out = Vec::new();
+    while (out.len() as u64) < log.end_offset() {
+        let got = log.read(out.len() as u64, chunk).unwrap();
+        assert!(!got.is_empty(), "a read below the end returned nothing");
+        out.extend(got);
+    }
+    out
+}

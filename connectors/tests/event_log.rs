@@ -1,3 +1,6 @@
+mod common;
+
+use common::read_all;
 use engram_connectors::{EventLog, RejectLog, Rejection};
 use std::io::Write;
 use std::time::Duration;
@@ -123,17 +126,6 @@ fn mirror_of<R: AsRef<[u8]>>(records: &[R]) -> std::sync::Arc<Mirror> {
         .unwrap()
         .extend(records.iter().map(|r| r.as_ref().to_vec()));
     std::sync::Arc::new(mirror)
-}
-
-/// Every record from 0 to the end, reading in chunks of `chunk` as the log's readers do.
-fn read_all(log: &EventLog, chunk: usize) -> Vec<(u64, Vec<u8>)> {
-    let mut out = Vec::new();
-    while (out.len() as u64) < log.end_offset() {
-        let got = log.read(out.len() as u64, chunk).unwrap();
-        assert!(!got.is_empty(), "a read below the end returned nothing");
-        out.extend(got);
-    }
-    out
 }
 
 #[test]

@@ -1,10 +1,9 @@
 mod common;
 
-use common::any_file_contains;
+use common::{any_file_contains, read_all};
 use engram_connectors::EventTable;
 use engram_schemas::Redacted;
 use serde_json::json;
-use std::path::Path;
 
 /// An event's canonical JSON: `n` is its number, `user` its owner.
 fn event(n: usize, user: &str) -> Vec<u8> {
@@ -122,17 +121,6 @@ async fn an_erase_redacts_the_users_records_below_it_and_leaves_no_file_with_the
     assert_eq!(table.append(3, &records[3..4]).await.unwrap(), 0);
 }
 
-/// Every record of `log` from 0 to its end, read in chunks of `chunk`.
-fn read_log(log: &engram_connectors::EventLog, chunk: usize) -> Vec<(u64, Vec<u8>)> {
-    let mut out = Vec::new();
-    while (out.len() as u64) < log.end_offset() {
-        let got = log.read(out.len() as u64, chunk).unwrap();
-        assert!(!got.is_empty());
-        out.extend(got);
-    }
-    out
-}
-
 #[tokio::test]
 async fn a_log_reads_its_discarded_prefix_from_the_table_across_blocks_and_after_an_erase() {
     use engram_connectors::table_archive::BLOCK;
@@ -161,10 +149,10 @@ async fn a_log_reads_its_discarded_prefix_from_the_table_across_blocks_and_after
         .map(|(i, r)| (i as u64, r))
         .collect();
     // from this async task, and from a plain thread, in chunks that straddle the blocks
-    assert_eq!(read_log(&log, 1000), expected);
+    assert_eq!(read_all(&log, 1000), expected);
     let from_thread = {
         let log = log.clone();
-        std::thread::spawn(move || read_log(&log, 333))
+        std::thread::spawn(move || read_all(&log, 333))
             .join()
             .unwrap()
     };
@@ -175,7 +163,7 @@ async fn a_log_reads_its_discarded_prefix_from_the_table_across_blocks_and_after
     assert!(String::from_utf8_lossy(&log.read(BLOCK + 1, 1).unwrap()[0].1).contains(&secret));
     table.erase("t1", Some("gone"), n as u64).await.unwrap();
     // (the file's own records are the log's to redact, as an erase does next)
-    let after = read_log(&log, 4096);
+    let after = read_all(&log, 4096);
     assert_eq!(after.len(), records.len());
     for (o, bytes) in &after {
         let user = users[*o as usize % 2];

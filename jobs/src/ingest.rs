@@ -403,6 +403,7 @@ impl Ingestor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use engram_tests::files_containing;
     use serde_json::json;
 
     #[test]
@@ -428,26 +429,6 @@ mod tests {
         assert_eq!(report.rejected[0].error.field, "$");
         assert!(report.rejected[0].error.reason.contains("limit"));
         assert_eq!(log.end_offset(), 1);
-    }
-
-    /// Whether any file under `dir` holds `needle`.
-    fn any_file_holds(dir: &std::path::Path, needle: &[u8]) -> bool {
-        walk(dir)
-            .iter()
-            .any(|f| std::fs::read(f).is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle)))
-    }
-
-    fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return Vec::new();
-        };
-        entries
-            .flatten()
-            .flat_map(|e| match e.path() {
-                p if p.is_dir() => walk(&p),
-                p => vec![p],
-            })
-            .collect()
     }
 
     #[test]
@@ -494,7 +475,7 @@ mod tests {
             // accepted counts what went to the log
             assert_eq!((report.accepted, report.held), (2, 2));
             assert_eq!(log_ids(&ingestor), ["r1", "x"]);
-            assert!(any_file_holds(&held_dir, b"secret a"));
+            assert!(!files_containing(&held_dir, "secret a").is_empty());
         }
         {
             // reopened: still held, in order, and a redelivery is recognised
@@ -507,12 +488,12 @@ mod tests {
             ingest(&ingestor, vec![control("l1", "unrestrict")]);
             assert_eq!(log_ids(&ingestor), ["r1", "x", "l1", "a", "b"]);
             assert!(ingestor.held_events("t", "u").is_empty());
-            assert!(!any_file_holds(&held_dir, b"secret a"));
+            assert!(files_containing(&held_dir, "secret a").is_empty());
             // restricted again, then erased: the held event goes with no trace
             ingest(&ingestor, vec![control("r2", "restrict"), event("c", "u")]);
-            assert!(any_file_holds(&held_dir, b"secret c"));
+            assert!(!files_containing(&held_dir, "secret c").is_empty());
             ingest(&ingestor, vec![control("e1", "erase")]);
-            assert!(!any_file_holds(&held_dir, b"secret c"));
+            assert!(files_containing(&held_dir, "secret c").is_empty());
         }
         let ingestor = open();
         assert!(ingestor.held_events("t", "u").is_empty());

@@ -50,6 +50,25 @@ fn tenant_of(body: &Value) -> String {
         .to_string()
 }
 
+/// Every file under `dir` whose bytes contain `needle`.
+pub fn files_containing(dir: &Path, needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                if bytes.windows(needle.len()).any(|w| w == needle.as_bytes()) {
+                    found.push(path.display().to_string());
+                }
+            }
+        }
+    }
+    found
+}
+
 /// `ENGRAM_LOG_DISCARD_AFTER_BYTES` for the servers the tests start.
 pub const SMALL_LOG_FILE: &str = "16384";
 

@@ -5,29 +5,9 @@
 //! revokes its keys.
 
 use chrono::{Duration as Days, Utc};
-use engram_tests::Server;
+use engram_tests::{files_containing, Server};
 use serde_json::{json, Value};
-use std::path::Path;
 use std::time::Duration;
-
-/// Every file under `dir` whose bytes contain `needle`.
-fn files_containing(dir: &Path, needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if let Ok(bytes) = std::fs::read(&path) {
-                if bytes.windows(needle.len()).any(|w| w == needle.as_bytes()) {
-                    found.push(path.display().to_string());
-                }
-            }
-        }
-    }
-    found
-}
 
 /// A user's events, every text carrying `marker` (lower case: the full-text index keeps
 /// lower-cased words).
