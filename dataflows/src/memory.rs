@@ -34,7 +34,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::probe::Handle;
+use timely::dataflow::operators::Probe;
 
 /// Episodes that entered the views, in log order, for the caller to store (Lance).
 #[derive(Debug, Clone)]
@@ -190,11 +194,16 @@ where
         let cap_states = captured_states.clone();
         let mut traces_in = worker.dataflow::<u64, _, _>(|scope| {
             let (input, traces) = scope.new_collection::<(PreferenceKey, PreferenceTrace), isize>();
-            lifecycle_states(traces, LifecycleThresholds::default())
-                .inspect(move |(record, t, d)| {
-                    cap_states.lock().unwrap().push(record.clone(), *t, *d)
-                })
-                .probe_with(&mut lifecycle_probe);
+            keep_updates(
+                lifecycle_states(traces, LifecycleThresholds::default()),
+                &mut lifecycle_probe,
+                move |updates| {
+                    let mut kept = cap_states.lock().unwrap();
+                    for (record, t, d) in updates.drain(..) {
+                        kept.push(record, t, d);
+                    }
+                },
+            );
             input
         });
         let mut inputs = worker.dataflow::<u64, _, _>(|scope| {
@@ -209,22 +218,23 @@ where
             let (uses_input, uses) = scope.new_collection::<(MessageKey, MemoryUse), isize>();
             let (summaries_input, summaries) =
                 scope.new_collection::<(UserKey, SummaryNode), isize>();
-            capture(
-                user_summaries(summaries).inspect(move |(rec, t, d)| {
-                    cap_summaries.lock().unwrap().push(rec.clone(), *t, *d)
-                }),
-                &cap,
-                &mut probe,
-                |(user, summary)| ViewUpdate::Summary(user.clone(), summary.clone()),
-            );
+            let cap_views = cap.clone();
+            keep_updates(user_summaries(summaries), &mut probe, move |updates| {
+                let (mut views, mut kept) =
+                    (cap_views.lock().unwrap(), cap_summaries.lock().unwrap());
+                for ((user, summary), t, d) in updates.drain(..) {
+                    kept.push((user.clone(), summary.clone()), t, d);
+                    views.push(ViewUpdate::Summary(user, summary), t, d);
+                }
+            });
             capture(
                 memory_marks(uses, votes.clone()),
                 &cap,
                 &mut probe,
-                |(key, mark)| ViewUpdate::MemoryMark(key.clone(), *mark),
+                |(key, mark)| ViewUpdate::MemoryMark(key, mark),
             );
             capture(correction_notes(notes), &cap, &mut probe, |(user, note)| {
-                ViewUpdate::CorrectionNote(user.clone(), note.clone())
+                ViewUpdate::CorrectionNote(user, note)
             });
             // one arrangement of the present corrections for every operator that reads them
             let present = present_corrections(corrections);
@@ -242,67 +252,66 @@ where
                 org_preferences(team_prefs.clone(), params.hierarchy.org_min_teams),
                 &cap,
                 &mut probe,
-                |(tenant, p)| ViewUpdate::OrgPreference(tenant.clone(), p.clone()),
+                |(tenant, p)| ViewUpdate::OrgPreference(tenant, p),
             );
             capture(team_prefs, &cap, &mut probe, |(team, p)| {
-                ViewUpdate::TeamPreference(team.clone(), p.clone())
+                ViewUpdate::TeamPreference(team, p)
             });
             capture(teams, &cap, &mut probe, |(user, team)| {
-                ViewUpdate::UserTeam(user.clone(), team.clone())
+                ViewUpdate::UserTeam(user, team)
             });
             capture(
                 preference_contradictions(present.clone(), measures.clone()),
                 &cap,
                 &mut probe,
-                |(key, contradiction)| {
-                    ViewUpdate::Contradiction(key.clone(), contradiction.clone())
-                },
+                |(key, contradiction)| ViewUpdate::Contradiction(key, contradiction),
             );
             capture(measures, &cap, &mut probe, |(user, measure)| {
-                ViewUpdate::ClusterMeasure(user.clone(), measure.clone())
+                ViewUpdate::ClusterMeasure(user, measure)
             });
             let traces = preference_traces(present, clusters.clone(), patterns.clone());
             let traces_out = new_traces.clone();
-            capture(
-                traces.inspect(move |((key, trace), _, diff)| {
-                    traces_out.borrow_mut().push((key.clone(), *trace, *diff))
-                }),
-                &cap,
-                &mut probe,
-                |(key, trace)| ViewUpdate::PreferenceTrace(key.clone(), *trace),
-            );
+            let cap_views = cap.clone();
+            keep_updates(traces, &mut probe, move |updates| {
+                let mut views = cap_views.lock().unwrap();
+                let mut out = traces_out.borrow_mut();
+                for ((key, trace), t, d) in updates.drain(..) {
+                    out.push((key.clone(), trace, d));
+                    views.push(ViewUpdate::PreferenceTrace(key, trace), t, d);
+                }
+            });
             capture(patterns, &cap, &mut probe, |(user, pattern)| {
-                ViewUpdate::Pattern(user.clone(), pattern.clone())
+                ViewUpdate::Pattern(user, pattern)
             });
             capture(clusters, &cap, &mut probe, |(user, membership)| {
-                ViewUpdate::ClusterMember(user.clone(), membership.clone())
+                ViewUpdate::ClusterMember(user, membership)
             });
             capture(
                 style_preferences(votes.clone()),
                 &cap,
                 &mut probe,
-                |(user, style)| ViewUpdate::Style(user.clone(), *style),
+                |(user, style)| ViewUpdate::Style(user, style),
             );
             capture(
                 skill_confidences(votes.clone()),
                 &cap,
                 &mut probe,
-                |(key, confidence)| ViewUpdate::SkillConfidence(key.clone(), *confidence),
+                |(key, confidence)| ViewUpdate::SkillConfidence(key, confidence),
             );
             if let Some(half_life) = params.skills.half_life_secs() {
                 capture(
                     discounted_skill_feedback(votes.clone(), half_life),
                     &cap,
                     &mut probe,
-                    |(key, tally)| ViewUpdate::DiscountedSkillTally(key.clone(), *tally),
+                    |(key, tally)| ViewUpdate::DiscountedSkillTally(key, tally),
                 );
             }
             let (skill_tallies, population_tallies) = skill_feedback(votes);
             capture(skill_tallies, &cap, &mut probe, |(key, tally)| {
-                ViewUpdate::SkillTally(key.clone(), *tally)
+                ViewUpdate::SkillTally(key, tally)
             });
             capture(population_tallies, &cap, &mut probe, |(key, tally)| {
-                ViewUpdate::PopulationTally(key.clone(), *tally)
+                ViewUpdate::PopulationTally(key, tally)
             });
             capture(
                 next_edges(
@@ -312,17 +321,19 @@ where
                 ),
                 &cap,
                 &mut probe,
-                |(key, edge)| ViewUpdate::NextEdge(key.clone(), *edge),
+                |(key, edge)| ViewUpdate::NextEdge(key, edge),
             );
-            facts
-                .clone()
-                .inspect(move |(rec, t, d)| cap_facts.lock().unwrap().push(rec.clone(), *t, *d))
-                .probe_with(&mut probe);
+            keep_updates(facts.clone(), &mut probe, move |updates| {
+                let mut kept = cap_facts.lock().unwrap();
+                for (rec, t, d) in updates.drain(..) {
+                    kept.push(rec, t, d);
+                }
+            });
             capture(
                 facts_over_time(facts),
                 &cap,
                 &mut probe,
-                |(key, version)| ViewUpdate::Fact(key.clone(), version.clone()),
+                |(key, version)| ViewUpdate::Fact(key, version),
             );
             // extracted once for both entity views
             let entities = episode_entities(episodes.clone());
@@ -330,17 +341,20 @@ where
                 entity_stats_of(entities.clone()),
                 &cap,
                 &mut probe,
-                |(key, stats)| ViewUpdate::Entity(key.clone(), stats.clone()),
+                |(key, stats)| ViewUpdate::Entity(key, stats),
             );
             capture(
                 co_mentions_of(entities),
                 &cap,
                 &mut probe,
-                |(key, weight)| ViewUpdate::CoMention(key.clone(), *weight),
+                |(key, weight)| ViewUpdate::CoMention(key, weight),
             );
-            episodes
-                .inspect(move |(rec, t, d)| cap_eps.lock().unwrap().push(rec.clone(), *t, *d))
-                .probe_with(&mut probe);
+            keep_updates(episodes, &mut probe, move |updates| {
+                let mut kept = cap_eps.lock().unwrap();
+                for (rec, t, d) in updates.drain(..) {
+                    kept.push(rec, t, d);
+                }
+            });
             Inputs {
                 episodes: episodes_input,
                 facts: facts_input,
@@ -519,13 +533,39 @@ fn capture<'scope, D>(
     collection: VecCollection<'scope, u64, D>,
     captured: &Captured,
     probe: &mut Handle<u64>,
-    to_update: impl Fn(&D) -> ViewUpdate + 'static,
+    to_update: impl Fn(D) -> ViewUpdate + 'static,
 ) where
     D: Clone + 'static,
 {
     let captured = captured.clone();
+    keep_updates(collection, probe, move |updates| {
+        let mut captured = captured.lock().unwrap();
+        for (d, t, r) in updates.drain(..) {
+            captured.push(to_update(d), t, r);
+        }
+    });
+}
+
+/// Hands every batch of `collection`'s updates `(data, time, diff)` to `keep`, which takes them
+/// out (nothing is copied, and a lock is taken once a batch, not once an update), and makes
+/// the probe wait for it: once the probe has passed a time, every update at an earlier time
+/// has been kept.
+fn keep_updates<'scope, D>(
+    collection: VecCollection<'scope, u64, D>,
+    probe: &mut Handle<u64>,
+    mut keep: impl FnMut(&mut Vec<(D, u64, isize)>) + 'static,
+) where
+    D: Clone + 'static,
+{
+    // The operator holds no capability, so its (empty) output's frontier passes a time only
+    // after it has consumed every update at that time.
     collection
-        .inspect(move |(d, t, r)| captured.lock().unwrap().push(to_update(d), *t, *r))
+        .inner
+        .unary::<CapacityContainerBuilder<Vec<()>>, _, _, _>(Pipeline, "KeepUpdates", |_, _| {
+            move |input, _output| {
+                input.for_each(|_, updates| keep(updates));
+            }
+        })
         .probe_with(probe);
 }
 

@@ -19,6 +19,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 use tokio::sync::broadcast;
 
+/// The hash maps of the views: foldhash, seeded per process. Every update looks a key up here
+/// (a user's two strings, an episode's 128 bits), and SipHash cost more than the lookup.
+pub type ViewMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 /// Every view, as of `as_of`: all input below that log offset is reflected, none above.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryViews {
@@ -26,19 +30,19 @@ pub struct MemoryViews {
     /// `NEXT` edges: episode → the next episode of its session, both as the 128 bits of their
     /// UUID ids ([`engram_operators::episode_key`]; 32 bytes an edge, not two strings). Read
     /// them by id with [`MemoryViews::next_id`].
-    pub next: HashMap<u128, u128>,
+    pub next: ViewMap<u128, u128>,
     /// The reverse of `next`.
-    pub prev: HashMap<u128, u128>,
+    pub prev: ViewMap<u128, u128>,
     /// Episodes per session.
-    pub session_sizes: HashMap<SessionKey, usize>,
+    pub session_sizes: ViewMap<SessionKey, usize>,
     /// Episodes per `(tenant, user)`: the sum of their sessions' sizes.
-    pub user_episodes: HashMap<(String, String), usize>,
+    pub user_episodes: ViewMap<(String, String), usize>,
     /// Facts, entities, co-mentions and skill feedback, per `(tenant, user)`.
-    pub users: HashMap<(String, String), UserMemory>,
+    pub users: ViewMap<(String, String), UserMemory>,
     /// Skill feedback per `(tenant, bucket, skill)`, over all of the tenant's users.
-    pub population: HashMap<PopulationKey, FeedbackTally>,
+    pub population: ViewMap<PopulationKey, FeedbackTally>,
     /// `(tenant, user)` → the user's team.
-    pub user_teams: HashMap<(String, String), String>,
+    pub user_teams: ViewMap<(String, String), String>,
     /// `(tenant, team)` → the preferences the team holds, by id.
     pub team_preferences: BTreeMap<TeamKey, BTreeMap<String, TeamPreference>>,
     /// Tenant → the preferences the organisation holds, by id.
@@ -289,6 +293,31 @@ impl MemoryViews {
 }
 
 impl ViewUpdate {
+    /// Whether applying `self` (an insertion) makes the state the same whether or not the
+    /// retraction `earlier` was applied just before it: both update the same key of a view
+    /// that holds one value per key, which an insertion replaces.
+    fn overwrites(&self, earlier: &ViewUpdate) -> bool {
+        use ViewUpdate as U;
+        match (self, earlier) {
+            (U::Entity(a, _), U::Entity(b, _)) => a == b,
+            (U::CoMention(a, _), U::CoMention(b, _)) => a == b,
+            (U::SkillTally(a, _), U::SkillTally(b, _)) => a == b,
+            (U::DiscountedSkillTally(a, _), U::DiscountedSkillTally(b, _)) => a == b,
+            (U::SkillConfidence(a, _), U::SkillConfidence(b, _)) => a == b,
+            (U::PopulationTally(a, _), U::PopulationTally(b, _)) => a == b,
+            (U::MemoryMark(a, _), U::MemoryMark(b, _)) => a == b,
+            (U::Style(a, _), U::Style(b, _)) => a == b,
+            (U::UserTeam(a, _), U::UserTeam(b, _)) => a == b,
+            (U::PreferenceTrace(a, _), U::PreferenceTrace(b, _)) => a == b,
+            (U::ClusterMeasure(a, x), U::ClusterMeasure(b, y)) => {
+                a == b && x.cluster_id == y.cluster_id
+            }
+            (U::Pattern(a, x), U::Pattern(b, y)) => a == b && x.cluster_id == y.cluster_id,
+            (U::ClusterMember(a, (x, _)), U::ClusterMember(b, (y, _))) => a == b && x == y,
+            _ => false,
+        }
+    }
+
     /// The tenant whose data this update is.
     pub fn tenant(&self) -> &str {
         self.owner().0
@@ -330,7 +359,7 @@ impl ViewUpdate {
 }
 
 /// The UUID id `edges` (`next` or `prev`) pairs with the UUID id `id`.
-fn neighbour(edges: &HashMap<u128, u128>, id: &str) -> Option<String> {
+fn neighbour(edges: &ViewMap<u128, u128>, id: &str) -> Option<String> {
     let key = engram_operators::uuid_bits(id)?;
     edges.get(&key).map(|&k| engram_operators::uuid_text(k))
 }
@@ -385,7 +414,9 @@ impl<K: Ord, V: PartialEq> KeyedView for BTreeMap<K, V> {
     }
 }
 
-impl<K: std::hash::Hash + Eq, V: PartialEq> KeyedView for HashMap<K, V> {
+impl<K: std::hash::Hash + Eq, V: PartialEq, S: std::hash::BuildHasher> KeyedView
+    for HashMap<K, V, S>
+{
     type Key = K;
     type Value = V;
     fn put(&mut self, key: K, value: V) {
@@ -449,11 +480,21 @@ impl SharedViews {
         let follow = self.followed();
         let mut v = self.current.write().unwrap_or_else(|p| p.into_inner());
         let mut sent = Vec::with_capacity(if follow { updates.len() } else { 0 });
-        for (update, diff) in updates {
+        let mut updates = updates.into_iter().peekable();
+        while let Some((update, diff)) = updates.next() {
             if follow {
                 sent.push((update.clone(), diff));
             }
-            v.apply(update, diff);
+            // A keyed view's value replaced at once (a count, a tally, an entity's stats) comes
+            // as the old value's retraction and then the new value: the insertion alone has
+            // the same effect, at half the lookups.
+            let overwritten = diff < 0
+                && updates
+                    .peek()
+                    .is_some_and(|(next, d)| *d > 0 && next.overwrites(&update));
+            if !overwritten {
+                v.apply(update, diff);
+            }
         }
         v.as_of = as_of;
         if let Some(t) = engine_time_secs {
@@ -469,5 +510,86 @@ impl SharedViews {
                 updates: sent,
             }));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engram_operators::entities::EntityKind;
+
+    fn stats(count: u64) -> EntityStats {
+        EntityStats {
+            first_seen_micros: 1,
+            last_seen_micros: 2,
+            mention_count: count,
+            kind: EntityKind::Named,
+        }
+    }
+
+    fn entity(name: &str, count: u64) -> ViewUpdate {
+        ViewUpdate::Entity(("t".into(), "u".into(), name.into()), stats(count))
+    }
+
+    fn co_mention(a: &str, b: &str, weight: u64) -> ViewUpdate {
+        ViewUpdate::CoMention(("t".into(), "u".into(), a.into(), b.into()), weight)
+    }
+
+    fn user_view(views: &SharedViews) -> UserMemory {
+        views
+            .read()
+            .users
+            .get(&("t".to_string(), "u".to_string()))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_replaced_value_and_a_plain_retraction_both_end_as_if_applied_one_by_one() {
+        let views = SharedViews::default();
+        views.apply_batch(
+            vec![
+                (entity("alice", 1), 1),
+                (entity("bob", 1), 1),
+                (co_mention("alice", "bob", 1), 1),
+            ],
+            1,
+            None,
+        );
+        views.apply_batch(
+            vec![
+                // replaced: retraction, then the new value of the same key
+                (entity("alice", 1), -1),
+                (entity("alice", 2), 1),
+                (co_mention("alice", "bob", 1), -1),
+                (co_mention("alice", "bob", 2), 1),
+                // retracted, and the next update is another key's insertion
+                (entity("bob", 1), -1),
+                (entity("carol", 1), 1),
+            ],
+            2,
+            None,
+        );
+        let user = user_view(&views);
+        let entities: Vec<(String, u64)> = user
+            .entities
+            .iter()
+            .map(|(name, s)| (name.to_string(), s.mention_count))
+            .collect();
+        assert_eq!(
+            entities,
+            vec![("alice".to_string(), 2), ("carol".to_string(), 1)]
+        );
+        let weights: Vec<u64> = user.co_mentions.values().copied().collect();
+        assert_eq!(weights, vec![2]);
+        // a retraction followed by an insertion of another value of another kind of view
+        views.apply_batch(
+            vec![(co_mention("alice", "bob", 2), -1), (entity("alice", 3), 1)],
+            3,
+            None,
+        );
+        let user = user_view(&views);
+        assert!(user.co_mentions.is_empty());
+        assert_eq!(user.entities["alice"].mention_count, 3);
     }
 }

@@ -581,7 +581,7 @@ fn published(views: &SharedViews) -> Expected {
         }
     }
     Expected {
-        next: v.next.clone(),
+        next: v.next.clone().into_iter().collect(),
         facts,
         entities,
         co_mentions,

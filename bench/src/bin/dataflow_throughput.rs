@@ -206,8 +206,9 @@ fn file_events(path: &str, n: usize) -> anyhow::Result<Vec<Event>> {
 }
 
 /// A worker's share of prepared records; records at offsets below `released` are visible.
+/// Each is handed over (moved, as a log source hands over what it parsed) once.
 struct PreparedSource {
-    records: Vec<(u64, InputRecord)>,
+    records: Vec<(u64, Option<InputRecord>)>,
     next: usize,
     released: Arc<AtomicU64>,
     reported: u64,
@@ -232,8 +233,8 @@ impl InputSource for PreparedSource {
         }
         self.reported = upto;
         let batch = self.records[start..self.next]
-            .iter()
-            .map(|(offset, record)| (*offset, record.clone(), 1))
+            .iter_mut()
+            .filter_map(|(offset, record)| Some((*offset, record.take()?, 1)))
             .collect();
         Some((batch, upto))
     }
@@ -281,7 +282,7 @@ fn main() -> anyhow::Result<()> {
     let loaded = (events.len() - o.extra) as u64;
     let extra = o.extra as u64;
     let workers = o.workers.max(1);
-    let mut shares: Vec<Vec<(u64, InputRecord)>> = vec![Vec::new(); workers];
+    let mut shares: Vec<Vec<(u64, Option<InputRecord>)>> = vec![Vec::new(); workers];
     let mut episodes = 0u64;
     let mut noise = StdRng::seed_from_u64(5);
     for (offset, event) in events.iter().enumerate() {
@@ -298,7 +299,7 @@ fn main() -> anyhow::Result<()> {
         };
         for record in records {
             episodes += matches!(record, InputRecord::Episode(..)) as u64;
-            share.push((offset as u64, record));
+            share.push((offset as u64, Some(record)));
         }
     }
     drop(events);
