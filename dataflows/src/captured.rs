@@ -10,10 +10,18 @@ use std::collections::BTreeMap;
 /// publication, spent a third of a bulk load's time moving 240-byte updates into fresh pages,
 /// because under load part of it is always at times the frontier has not passed yet.) Inputs
 /// advance their time once per poll of the log, so there are few buckets.
+///
+/// A bucket is a list of chunks of [`CHUNK`] updates, not one growing vector: a bucket of a
+/// bulk load grows to megabytes, and doubling a vector copies it and touches fresh pages each
+/// time, where a chunk is allocated once and its memory reused after publication. (Only the
+/// first chunk grows, up to [`CHUNK`].)
 #[derive(Debug)]
 pub(crate) struct CapturedUpdates<D> {
-    by_time: BTreeMap<u64, Vec<(D, isize)>>,
+    by_time: BTreeMap<u64, Vec<Vec<(D, isize)>>>,
 }
+
+/// Updates per chunk of a bucket.
+const CHUNK: usize = 1024;
 
 impl<D> Default for CapturedUpdates<D> {
     fn default() -> Self {
@@ -25,28 +33,40 @@ impl<D> Default for CapturedUpdates<D> {
 
 impl<D> CapturedUpdates<D> {
     pub(crate) fn push(&mut self, data: D, time: u64, diff: isize) {
-        self.by_time.entry(time).or_default().push((data, diff));
+        let chunks = self.by_time.entry(time).or_default();
+        match chunks.last_mut() {
+            // the first chunk grows as a vector does: many times (a lifecycle's scheduled
+            // transitions) hold an update or two, and must not cost a whole chunk each
+            Some(chunk) if chunk.len() < CHUNK => chunk.push((data, diff)),
+            Some(_) => {
+                let mut chunk = Vec::with_capacity(CHUNK);
+                chunk.push((data, diff));
+                chunks.push(chunk);
+            }
+            None => chunks.push(vec![(data, diff)]),
+        }
     }
 
     /// Removes the updates at times before `frontier` and returns them by time, ascending;
     /// within one time in the order they were pushed. Later updates stay.
-    pub(crate) fn take_before(&mut self, frontier: u64) -> BTreeMap<u64, Vec<(D, isize)>> {
+    pub(crate) fn take_before(&mut self, frontier: u64) -> Taken<D> {
         let later = self.by_time.split_off(&frontier);
         std::mem::replace(&mut self.by_time, later)
     }
 }
 
 /// The updates of [`CapturedUpdates::take_before`] one by one, in the order it gives them.
-pub(crate) fn in_time_order<D>(
-    taken: BTreeMap<u64, Vec<(D, isize)>>,
-) -> impl Iterator<Item = (D, isize)> {
-    taken.into_values().flatten()
+pub(crate) fn in_time_order<D>(taken: Taken<D>) -> impl Iterator<Item = (D, isize)> {
+    taken.into_values().flatten().flatten()
 }
 
 /// How many updates [`CapturedUpdates::take_before`] gave.
-pub(crate) fn update_count<D>(taken: &BTreeMap<u64, Vec<(D, isize)>>) -> usize {
-    taken.values().map(Vec::len).sum()
+pub(crate) fn update_count<D>(taken: &Taken<D>) -> usize {
+    taken.values().flatten().map(Vec::len).sum()
 }
+
+/// What [`CapturedUpdates::take_before`] gives: the chunks of each time's updates, by time.
+pub(crate) type Taken<D> = BTreeMap<u64, Vec<Vec<(D, isize)>>>;
 
 #[cfg(test)]
 mod tests {
@@ -73,5 +93,22 @@ mod tests {
             in_time_order(rest).collect::<Vec<_>>(),
             vec![("d", 2), ("e", 1), ("late", -1)]
         );
+    }
+
+    #[test]
+    fn a_time_with_more_updates_than_a_chunk_keeps_their_order() {
+        let mut captured = CapturedUpdates::default();
+        let n = 3 * CHUNK + 5;
+        for i in 0..n {
+            captured.push(i, 4 + (i % 2) as u64, 1);
+        }
+        let taken = captured.take_before(5);
+        assert_eq!(update_count(&taken), n.div_ceil(2));
+        let evens: Vec<usize> = in_time_order(taken).map(|(i, _)| i).collect();
+        assert_eq!(evens, (0..n).step_by(2).collect::<Vec<_>>());
+        let odds: Vec<usize> = in_time_order(captured.take_before(6))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(odds, (1..n).step_by(2).collect::<Vec<_>>());
     }
 }

@@ -224,17 +224,17 @@ where
                     (cap_views.lock().unwrap(), cap_summaries.lock().unwrap());
                 for ((user, summary), t, d) in updates.drain(..) {
                     kept.push((user.clone(), summary.clone()), t, d);
-                    views.push(ViewUpdate::Summary(user, summary), t, d);
+                    views.push(ViewUpdate::Summary(user, Box::new(summary)), t, d);
                 }
             });
             capture(
                 memory_marks(uses, votes.clone()),
                 &cap,
                 &mut probe,
-                |(key, mark)| ViewUpdate::MemoryMark(key, mark),
+                |(key, mark)| ViewUpdate::MemoryMark(key, Box::new(mark)),
             );
             capture(correction_notes(notes), &cap, &mut probe, |(user, note)| {
-                ViewUpdate::CorrectionNote(user, note)
+                ViewUpdate::CorrectionNote(user, Box::new(note))
             });
             // one arrangement of the present corrections for every operator that reads them
             let present = present_corrections(corrections);
@@ -252,10 +252,10 @@ where
                 org_preferences(team_prefs.clone(), params.hierarchy.org_min_teams),
                 &cap,
                 &mut probe,
-                |(tenant, p)| ViewUpdate::OrgPreference(tenant, p),
+                |(tenant, p)| ViewUpdate::OrgPreference(tenant, Box::new(p)),
             );
             capture(team_prefs, &cap, &mut probe, |(team, p)| {
-                ViewUpdate::TeamPreference(team, p)
+                ViewUpdate::TeamPreference(team, Box::new(p))
             });
             capture(teams, &cap, &mut probe, |(user, team)| {
                 ViewUpdate::UserTeam(user, team)
@@ -264,10 +264,10 @@ where
                 preference_contradictions(present.clone(), measures.clone()),
                 &cap,
                 &mut probe,
-                |(key, contradiction)| ViewUpdate::Contradiction(key, contradiction),
+                |(key, contradiction)| ViewUpdate::Contradiction(key, Box::new(contradiction)),
             );
             capture(measures, &cap, &mut probe, |(user, measure)| {
-                ViewUpdate::ClusterMeasure(user, measure)
+                ViewUpdate::ClusterMeasure(user, Box::new(measure))
             });
             let traces = preference_traces(present, clusters.clone(), patterns.clone());
             let traces_out = new_traces.clone();
@@ -290,7 +290,7 @@ where
                 style_preferences(votes.clone()),
                 &cap,
                 &mut probe,
-                |(user, style)| ViewUpdate::Style(user, style),
+                |(user, style)| ViewUpdate::Style(user, Box::new(style)),
             );
             capture(
                 skill_confidences(votes.clone()),
@@ -303,7 +303,7 @@ where
                     discounted_skill_feedback(votes.clone(), half_life),
                     &cap,
                     &mut probe,
-                    |(key, tally)| ViewUpdate::DiscountedSkillTally(key, tally),
+                    |(key, tally)| ViewUpdate::DiscountedSkillTally(key, Box::new(tally)),
                 );
             }
             let (skill_tallies, population_tallies) = skill_feedback(votes);
@@ -333,7 +333,7 @@ where
                 facts_over_time(facts),
                 &cap,
                 &mut probe,
-                |(key, version)| ViewUpdate::Fact(key, version),
+                |(key, version)| ViewUpdate::Fact(key, Box::new(version)),
             );
             // extracted once for both entity views
             let entities = episode_entities(episodes.clone());

@@ -93,32 +93,34 @@ pub struct UserMemory {
     pub summaries: BTreeMap<String, SummaryNode>,
 }
 
-/// A change to the views, produced by the dataflow.
+/// A change to the views, produced by the dataflow. Values larger than a few words are boxed:
+/// updates wait in bulk to be published, and the frequent ones (entities, co-mentions, edges)
+/// should not take the space of the largest.
 #[derive(Debug, Clone)]
 pub enum ViewUpdate {
     NextEdge(SessionKey, (u128, u128)),
     SessionEpisode(SessionKey),
-    Fact(FactKey, FactVersion),
+    Fact(FactKey, Box<FactVersion>),
     Entity(EntityKey, EntityStats),
     CoMention(CoMentionKey, u64),
     SkillTally(SkillKey, FeedbackTally),
-    DiscountedSkillTally(SkillKey, DiscountedTally),
+    DiscountedSkillTally(SkillKey, Box<DiscountedTally>),
     SkillConfidence(UserSkillKey, SkillConfidence),
     /// `(correction_id, cluster_id)`.
     ClusterMember(UserKey, (String, String)),
-    ClusterMeasure(UserKey, ClusterMeasure),
+    ClusterMeasure(UserKey, Box<ClusterMeasure>),
     Pattern(UserKey, PatternRecord),
     PreferenceTrace(PreferenceKey, PreferenceTrace),
     PreferenceState(PreferenceKey, LifecycleState),
-    Contradiction(PreferenceKey, Contradiction),
+    Contradiction(PreferenceKey, Box<Contradiction>),
     PopulationTally(PopulationKey, FeedbackTally),
-    CorrectionNote(UserKey, CorrectionNote),
+    CorrectionNote(UserKey, Box<CorrectionNote>),
     UserTeam(UserKey, String),
-    MemoryMark(MemoryKey, MemoryMark),
-    TeamPreference(TeamKey, TeamPreference),
-    OrgPreference(String, OrgPreference),
-    Style(UserKey, UserStyle),
-    Summary(UserKey, SummaryNode),
+    MemoryMark(MemoryKey, Box<MemoryMark>),
+    TeamPreference(TeamKey, Box<TeamPreference>),
+    OrgPreference(String, Box<OrgPreference>),
+    Style(UserKey, Box<UserStyle>),
+    Summary(UserKey, Box<SummaryNode>),
 }
 
 impl MemoryViews {
@@ -157,9 +159,9 @@ impl MemoryViews {
                     .entry((subject.clone(), attribute.clone()))
                     .or_default();
                 if diff > 0 {
-                    versions.insert(version);
+                    versions.insert(*version);
                 } else {
-                    versions.remove(&version);
+                    versions.remove(&*version);
                     if versions.is_empty() {
                         user_memory.facts.remove(&(subject, attribute));
                     }
@@ -201,7 +203,7 @@ impl MemoryViews {
                     .entry((tenant, user))
                     .or_default()
                     .discounted_skills;
-                set_or_clear(skills, (bucket, skill), tally, diff);
+                set_or_clear(skills, (bucket, skill), *tally, diff);
             }
             ViewUpdate::SkillConfidence((tenant, user, skill), confidence) => {
                 let skills = &mut self
@@ -217,7 +219,7 @@ impl MemoryViews {
             }
             ViewUpdate::ClusterMeasure(user, measure) => {
                 let measures = &mut self.users.entry(user).or_default().cluster_measures;
-                set_or_clear(measures, measure.cluster_id.clone(), measure, diff);
+                set_or_clear(measures, measure.cluster_id.clone(), *measure, diff);
             }
             ViewUpdate::Pattern(user, pattern) => {
                 let patterns = &mut self.users.entry(user).or_default().patterns;
@@ -233,41 +235,41 @@ impl MemoryViews {
             }
             ViewUpdate::Contradiction((user, cluster), contradiction) => {
                 let found = &mut self.users.entry(user).or_default().contradictions;
-                set_or_clear(found, cluster, contradiction, diff);
+                set_or_clear(found, cluster, *contradiction, diff);
             }
             ViewUpdate::CorrectionNote(user, note) => {
                 let notes = &mut self.users.entry(user).or_default().corrections;
-                set_or_clear(notes, note.correction_id.clone(), note, diff);
+                set_or_clear(notes, note.correction_id.clone(), *note, diff);
             }
             ViewUpdate::Summary(user, summary) => {
                 let summaries = &mut self.users.entry(user).or_default().summaries;
-                set_or_clear(summaries, summary.event_id.clone(), summary, diff);
+                set_or_clear(summaries, summary.event_id.clone(), *summary, diff);
             }
             ViewUpdate::Style(user, style) => {
                 let current = &mut self.users.entry(user).or_default().style;
                 if diff > 0 {
-                    *current = Some(style);
-                } else if *current == Some(style) {
+                    *current = Some(*style);
+                } else if *current == Some(*style) {
                     *current = None;
                 }
             }
             ViewUpdate::MemoryMark((tenant, user, episode), mark) => {
                 let marks = &mut self.users.entry((tenant, user)).or_default().marks;
-                set_or_clear(marks, episode, mark, diff);
+                set_or_clear(marks, episode, *mark, diff);
             }
             ViewUpdate::UserTeam(user, team) => {
                 set_or_clear(&mut self.user_teams, user, team, diff);
             }
             ViewUpdate::TeamPreference(team, p) => {
                 let held = self.team_preferences.entry(team.clone()).or_default();
-                set_or_clear(held, p.id.clone(), p, diff);
+                set_or_clear(held, p.id.clone(), *p, diff);
                 if held.is_empty() {
                     self.team_preferences.remove(&team);
                 }
             }
             ViewUpdate::OrgPreference(tenant, p) => {
                 let held = self.org_preferences.entry(tenant.clone()).or_default();
-                set_or_clear(held, p.id.clone(), p, diff);
+                set_or_clear(held, p.id.clone(), *p, diff);
                 if held.is_empty() {
                     self.org_preferences.remove(&tenant);
                 }
@@ -591,5 +593,11 @@ mod tests {
         let user = user_view(&views);
         assert!(user.co_mentions.is_empty());
         assert_eq!(user.entities["alice"].mention_count, 3);
+    }
+
+    #[test]
+    fn an_update_is_no_larger_than_a_co_mention() {
+        // four strings and a weight, and the tag: the large values are boxed
+        assert_eq!(std::mem::size_of::<ViewUpdate>(), 112);
     }
 }

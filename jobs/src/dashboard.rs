@@ -257,12 +257,12 @@ impl Touched {
             ViewUpdate::TeamPreference((_, team), p) => {
                 *self
                     .team_preferences
-                    .entry((team.clone(), p.clone()))
+                    .entry((team.clone(), (**p).clone()))
                     .or_default() += diff;
                 return;
             }
             ViewUpdate::OrgPreference(_, p) => {
-                *self.org_preferences.entry(p.clone()).or_default() += diff;
+                *self.org_preferences.entry((**p).clone()).or_default() += diff;
                 return;
             }
             ViewUpdate::UserTeam(_, team) => {
