@@ -176,7 +176,7 @@ impl BucketsOf {
 /// Links from scratch: a user's present corrections with one and the same polarity and non-zero
 /// embedding form a group, represented by its smallest id; every member is linked to its
 /// representative, and every two representatives of one polarity that share an LSH bucket
-/// (same fixed hyperplanes) at dequantised cosine ≥ the threshold are linked.
+/// (same fixed hyperplanes) at a cosine of their integer components ≥ the threshold are linked.
 fn links_from_scratch(present: &Present, buckets: &mut BucketsOf) -> BTreeSet<Pair> {
     let mut links = BTreeSet::new();
     for (user, points) in present {
@@ -198,19 +198,14 @@ fn links_from_scratch(present: &Present, buckets: &mut BucketsOf) -> BTreeSet<Pa
                 }
             }
         }
-        let bucketed: Vec<(&String, Polarity, Vec<f32>, BTreeSet<LshBucket>)> = representatives
-            .iter()
-            .map(|(id, p)| {
-                let buckets = buckets.get(&p.embedding);
-                (*id, p.polarity, p.embedding.to_f32(), buckets)
-            })
-            .collect();
+        let bucketed: Vec<(&String, Polarity, &QuantisedEmbedding, BTreeSet<LshBucket>)> =
+            representatives
+                .iter()
+                .map(|(id, p)| (*id, p.polarity, &p.embedding, buckets.get(&p.embedding)))
+                .collect();
         for (i, (a, pa, va, ba)) in bucketed.iter().enumerate() {
             for (b, pb, vb, bb) in &bucketed[i + 1..] {
-                if pa == pb
-                    && !ba.is_disjoint(bb)
-                    && cosine_similarity(va, vb) >= LINK_COSINE_THRESHOLD
-                {
+                if pa == pb && !ba.is_disjoint(bb) && va.cosine(vb) >= LINK_COSINE_THRESHOLD {
                     links.insert((user.clone(), ((*a).clone(), (*b).clone())));
                 }
             }
