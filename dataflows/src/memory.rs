@@ -180,7 +180,14 @@ where
     });
     let episodes_out = Mutex::new(episodes_out);
     let (stop2, as_of2) = (stop.clone(), as_of.clone());
-    let guards = timely::execute(timely::Config::process(workers.max(1)), move |worker| {
+    let mut config = timely::Config::process(workers.max(1));
+    // Arrangements finish their merges while a worker has no input (a burst leaves them
+    // half-merged, holding both inputs of each merge), not only as further updates arrive.
+    differential_dataflow::configure(
+        &mut config.worker,
+        &differential_dataflow::Config::default().idle_merge_effort(Some(IDLE_MERGE_EFFORT)),
+    );
+    let guards = timely::execute(config, move |worker| {
         let index = worker.index();
         let mut source = make_source(index, worker.peers());
         let mut probe = Handle::new();
@@ -370,13 +377,26 @@ where
         let mut published = 0u64;
         let mut published_engine_time = 0u64;
         while !stop2.load(Ordering::Acquire) {
-            if let Some((records, upto)) = source.poll() {
+            // While a backlog lasts, up to INPUT_BATCH records share one timestamp: the
+            // operators that reduce a key's whole history (facts, votes) replay it once per
+            // distinct time of a batch, so fewer times cost less. With no backlog, each poll
+            // is its own time.
+            let (mut taken, mut polls, mut upto) = (0, 0, None);
+            while taken < INPUT_BATCH && polls < MAX_POLLS_PER_STEP {
+                let Some((records, to)) = source.poll() else {
+                    break;
+                };
+                polls += 1;
+                taken += records.len();
                 for (_offset, record, diff) in records {
                     if diff > 0 {
                         engine_time.saw_event_at(record.event_time_micros());
                     }
                     inputs.update(record, diff);
                 }
+                upto = Some(to);
+            }
+            if let Some(upto) = upto {
                 inputs.advance_to(upto);
             }
             // Traces enter the lifecycle dataflow at the engine time they are seen, and that
@@ -432,6 +452,13 @@ where
         guards: Some(guards),
     })
 }
+
+/// Input records a worker takes before it gives them one timestamp and runs the dataflow.
+const INPUT_BATCH: usize = 65_536;
+/// Updates' worth of merging an idle arrangement does per step.
+const IDLE_MERGE_EFFORT: isize = 10_000;
+/// Polls of the source a worker makes at most before it runs the dataflow.
+const MAX_POLLS_PER_STEP: usize = 64;
 
 /// The parameters of the memory dataflow's views.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
