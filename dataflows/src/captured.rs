@@ -47,6 +47,13 @@ impl<D> CapturedUpdates<D> {
         }
     }
 
+    /// Takes every update out of `updates` (data, time, diff), in order.
+    pub(crate) fn push_all(&mut self, updates: &mut Vec<(D, u64, isize)>) {
+        for (data, time, diff) in updates.drain(..) {
+            self.push(data, time, diff);
+        }
+    }
+
     /// Removes the updates at times before `frontier` and returns them by time, ascending;
     /// within one time in the order they were pushed. Later updates stay.
     pub(crate) fn take_before(&mut self, frontier: u64) -> Taken<D> {

@@ -204,12 +204,7 @@ where
             keep_updates(
                 lifecycle_states(traces, LifecycleThresholds::default()),
                 &mut lifecycle_probe,
-                move |updates| {
-                    let mut kept = cap_states.lock().unwrap();
-                    for (record, t, d) in updates.drain(..) {
-                        kept.push(record, t, d);
-                    }
-                },
+                move |updates| cap_states.lock().unwrap().push_all(updates),
             );
             input
         });
@@ -331,10 +326,7 @@ where
                 |(key, edge)| ViewUpdate::NextEdge(key, edge),
             );
             keep_updates(facts.clone(), &mut probe, move |updates| {
-                let mut kept = cap_facts.lock().unwrap();
-                for (rec, t, d) in updates.drain(..) {
-                    kept.push(rec, t, d);
-                }
+                cap_facts.lock().unwrap().push_all(updates)
             });
             capture(
                 facts_over_time(facts),
@@ -357,10 +349,7 @@ where
                 |(key, weight)| ViewUpdate::CoMention(key, weight),
             );
             keep_updates(episodes, &mut probe, move |updates| {
-                let mut kept = cap_eps.lock().unwrap();
-                for (rec, t, d) in updates.drain(..) {
-                    kept.push(rec, t, d);
-                }
+                cap_eps.lock().unwrap().push_all(updates)
             });
             Inputs {
                 episodes: episodes_input,
