@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 /// however many updates a step emitted. (One flat vector, split and sorted by time on every
 /// publication, spent a third of a bulk load's time moving 240-byte updates into fresh pages,
 /// because under load part of it is always at times the frontier has not passed yet.) Inputs
-/// advance their time once per poll of the log, so there are few buckets.
+/// advance their time once per batch of polls of the log, so there are few buckets.
 ///
 /// A bucket is a list of chunks of [`CHUNK`] updates, not one growing vector: a bucket of a
 /// bulk load grows to megabytes, and doubling a vector copies it and touches fresh pages each
