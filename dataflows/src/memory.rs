@@ -1,6 +1,6 @@
 //! The memory dataflow and the timely workers that run it.
 
-use crate::captured::{in_time_order, update_count, CapturedUpdates};
+use crate::captured::{in_time_order, CapturedUpdates};
 use crate::input::{InputRecord, InputSource};
 use crate::views::{SharedViews, ViewUpdate};
 use differential_dataflow::input::{Input, InputSession};
@@ -28,7 +28,7 @@ use engram_operators::team_preferences::{
 use engram_operators::{next_edges, Episode, SessionKey};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
@@ -58,6 +58,7 @@ pub struct DataflowHandle {
     stop: Arc<AtomicBool>,
     as_of: Arc<AtomicU64>,
     guards: Option<timely::communication::WorkerGuards<()>>,
+    publisher: Option<std::thread::JoinHandle<()>>,
 }
 
 impl DataflowHandle {
@@ -71,6 +72,10 @@ impl DataflowHandle {
         self.stop.store(true, Ordering::Release);
         if let Some(g) = self.guards.take() {
             let _ = g.join();
+        }
+        // worker 0 has dropped its end of the publisher's channel: the publisher finishes
+        if let Some(p) = self.publisher.take() {
+            let _ = p.join();
         }
     }
 }
@@ -147,9 +152,12 @@ impl EngineTime {
 /// Starts `workers` timely workers running the memory dataflow.
 ///
 /// Each worker reads its share of the input through the source `make_source(index, peers)`
-/// gives it. After every step, worker 0 applies all view updates at timestamps the whole
-/// dataflow has passed to `views` (one write lock per step), and sends the episodes that became
-/// visible, in log order, to `episodes_out`.
+/// gives it. After every step, worker 0 tells a publisher thread how far the whole dataflow
+/// has got; the publisher applies all view updates at timestamps before that to `views` (one
+/// write lock per publication), and sends the episodes that became visible, in log order, to
+/// `episodes_out`. (Publication on a thread of its own, not on worker 0, lets the operating
+/// system share it out over the cores: worker 0 would otherwise do a share of the dataflow and
+/// all of the publishing, while the other workers waited for it.)
 ///
 /// Preference lifecycles run in a second dataflow per worker whose timestamps are engine time
 /// (`clock`, whole seconds): the preference traces the memory dataflow derives enter it at the
@@ -178,8 +186,25 @@ where
         latest_event_secs: AtomicU64::new(0),
         closed_before: AtomicU64::new(0),
     });
-    let episodes_out = Mutex::new(episodes_out);
-    let (stop2, as_of2) = (stop.clone(), as_of.clone());
+    let (frontiers_out, frontiers_in) = std::sync::mpsc::channel::<Frontiers>();
+    let publisher = {
+        let captured = CapturedOutputs {
+            views: captured.clone(),
+            episodes: captured_episodes.clone(),
+            facts: captured_facts.clone(),
+            summaries: captured_summaries.clone(),
+            states: captured_states.clone(),
+        };
+        let as_of = as_of.clone();
+        std::thread::Builder::new()
+            .name("engram-publish".into())
+            .spawn(move || {
+                publish_until_closed(frontiers_in, &captured, &views, &episodes_out, &as_of)
+            })
+            .map_err(|e| format!("cannot start the publisher thread: {e}"))?
+    };
+    let frontiers_out = Mutex::new(Some(frontiers_out));
+    let stop2 = stop.clone();
     let mut config = timely::Config::process(workers.max(1));
     // Arrangements finish their merges while a worker has no input (a burst leaves them
     // half-merged, holding both inputs of each merge), not only as further updates arrive.
@@ -362,16 +387,32 @@ where
                 summaries: summaries_input,
             }
         });
-        let out = episodes_out.lock().unwrap().clone();
+        // worker 0 tells the publisher; the others' ends are None
+        let frontiers_out = if index == 0 {
+            frontiers_out.lock().unwrap().take()
+        } else {
+            None
+        };
         let mut published = 0u64;
         let mut published_engine_time = 0u64;
+        // the ends of the batches this worker has taken that the dataflow has not finished
+        let mut in_flight: VecDeque<u64> = VecDeque::new();
         while !stop2.load(Ordering::Acquire) {
+            while in_flight.front().is_some_and(|end| !probe.less_than(end)) {
+                in_flight.pop_front();
+            }
             // While a backlog lasts, up to INPUT_BATCH records share one timestamp: the
             // operators that reduce a key's whole history (facts, votes) replay it once per
             // distinct time of a batch, so fewer times cost less. With no backlog, each poll
-            // is its own time.
+            // is its own time. No more input is taken while MAX_IN_FLIGHT batches are still
+            // on their way through: a backlog read all at once would sit in the operators'
+            // queues, gigabytes of fresh memory for the kernel to zero, where a batch's memory
+            // is freed and reused by the next.
             let (mut taken, mut polls, mut upto) = (0, 0, None);
-            while taken < INPUT_BATCH && polls < MAX_POLLS_PER_STEP {
+            while in_flight.len() < MAX_IN_FLIGHT
+                && taken < INPUT_BATCH
+                && polls < MAX_POLLS_PER_STEP
+            {
                 let Some((records, to)) = source.poll() else {
                     break;
                 };
@@ -387,6 +428,7 @@ where
             }
             if let Some(upto) = upto {
                 inputs.advance_to(upto);
+                in_flight.push_back(upto);
             }
             // Traces enter the lifecycle dataflow at the engine time they are seen, and that
             // second is closed at once: with the event clock no later event may come to close
@@ -407,7 +449,7 @@ where
             }
             traces_in.flush();
             worker.step_or_park(Some(Duration::from_millis(2)));
-            if index == 0 {
+            if let Some(frontiers_out) = &frontiers_out {
                 let frontier = probe
                     .with_frontier(|f| f.first().copied())
                     .unwrap_or(u64::MAX);
@@ -415,22 +457,13 @@ where
                     .with_frontier(|f| f.first().copied())
                     .unwrap_or(u64::MAX);
                 if frontier > published || engine_frontier > published_engine_time {
-                    publish(
-                        Frontiers {
-                            log: frontier,
-                            engine_time: engine_frontier,
-                        },
-                        &captured,
-                        &captured_episodes,
-                        &captured_facts,
-                        &captured_summaries,
-                        &captured_states,
-                        &views,
-                        &out,
-                    );
+                    // an error only means the publisher is gone, as it is once stopped
+                    let _ = frontiers_out.send(Frontiers {
+                        log: frontier,
+                        engine_time: engine_frontier,
+                    });
                     published = frontier;
                     published_engine_time = engine_frontier;
-                    as_of2.store(frontier, Ordering::Release);
                 }
             }
         }
@@ -439,6 +472,7 @@ where
         stop,
         as_of,
         guards: Some(guards),
+        publisher: Some(publisher),
     })
 }
 
@@ -446,6 +480,9 @@ where
 const INPUT_BATCH: usize = 65_536;
 /// Updates' worth of merging an idle arrangement does per step.
 const IDLE_MERGE_EFFORT: isize = 10_000;
+/// Batches a worker has taken and the dataflow not finished, at most, before it takes another:
+/// two, so that one can be read while the other is processed.
+const MAX_IN_FLIGHT: usize = 2;
 /// Polls of the source a worker makes at most before it runs the dataflow.
 const MAX_POLLS_PER_STEP: usize = 64;
 
@@ -586,6 +623,7 @@ fn keep_updates<'scope, D>(
 }
 
 /// How far the two dataflows have got: everything before these times is final.
+#[derive(Debug, Clone, Copy)]
 struct Frontiers {
     /// Input-log offset: the memory dataflow.
     log: u64,
@@ -593,33 +631,55 @@ struct Frontiers {
     engine_time: u64,
 }
 
+/// Everything the dataflows' outputs capture for publication.
+struct CapturedOutputs {
+    views: Captured,
+    episodes: CapturedEpisodes,
+    facts: CapturedFacts,
+    summaries: CapturedSummaries,
+    states: CapturedStates,
+}
+
+/// The publisher thread: publishes up to each frontiers it is sent (up to the latest of those
+/// waiting, when several are) and then sets `as_of`, until the sender is dropped.
+fn publish_until_closed(
+    frontiers_in: std::sync::mpsc::Receiver<Frontiers>,
+    captured: &CapturedOutputs,
+    views: &SharedViews,
+    out: &Sender<EpisodeBatch>,
+    as_of: &AtomicU64,
+) {
+    while let Ok(mut frontiers) = frontiers_in.recv() {
+        // frontiers only advance: the last one sent covers those before it
+        while let Ok(later) = frontiers_in.try_recv() {
+            frontiers = later;
+        }
+        publish(frontiers, captured, views, out);
+        as_of.store(frontiers.log, Ordering::Release);
+    }
+}
+
 /// Applies the captured updates at times before the frontiers, in time order, under one lock.
 fn publish(
     frontiers: Frontiers,
-    captured: &Captured,
-    captured_episodes: &CapturedEpisodes,
-    captured_facts: &CapturedFacts,
-    captured_summaries: &CapturedSummaries,
-    captured_states: &CapturedStates,
+    captured: &CapturedOutputs,
     views: &SharedViews,
     out: &Sender<EpisodeBatch>,
 ) {
     let frontier = frontiers.log;
-    let ready = captured.lock().unwrap().take_before(frontier);
-    let episodes = captured_episodes.lock().unwrap().take_before(frontier);
-    let facts = captured_facts.lock().unwrap().take_before(frontier);
-    let summaries = captured_summaries.lock().unwrap().take_before(frontier);
-    let states = captured_states
+    let ready = captured.views.lock().unwrap().take_before(frontier);
+    let episodes = captured.episodes.lock().unwrap().take_before(frontier);
+    let facts = captured.facts.lock().unwrap().take_before(frontier);
+    let summaries = captured.summaries.lock().unwrap().take_before(frontier);
+    let states = captured
+        .states
         .lock()
         .unwrap()
         .take_before(frontiers.engine_time);
-    let mut updates: Vec<(ViewUpdate, isize)> =
-        Vec::with_capacity(update_count(&ready) + update_count(&episodes) + update_count(&states));
-    updates.extend(in_time_order(ready));
-    let mut episodes: Vec<_> = in_time_order(episodes).collect();
-    for ((key, _), diff) in &episodes {
-        updates.push((ViewUpdate::SessionEpisode(key.clone()), *diff));
-    }
+    let episodes: Vec<_> = in_time_order(episodes).collect();
+    let session_episodes = episodes
+        .iter()
+        .map(|((key, _), diff)| (ViewUpdate::SessionEpisode(key.clone()), *diff));
     // Scheduled transitions of a trace and the retraction of the rest of its schedule (when
     // it is reinforced) arrive as separate updates at one time: apply their sum, removals
     // first, so the order they came in does not matter.
@@ -631,13 +691,19 @@ fn publish(
         .into_iter()
         .filter(|(_, d)| *d != 0)
         .partition(|(_, d)| *d < 0);
-    for ((key, state), diff) in removed.into_iter().chain(added) {
-        updates.push((ViewUpdate::PreferenceState(key, state), diff));
-    }
+    let states = removed
+        .into_iter()
+        .chain(added)
+        .map(|((key, state), diff)| (ViewUpdate::PreferenceState(key, state), diff));
     // the lifecycle views hold the states as of the last second before the frontier
     let engine_time = (frontiers.engine_time > 0 && frontiers.engine_time < u64::MAX)
         .then(|| frontiers.engine_time - 1);
-    views.apply_batch(updates, frontier, engine_time);
+    views.apply_batch(
+        in_time_order(ready).chain(session_episodes).chain(states),
+        frontier,
+        engine_time,
+    );
+    let mut episodes = episodes;
     episodes.retain(|(_, d)| *d > 0);
     episodes.sort_by_key(|((_, e), _)| e.log_offset);
     let mut facts: Vec<_> = in_time_order(facts).filter(|(_, d)| *d > 0).collect();

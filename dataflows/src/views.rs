@@ -473,15 +473,19 @@ impl SharedViews {
     }
 
     /// Applies one batch under the write lock and sends it to the followers.
+    ///
+    /// The updates come as an iterator, taken one at a time: a bulk load publishes millions at
+    /// once, and a vector of them all would be a fresh allocation of hundreds of megabytes (and
+    /// the kernel zeroing as many fresh pages) on every publication.
     pub(crate) fn apply_batch(
         &self,
-        updates: Vec<(ViewUpdate, isize)>,
+        updates: impl IntoIterator<Item = (ViewUpdate, isize)>,
         as_of: u64,
         engine_time_secs: Option<u64>,
     ) {
         let follow = self.followed();
         let mut v = self.current.write().unwrap_or_else(|p| p.into_inner());
-        let mut sent = Vec::with_capacity(if follow { updates.len() } else { 0 });
+        let mut sent = Vec::new();
         let mut updates = updates.into_iter().peekable();
         while let Some((update, diff)) = updates.next() {
             if follow {

@@ -7,6 +7,7 @@
 //! needs per key (counts, an ordered map) and turns each update into the changes of the
 //! output, typically in O(log n).
 
+use differential_dataflow::consolidation::consolidate;
 use differential_dataflow::{AsCollection, Data, ExchangeData, Hashable, VecCollection};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
@@ -19,8 +20,8 @@ use timely::dataflow::operators::Capability;
 /// Input: updates `((key, value), t, diff)` at times `t: u64`. `update(key, state, value, diff,
 /// out)` folds one update into the key's state (created by `S::default()` at the key's first
 /// update) and pushes onto `out` the changes `(output, diff)` that update makes to the key's
-/// output. Output: at each time t, every change pushed for the updates at t, as
-/// `((key, output), t, diff)`.
+/// output. Output: at each time t, for each key, the sum of the changes pushed for that key's
+/// updates at t (without those that cancel out), as `((key, output), t, diff)`.
 ///
 /// So if `update` pushes exactly the difference between `f(key, state after)` and
 /// `f(key, state before)` for some function `f` of the state, the output as of any time equals
@@ -29,8 +30,10 @@ use timely::dataflow::operators::Capability;
 /// a function of the accumulated input, as for counts and multisets). Keys are spread over the
 /// workers by hash; each key's state lives on one worker, found by a 128-bit
 /// [`key_fingerprint`] of the key (not a copy of it). A time is processed once the input
-/// frontier has passed it. State is never dropped: a key whose input is all retracted keeps
-/// its (empty) state.
+/// frontier has passed it, key by key: a key updated many times at one time (an entity
+/// mentioned all through a bulk load's batch) is looked up once and emits its net change, not
+/// a retraction and an insertion per update. State is never dropped: a key whose input is all
+/// retracted keeps its (empty) state.
 pub fn fold_per_key<'scope, K, V, S, O, L>(
     input: VecCollection<'scope, u64, (K, V)>,
     name: &str,
@@ -47,22 +50,35 @@ where
     input
         .inner
         .unary_frontier(exchange, name, move |_, _| {
-            let mut pending: BTreeMap<u64, (Capability<u64>, Vec<((K, V), isize)>)> =
+            // each time's updates, in chunks of PENDING_CHUNK: one growing vector per time
+            // would be reallocated (and fresh pages zeroed) ever larger through a bulk load
+            let mut pending: BTreeMap<u64, (Capability<u64>, Vec<Vec<((K, V), isize)>>)> =
                 BTreeMap::new();
+            // emptied chunks, for the next updates to fill
+            let mut spare: Vec<Vec<((K, V), isize)>> = Vec::new();
             let mut states: HashMap<u128, S, BuildHasherDefault<FingerprintHasher>> =
                 HashMap::default();
             let mut changes: Vec<(O, isize)> = Vec::new();
+            // a time's updates by key: (fingerprint, position), sorted
+            let mut by_key: Vec<(u128, usize)> = Vec::new();
             move |(input, frontier), output| {
                 input.for_each_stamp(|capability, batches| {
                     for batch in batches {
                         for (record, time, diff) in batch.drain(..) {
-                            pending
+                            let chunks = &mut pending
                                 .entry(time)
                                 .or_insert_with(|| {
                                     (capability.delayed(&time, output.output_index()), Vec::new())
                                 })
-                                .1
-                                .push((record, diff));
+                                .1;
+                            if chunks.last().is_none_or(|c| c.len() == PENDING_CHUNK) {
+                                chunks.push(
+                                    spare
+                                        .pop()
+                                        .unwrap_or_else(|| Vec::with_capacity(PENDING_CHUNK)),
+                                );
+                            }
+                            chunks.last_mut().unwrap().push((record, diff));
                         }
                     }
                 });
@@ -71,22 +87,50 @@ where
                     if frontier.frontier().less_equal(&time) {
                         break;
                     }
-                    let (capability, updates) = entry.remove();
-                    let mut session = output.session(&capability);
-                    for ((key, value), diff) in updates {
-                        let state = states.entry(key_fingerprint(&key)).or_default();
-                        update(&key, state, &value, diff, &mut changes);
-                        for (out, d) in changes.drain(..) {
-                            if d != 0 {
-                                session.give(((key.clone(), out), time, d));
-                            }
+                    let (capability, mut chunks) = entry.remove();
+                    // the position breaks ties: a key's updates keep their order
+                    by_key.clear();
+                    for (c, chunk) in chunks.iter().enumerate() {
+                        for (i, ((key, _), _)) in chunk.iter().enumerate() {
+                            by_key.push((key_fingerprint(key), c * PENDING_CHUNK + i));
                         }
+                    }
+                    by_key.sort_unstable();
+                    let record = |at: usize| &chunks[at / PENDING_CHUNK][at % PENDING_CHUNK];
+                    let mut session = output.session(&capability);
+                    for group in by_key.chunk_by(|a, b| a.0 == b.0) {
+                        let state = states.entry(group[0].0).or_default();
+                        for &(_, at) in group {
+                            let ((key, value), diff) = record(at);
+                            update(key, state, value, *diff, &mut changes);
+                        }
+                        consolidate(&mut changes);
+                        let ((key, _), _) = record(group[0].1);
+                        for (out, d) in changes.drain(..) {
+                            session.give(((key.clone(), out), time, d));
+                        }
+                    }
+                    for mut chunk in chunks.drain(..) {
+                        if spare.len() < SPARE_CHUNKS {
+                            chunk.clear();
+                            spare.push(chunk);
+                        }
+                    }
+                    // after a bulk load's batch this is as long as the batch: let it go rather
+                    // than hold that much between batches
+                    if by_key.capacity() > SPARE_CHUNKS * PENDING_CHUNK {
+                        by_key = Vec::new();
                     }
                 }
             }
         })
         .as_collection()
 }
+
+/// Updates per chunk of a time's pending updates in [`fold_per_key`].
+const PENDING_CHUNK: usize = 1024;
+/// Emptied chunks a [`fold_per_key`] operator keeps for reuse.
+const SPARE_CHUNKS: usize = 4;
 
 /// A key in 16 bytes: two SipHash halves with different domains (the same on every run and
 /// worker); two of n keys share a fingerprint with probability about n²·2⁻¹²⁹. [`fold_per_key`]
@@ -212,7 +256,88 @@ impl<T: Ord> Multiset<T> {
 
 #[cfg(test)]
 mod tests {
-    use super::Multiset;
+    use super::{fold_per_key, Multiset};
+    use differential_dataflow::input::Input;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use timely::dataflow::operators::probe::Handle;
+
+    /// What `fold_per_key` emits for a count per key (each update retracts the key's old count
+    /// and inserts the new one) given the rounds of updates, round i at time i; sorted.
+    fn counts_emitted(rounds: Vec<Vec<(char, isize)>>) -> Vec<((char, isize), u64, isize)> {
+        timely::execute_directly(move |worker| {
+            let emitted = Rc::new(RefCell::new(Vec::new()));
+            let sink = emitted.clone();
+            let mut probe = Handle::new();
+            let mut input = worker.dataflow::<u64, _, _>(|scope| {
+                let (input, updates) = scope.new_collection::<(char, ()), isize>();
+                fold_per_key(updates, "Counts", |_, count: &mut isize, _, diff, out| {
+                    if *count != 0 {
+                        out.push((*count, -1));
+                    }
+                    *count += diff;
+                    if *count != 0 {
+                        out.push((*count, 1));
+                    }
+                })
+                .inspect(move |update| sink.borrow_mut().push(*update))
+                .probe_with(&mut probe);
+                input
+            });
+            let end = rounds.len() as u64;
+            for (time, round) in rounds.into_iter().enumerate() {
+                input.advance_to(time as u64);
+                for (key, diff) in round {
+                    input.update((key, ()), diff);
+                }
+            }
+            input.advance_to(end);
+            input.flush();
+            worker.step_while(|| probe.less_than(&end));
+            let mut emitted = emitted.take();
+            emitted.sort();
+            emitted
+        })
+    }
+
+    #[test]
+    fn a_key_updated_many_times_at_one_time_emits_its_net_change() {
+        let emitted = counts_emitted(vec![
+            vec![('a', 1), ('b', 1), ('a', 1), ('a', 1)],
+            // a's updates cancel out; b goes from 1 to 2
+            vec![('a', -1), ('b', 1), ('a', 1)],
+            vec![('a', -3)],
+        ]);
+        assert_eq!(
+            emitted,
+            vec![
+                (('a', 3), 0, 1),
+                (('a', 3), 2, -1),
+                (('b', 1), 0, 1),
+                (('b', 1), 1, -1),
+                (('b', 2), 1, 1),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_time_with_more_updates_than_a_chunk_counts_them_all() {
+        let keys = ['a', 'b', 'c', 'd', 'e'];
+        // 3 chunks and a bit; every fifth update retracted again later in the same time
+        let mut round: Vec<(char, isize)> = (0..3 * super::PENDING_CHUNK + 7)
+            .map(|i| (keys[i % 5], 1))
+            .collect();
+        round.extend((0..100).map(|i| (keys[i % 5], -1)));
+        let per_key = |k: usize| {
+            round
+                .iter()
+                .filter(|(c, _)| *c == keys[k])
+                .map(|(_, d)| d)
+                .sum()
+        };
+        let expected: Vec<_> = (0..5).map(|k| ((keys[k], per_key(k)), 0, 1)).collect();
+        assert_eq!(counts_emitted(vec![round.clone()]), expected);
+    }
 
     #[test]
     fn presence_changes_only_when_crossing_zero() {
