@@ -16,11 +16,11 @@ use engram_operators::lifecycle::{
     lifecycle_states, preference_traces, PreferenceKey, PreferenceTrace,
 };
 use engram_operators::math::decay::{LifecycleState, LifecycleThresholds};
-use engram_operators::memory_marks::{memory_marks, MemoryUse};
+use engram_operators::memory_marks::{memory_marks_of, MemoryUse};
 use engram_operators::preference_contradictions::preference_contradictions;
-use engram_operators::skill_confidence::{discounted_skill_feedback, skill_confidences};
-use engram_operators::skill_feedback::{skill_feedback, FeedbackVote, MessageKey};
-use engram_operators::style_preferences::style_preferences;
+use engram_operators::skill_confidence::{discounted_skill_feedback_of, skill_confidences_of};
+use engram_operators::skill_feedback::{latest_votes, skill_feedback_of, FeedbackVote, MessageKey};
+use engram_operators::style_preferences::style_preferences_of;
 use engram_operators::summaries::{user_summaries, SummaryNode};
 use engram_operators::team_preferences::{
     org_preferences, team_preferences, user_teams, TeamAssignment,
@@ -254,8 +254,11 @@ where
                     views.push(ViewUpdate::Summary(user, Box::new(summary)), t, d);
                 }
             });
+            // each message's latest vote, derived once for every view of feedback (each
+            // derivation arranges every vote twice)
+            let votes = latest_votes(votes);
             capture(
-                memory_marks(uses, votes.clone()),
+                memory_marks_of(uses, votes.clone()),
                 &cap,
                 &mut probe,
                 |(key, mark)| ViewUpdate::MemoryMark(key, Box::new(mark)),
@@ -314,26 +317,26 @@ where
                 ViewUpdate::ClusterMember(user, membership)
             });
             capture(
-                style_preferences(votes.clone()),
+                style_preferences_of(votes.clone()),
                 &cap,
                 &mut probe,
                 |(user, style)| ViewUpdate::Style(user, Box::new(style)),
             );
             capture(
-                skill_confidences(votes.clone()),
+                skill_confidences_of(votes.clone()),
                 &cap,
                 &mut probe,
                 |(key, confidence)| ViewUpdate::SkillConfidence(key, confidence),
             );
             if let Some(half_life) = params.skills.half_life_secs() {
                 capture(
-                    discounted_skill_feedback(votes.clone(), half_life),
+                    discounted_skill_feedback_of(votes.clone(), half_life),
                     &cap,
                     &mut probe,
                     |(key, tally)| ViewUpdate::DiscountedSkillTally(key, Box::new(tally)),
                 );
             }
-            let (skill_tallies, population_tallies) = skill_feedback(votes);
+            let (skill_tallies, population_tallies) = skill_feedback_of(votes);
             capture(skill_tallies, &cap, &mut probe, |(key, tally)| {
                 ViewUpdate::SkillTally(key, tally)
             });

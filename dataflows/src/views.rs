@@ -60,10 +60,13 @@ pub struct UserMemory {
     /// `valid_to`; older ones name the version that superseded them.
     pub facts: BTreeMap<(String, String), BTreeSet<FactVersion>>,
     /// Entity name → its stats. Names are shared with `co_mentions` (an entity is in about
-    /// five co-mention edges; a copy of its name in each cost 20-40 bytes an edge).
-    pub entities: BTreeMap<Arc<str>, EntityStats>,
+    /// five co-mention edges; a copy of its name in each cost 20-40 bytes an edge). Hash maps,
+    /// not ordered ones: these two take most of a bulk load's updates, and an ordered map
+    /// compares a dozen names per update where a hash map compares one. (Readers that list
+    /// them sort.)
+    pub entities: ViewMap<Arc<str>, EntityStats>,
     /// `(entity_a, entity_b)` with a < b → number of episodes mentioning both.
-    pub co_mentions: BTreeMap<(Arc<str>, Arc<str>), u64>,
+    pub co_mentions: ViewMap<(Arc<str>, Arc<str>), u64>,
     /// `(context bucket, skill)` → the user's counted votes.
     pub skills: BTreeMap<(u32, String), FeedbackTally>,
     /// `(context bucket, skill)` → the user's votes with old ones discounted, as of the latest
@@ -577,11 +580,12 @@ mod tests {
             None,
         );
         let user = user_view(&views);
-        let entities: Vec<(String, u64)> = user
+        let mut entities: Vec<(String, u64)> = user
             .entities
             .iter()
             .map(|(name, s)| (name.to_string(), s.mention_count))
             .collect();
+        entities.sort();
         assert_eq!(
             entities,
             vec![("alice".to_string(), 2), ("carol".to_string(), 1)]

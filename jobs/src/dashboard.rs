@@ -525,7 +525,9 @@ fn snapshot(
                 rows.push(json!({"table": "fact", "key": key, "value": row}));
             }
         }
-        for name in memory.entities.keys() {
+        let mut names: Vec<_> = memory.entities.keys().collect();
+        names.sort_unstable();
+        for name in names {
             if let Some(row) = entity_row(memory, name) {
                 rows.push(json!({"table": "entity", "key": &**name, "value": row}));
             }

@@ -358,9 +358,11 @@ pub fn memory_json(views: &engram_dataflows::MemoryViews, tenant: &str, user: &s
             })
         })
         .collect();
-    let entities: Vec<_> = memory
-        .entities
-        .iter()
+    // the views hold entities and co-mentions unordered; an export lists them by name
+    let mut entities: Vec<_> = memory.entities.iter().collect();
+    entities.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let entities: Vec<_> = entities
+        .into_iter()
         .map(|(name, s)| {
             json!({
                 "name": &**name, "kind": format!("{:?}", s.kind).to_lowercase(), "mentions": s.mention_count,
@@ -369,9 +371,10 @@ pub fn memory_json(views: &engram_dataflows::MemoryViews, tenant: &str, user: &s
             })
         })
         .collect();
-    let co_mentions: Vec<_> = memory
-        .co_mentions
-        .iter()
+    let mut co_mentions: Vec<_> = memory.co_mentions.iter().collect();
+    co_mentions.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let co_mentions: Vec<_> = co_mentions
+        .into_iter()
         .map(|((a, b), w)| json!({"a": &**a, "b": &**b, "weight": w}))
         .collect();
     let skills: Vec<_> = memory

@@ -76,8 +76,19 @@ pub fn memory_marks<'scope, T>(
 where
     T: Timestamp + Lattice + Ord,
 {
+    memory_marks_of(uses, latest_votes(votes))
+}
+
+/// [`memory_marks`] with the counting votes ([`latest_votes`]).
+pub fn memory_marks_of<'scope, T>(
+    uses: VecCollection<'scope, T, (MessageKey, MemoryUse)>,
+    counting: VecCollection<'scope, T, (MessageKey, FeedbackVote)>,
+) -> VecCollection<'scope, T, (MemoryKey, MemoryMark)>
+where
+    T: Timestamp + Lattice + Ord,
+{
     let uses = uses.threshold(|_, m: &isize| isize::from(*m > 0));
-    let rewards = latest_votes(votes).map(|(message, vote)| (message, vote.reward.signum()));
+    let rewards = counting.map(|(message, vote)| (message, vote.reward.signum()));
     let judged = uses
         .clone()
         .join_map(rewards.clone(), |message, used, reward| {

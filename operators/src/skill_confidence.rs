@@ -70,7 +70,17 @@ pub fn skill_confidences<'scope, T>(
 where
     T: Timestamp + Lattice + Ord,
 {
-    latest_votes(votes)
+    skill_confidences_of(latest_votes(votes))
+}
+
+/// [`skill_confidences`] of the counting votes ([`latest_votes`]).
+pub fn skill_confidences_of<'scope, T>(
+    counting: VecCollection<'scope, T, (MessageKey, FeedbackVote)>,
+) -> VecCollection<'scope, T, (UserSkillKey, SkillConfidence)>
+where
+    T: Timestamp + Lattice + Ord,
+{
+    counting
         .map(|((tenant, user, _message), vote)| ((tenant, user, vote.skill_id.clone()), vote))
         .reduce(|_key, votes, output| {
             // values come sorted: vote order
@@ -157,7 +167,18 @@ pub fn discounted_skill_feedback<'scope, T>(
 where
     T: Timestamp + Lattice + Ord,
 {
-    latest_votes(votes)
+    discounted_skill_feedback_of(latest_votes(votes), half_life_secs)
+}
+
+/// [`discounted_skill_feedback`] of the counting votes ([`latest_votes`]).
+pub fn discounted_skill_feedback_of<'scope, T>(
+    counting: VecCollection<'scope, T, (MessageKey, FeedbackVote)>,
+    half_life_secs: u64,
+) -> VecCollection<'scope, T, (SkillKey, DiscountedTally)>
+where
+    T: Timestamp + Lattice + Ord,
+{
+    counting
         .map(|((tenant, user, _message), vote)| {
             ((tenant, user, vote.bucket, vote.skill_id.clone()), vote)
         })

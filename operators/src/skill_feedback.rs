@@ -99,7 +99,20 @@ pub fn skill_feedback<'scope, T>(
 where
     T: Timestamp + Lattice + Ord,
 {
-    let counting = latest_votes(votes);
+    skill_feedback_of(latest_votes(votes))
+}
+
+/// [`skill_feedback`] of the counting votes ([`latest_votes`]), when they are derived once for
+/// every view that reads them.
+pub fn skill_feedback_of<'scope, T>(
+    counting: VecCollection<'scope, T, (MessageKey, FeedbackVote)>,
+) -> (
+    VecCollection<'scope, T, (SkillKey, FeedbackTally)>,
+    VecCollection<'scope, T, (PopulationKey, FeedbackTally)>,
+)
+where
+    T: Timestamp + Lattice + Ord,
+{
     let by_user = tally(counting.clone().map(|((tenant, user, _message), vote)| {
         (
             (tenant, user, vote.bucket, vote.skill_id),
@@ -112,8 +125,15 @@ where
     (by_user, by_population)
 }
 
-/// Per message its latest present vote (greatest [`FeedbackVote`]), multiplicity 1.
-pub(crate) fn latest_votes<'scope, T>(
+/// The counting votes: per message its latest present vote.
+///
+/// Input: `((tenant, user, message_id), vote)` records. Output: for every message with a vote
+/// of positive summed multiplicity, `(message, vote)` with multiplicity 1, where `vote` is the
+/// greatest such [`FeedbackVote`] (event time, then event id). Every view of feedback reads
+/// these; derive them once and hand them to the `_of` variants ([`skill_feedback_of`],
+/// [`crate::style_preferences::style_preferences_of`], …) rather than have each arrange every
+/// vote twice again.
+pub fn latest_votes<'scope, T>(
     votes: VecCollection<'scope, T, (MessageKey, FeedbackVote)>,
 ) -> VecCollection<'scope, T, (MessageKey, FeedbackVote)>
 where

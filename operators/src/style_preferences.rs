@@ -76,7 +76,17 @@ pub fn style_preferences<'scope, T>(
 where
     T: Timestamp + Lattice + Ord,
 {
-    latest_votes(votes)
+    style_preferences_of(latest_votes(votes))
+}
+
+/// [`style_preferences`] of the counting votes ([`latest_votes`]).
+pub fn style_preferences_of<'scope, T>(
+    counting: VecCollection<'scope, T, (MessageKey, FeedbackVote)>,
+) -> VecCollection<'scope, T, (UserKey, UserStyle)>
+where
+    T: Timestamp + Lattice + Ord,
+{
+    counting
         .map(|((tenant, user, _message), vote)| ((tenant, user), vote))
         .reduce(|_user, votes, output| {
             // values come sorted: vote order
