@@ -444,8 +444,8 @@ where
 /// its cosine.
 ///
 /// Cost: each distinct embedding is stored once, referred to from each of its 40 buckets (an
-/// entry of 48 bytes); a change compares its embedding with the representatives in its 40
-/// buckets only.
+/// entry of 48 bytes); a change meets the representatives in its 40 buckets only, and computes
+/// the cosine with each of them once, in the first band the two share.
 pub fn similarity_links<'scope, T>(
     present: VecCollection<'scope, T, ((UserKey, String), CorrectionPoint)>,
 ) -> VecCollection<'scope, T, (UserKey, (String, String))>
@@ -483,7 +483,10 @@ where
                 .or_insert_with(|| LshHyperplanes::new(vector.len()))
                 .buckets(&vector);
             let group = user_polarity_hash(&user, polarity);
-            let member = BucketMember(std::sync::Arc::new((user, polarity, id, embedding)));
+            let signatures = buckets.iter().map(|b| b.signature).collect();
+            let member = BucketMember(std::sync::Arc::new((
+                user, polarity, id, embedding, signatures,
+            )));
             // one polarity never meets the other: the polarity is part of the bucket key
             buckets
                 .into_iter()
@@ -494,28 +497,37 @@ where
         .clone()
         .join_core(
             bucketed,
-            |_key: &(u64, LshBucket), a: &BucketMember, b: &BucketMember| {
+            |(_, bucket): &(u64, LshBucket), a: &BucketMember, b: &BucketMember| {
                 let (
-                    (user_a, polarity_a, id_a, embedding_a),
-                    (user_b, polarity_b, id_b, embedding_b),
+                    (user_a, polarity_a, id_a, embedding_a, bands_a),
+                    (user_b, polarity_b, id_b, embedding_b, bands_b),
                 ) = (&*a.0, &*b.0);
-                // the key's hash may be shared by another user or polarity: both must match
+                // A pair meets in every band it shares, and is taken in the first of them
+                // only: one cosine per pair, and one record, so no `distinct` (an arrangement
+                // of every link) is needed after. The key's hash may be shared by another
+                // user or polarity: both must match.
+                let band = usize::from(bucket.band);
                 (user_a == user_b
                     && polarity_a == polarity_b
                     && id_a < id_b
+                    && !bands_a[..band]
+                        .iter()
+                        .zip(&bands_b[..band])
+                        .any(|(x, y)| x == y)
                     && is_link(embedding_a, embedding_b))
                 .then(|| (user_a.clone(), (id_a.clone(), id_b.clone())))
             },
         )
-        // A pair meets once per shared band; its count is that number, never negative.
-        .distinct()
         .concat(members)
 }
 
-/// A representative correction as the LSH buckets hold it: `(user, polarity, id, embedding)`,
-/// shared by its [`LSH_BANDS`] bucket entries (one copy of the user and id, not forty).
+/// A representative correction as the LSH buckets hold it: `(user, polarity, id, embedding,
+/// signatures)`, with the signature of each band in band order, shared by its [`LSH_BANDS`]
+/// bucket entries (one copy of the user and id, not forty).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-struct BucketMember(std::sync::Arc<(UserKey, Polarity, String, QuantisedEmbedding)>);
+struct BucketMember(std::sync::Arc<BucketMemberData>);
+
+type BucketMemberData = (UserKey, Polarity, String, QuantisedEmbedding, Vec<u32>);
 
 // By hand, as for `QuantisedEmbedding`: serde's `Arc` impls need its `rc` feature.
 impl Serialize for BucketMember {
@@ -526,7 +538,7 @@ impl Serialize for BucketMember {
 
 impl<'de> Deserialize<'de> for BucketMember {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        <(UserKey, Polarity, String, QuantisedEmbedding)>::deserialize(deserializer)
+        BucketMemberData::deserialize(deserializer)
             .map(|member| BucketMember(std::sync::Arc::new(member)))
     }
 }
