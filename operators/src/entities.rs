@@ -6,7 +6,7 @@ use differential_dataflow::VecCollection;
 use serde::{Deserialize, Serialize};
 use timely::progress::Timestamp;
 
-use crate::episodes::{episode_key, Episode, SessionKey};
+use crate::episodes::{episode_key, key_halves, Episode, SessionKey};
 use crate::facts::{sentences, Sentence, Token, Word};
 use crate::keyed_state::{fold_per_key, Multiset};
 
@@ -457,7 +457,7 @@ pub fn co_mentions_of<'scope>(
             .map(|&(a, b)| {
                 (
                     (tenant.clone(), user.clone(), name(a), name(b)),
-                    episode.key,
+                    key_halves(episode.key),
                 )
             })
             .collect();
@@ -466,7 +466,7 @@ pub fn co_mentions_of<'scope>(
     fold_per_key(
         pair_mentions,
         "CoMentions",
-        |_pair, episodes: &mut CountedSet<u128>, key: &u128, diff, out| {
+        |_pair, episodes: &mut CountedSet<[u64; 2]>, key: &[u64; 2], diff, out| {
             let before = episodes.present;
             if episodes.update(*key, diff) {
                 if before > 0 {
@@ -503,7 +503,7 @@ impl<T: Ord> CountedSet<T> {
 #[derive(Debug, Default)]
 struct EntityMentions {
     /// (episode key, time, kind) of each mention.
-    mentions: Multiset<(u128, i64, EntityKind)>,
+    mentions: Multiset<([u64; 2], i64, EntityKind)>,
     /// The event times of the present mentions, with how many there are at each: a sorted
     /// vector, not an ordered map, since most entities have one or two mentions and a map's
     /// first node alone holds room for eleven.
@@ -530,8 +530,8 @@ impl EntityMentions {
 
     /// Whether another present mention has this episode key (mentions sort by key first, so
     /// any such mention is next to it).
-    fn episode_has_other(&self, mention: &(u128, i64, EntityKind)) -> bool {
-        let same = |m: Option<&(u128, i64, EntityKind)>| m.is_some_and(|m| m.0 == mention.0);
+    fn episode_has_other(&self, mention: &([u64; 2], i64, EntityKind)) -> bool {
+        let same = |m: Option<&([u64; 2], i64, EntityKind)>| m.is_some_and(|m| m.0 == mention.0);
         same(self.mentions.present_before(mention)) || same(self.mentions.present_after(mention))
     }
 }
@@ -561,7 +561,7 @@ pub fn entity_stats_of<'scope>(
     episode_entities: VecCollection<'scope, u64, ((String, String), EpisodeEntities)>,
 ) -> VecCollection<'scope, u64, (EntityKey, EntityStats)> {
     let entity_mentions = episode_entities.flat_map(|((tenant, user), episode)| {
-        let (ts, key) = (episode.ts_micros, episode.key);
+        let (ts, key) = (episode.ts_micros, key_halves(episode.key));
         episode
             .found
             .entities
@@ -571,7 +571,7 @@ pub fn entity_stats_of<'scope>(
     fold_per_key(
         entity_mentions,
         "EntityStats",
-        |_entity, state: &mut EntityMentions, mention: &(u128, i64, EntityKind), diff, out| {
+        |_entity, state: &mut EntityMentions, mention: &([u64; 2], i64, EntityKind), diff, out| {
             state.update(mention, diff, out)
         },
     )
@@ -581,7 +581,7 @@ impl EntityMentions {
     /// Folds in one update of a mention and pushes the change of the entity's stats.
     fn update(
         &mut self,
-        mention: &(u128, i64, EntityKind),
+        mention: &([u64; 2], i64, EntityKind),
         diff: isize,
         out: &mut Vec<(EntityStats, isize)>,
     ) {
@@ -755,23 +755,23 @@ mod tests {
     fn one_episode_mentioning_an_entity_at_two_times_counts_once() {
         let mut state = EntityMentions::default();
         let mut out = Vec::new();
-        state.update(&(7, 10, Named), 1, &mut out);
-        state.update(&(7, 30, NounPhrase), 1, &mut out);
-        state.update(&(8, 20, NounPhrase), 1, &mut out);
+        state.update(&([0, 7], 10, Named), 1, &mut out);
+        state.update(&([0, 7], 30, NounPhrase), 1, &mut out);
+        state.update(&([0, 8], 20, NounPhrase), 1, &mut out);
         let stats = state.stats().unwrap();
         assert_eq!((stats.first_seen_micros, stats.last_seen_micros), (10, 30));
         assert_eq!(stats.mention_count, 2, "episodes 7 and 8");
         assert_eq!(stats.kind, Named);
         // episode 7 stays counted while one of its mentions is present
-        state.update(&(7, 10, Named), -1, &mut out);
+        state.update(&([0, 7], 10, Named), -1, &mut out);
         let stats = state.stats().unwrap();
         assert_eq!(
             (stats.first_seen_micros, stats.mention_count, stats.kind),
             (20, 2, NounPhrase)
         );
-        state.update(&(7, 30, NounPhrase), -1, &mut out);
+        state.update(&([0, 7], 30, NounPhrase), -1, &mut out);
         assert_eq!(state.stats().unwrap().mention_count, 1);
-        state.update(&(8, 20, NounPhrase), -1, &mut out);
+        state.update(&([0, 8], 20, NounPhrase), -1, &mut out);
         assert_eq!(state.stats(), None);
         // the changes pushed sum to nothing once every mention is gone
         let mut net: std::collections::HashMap<EntityStats, isize> = Default::default();

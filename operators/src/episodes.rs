@@ -45,6 +45,13 @@ pub fn episode_key(id: &str) -> u128 {
     uuid_bits(id).unwrap_or_else(|| key_fingerprint(&id))
 }
 
+/// An [`episode_key`] as two 8-byte halves, high first (so they order as the key does), for
+/// states kept per mention: a `u128`'s 16-byte alignment pads a (key, time, kind, count) entry
+/// to 48 bytes and a (key, count) entry to 32; in halves they take 40 and 24.
+pub fn key_halves(key: u128) -> [u64; 2] {
+    [(key >> 64) as u64, key as u64]
+}
+
 /// The 128 bits of `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` in lowercase hex; `None` for any other
 /// text (an uppercase UUID is another id, so it must not map to the same bits).
 pub fn uuid_bits(id: &str) -> Option<u128> {
