@@ -118,6 +118,17 @@ const NOUN_PHRASE_STOP_WORDS: &[&str] = &[
     "everything", "nothing", "one", "ones",
 ];
 
+/// [`NOUN_PHRASE_STOP_WORDS`] as a set: every word of every episode is looked up in it, and a
+/// scan of the list compared it with three hundred words.
+static NOUN_PHRASE_STOP_SET: std::sync::LazyLock<
+    std::collections::HashSet<&'static str, foldhash::fast::FixedState>,
+> = std::sync::LazyLock::new(|| NOUN_PHRASE_STOP_WORDS.iter().copied().collect());
+
+/// [`NOT_NAMES`] as a set, for the same reason.
+static NOT_NAMES_SET: std::sync::LazyLock<
+    std::collections::HashSet<&'static str, foldhash::fast::FixedState>,
+> = std::sync::LazyLock::new(|| NOT_NAMES.iter().copied().collect());
+
 /// Noun phrases are cut after this many words: a longer run has usually run into a verb.
 const MAX_NOUN_PHRASE_WORDS: usize = 3;
 
@@ -291,7 +302,7 @@ fn finish_span(
     first_word_slot: Option<usize>,
 ) -> Option<(usize, String, EntityKind)> {
     let not_a_name_start = |(_, w): &(usize, &Word)| {
-        NOT_NAMES.contains(&w.lower.as_str()) || NAME_CONNECTORS.contains(&w.lower.as_str())
+        NOT_NAMES_SET.contains(w.lower.as_str()) || NAME_CONNECTORS.contains(&w.lower.as_str())
     };
     let span: Vec<(usize, &Word)> = span.into_iter().skip_while(not_a_name_start).collect();
     let (start_slot, _) = *span.first()?;
@@ -327,7 +338,7 @@ fn noun_phrases(sentence: &Sentence) -> Vec<(usize, String, EntityKind)> {
             after_determiner = false;
             continue;
         };
-        let is_stop_word = NOUN_PHRASE_STOP_WORDS.contains(&word.lower.as_str());
+        let is_stop_word = NOUN_PHRASE_STOP_SET.contains(word.lower.as_str());
         if after_determiner && !is_stop_word {
             if is_name_word(word) {
                 // "a new Surface": the words so far modify a name, which `named_spans` finds

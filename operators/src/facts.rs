@@ -105,10 +105,11 @@ pub(crate) fn sentences(text: &str) -> Vec<Sentence> {
             word.push(c);
             continue;
         }
-        let finished_word = std::mem::take(&mut word);
-        let after_abbreviation = ABBREVIATIONS.contains(&finished_word.to_lowercase().as_str());
-        if !finished_word.is_empty() {
-            tokens.push(Token::Word(Word::new(&finished_word)));
+        // only a full stop asks (lowercasing every word for it cost an allocation a word)
+        let after_abbreviation = c == '.' && ABBREVIATIONS.contains(&word.to_lowercase().as_str());
+        if !word.is_empty() {
+            tokens.push(Token::Word(Word::new(&word)));
+            word.clear();
         }
         match c {
             '.' if after_abbreviation => {}
