@@ -4,6 +4,8 @@
 use differential_dataflow::lattice::Lattice;
 use differential_dataflow::VecCollection;
 use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::sync::LazyLock;
 use timely::progress::Timestamp;
 
 use crate::episodes::{episode_key, key_halves, Episode, SessionKey};
@@ -118,16 +120,13 @@ const NOUN_PHRASE_STOP_WORDS: &[&str] = &[
     "everything", "nothing", "one", "ones",
 ];
 
-/// [`NOUN_PHRASE_STOP_WORDS`] as a set: every word of every episode is looked up in it, and a
-/// scan of the list compared it with three hundred words.
-static NOUN_PHRASE_STOP_SET: std::sync::LazyLock<
-    std::collections::HashSet<&'static str, foldhash::fast::FixedState>,
-> = std::sync::LazyLock::new(|| NOUN_PHRASE_STOP_WORDS.iter().copied().collect());
+/// A word list as a set, for the long lists every word of every episode is looked up in (a
+/// scan of [`NOUN_PHRASE_STOP_WORDS`] compared each word with three hundred).
+type WordSet = LazyLock<HashSet<&'static str, foldhash::fast::FixedState>>;
 
-/// [`NOT_NAMES`] as a set, for the same reason.
-static NOT_NAMES_SET: std::sync::LazyLock<
-    std::collections::HashSet<&'static str, foldhash::fast::FixedState>,
-> = std::sync::LazyLock::new(|| NOT_NAMES.iter().copied().collect());
+static NOUN_PHRASE_STOP_SET: WordSet =
+    LazyLock::new(|| NOUN_PHRASE_STOP_WORDS.iter().copied().collect());
+static NOT_NAMES_SET: WordSet = LazyLock::new(|| NOT_NAMES.iter().copied().collect());
 
 /// Noun phrases are cut after this many words: a longer run has usually run into a verb.
 const MAX_NOUN_PHRASE_WORDS: usize = 3;
@@ -407,8 +406,8 @@ where
 /// The entities of one episode, extracted once for every view that needs them.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct EpisodeEntities {
-    /// The episode's [`episode_key`].
-    pub key: u128,
+    /// The episode's [`episode_key`], in [`key_halves`] as the mention states keep it.
+    pub key: [u64; 2],
     pub ts_micros: i64,
     pub found: TextEntities,
 }
@@ -427,7 +426,7 @@ pub fn episode_entities<'scope>(
         let found = text_entities(&episode.content);
         (!found.entities.is_empty()).then(|| {
             let entities = EpisodeEntities {
-                key: episode_key(&episode.id),
+                key: key_halves(episode_key(&episode.id)),
                 ts_micros: episode.ts_micros,
                 found,
             };
@@ -468,7 +467,7 @@ pub fn co_mentions_of<'scope>(
             .map(|&(a, b)| {
                 (
                     (tenant.clone(), user.clone(), name(a), name(b)),
-                    key_halves(episode.key),
+                    episode.key,
                 )
             })
             .collect();
@@ -572,7 +571,7 @@ pub fn entity_stats_of<'scope>(
     episode_entities: VecCollection<'scope, u64, ((String, String), EpisodeEntities)>,
 ) -> VecCollection<'scope, u64, (EntityKey, EntityStats)> {
     let entity_mentions = episode_entities.flat_map(|((tenant, user), episode)| {
-        let (ts, key) = (episode.ts_micros, key_halves(episode.key));
+        let (ts, key) = (episode.ts_micros, episode.key);
         episode
             .found
             .entities
