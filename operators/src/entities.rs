@@ -10,7 +10,7 @@ use timely::progress::Timestamp;
 
 use crate::episodes::{episode_key, key_halves, Episode, SessionKey};
 use crate::facts::{sentences, Sentence, Token, Word};
-use crate::keyed_state::{fold_per_key, Multiset};
+use crate::keyed_state::{fold_per_key_and_time, names_fingerprint, KeyedStates, Multiset};
 
 /// How an entity was found. `Named` orders first: a name found both ways is `Named`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -179,7 +179,7 @@ pub fn sentence_pairs(text: &str) -> Vec<(String, String)> {
 }
 
 /// The entities of one text and which of them share a sentence, from one pass of extraction.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct TextEntities {
     /// What [`extract_entities`] gives.
     pub entities: Vec<(String, EntityKind)>,
@@ -404,7 +404,7 @@ where
 }
 
 /// The entities of one episode, extracted once for every view that needs them.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct EpisodeEntities {
     /// The episode's [`episode_key`], in [`key_halves`] as the mention states keep it.
     pub key: [u64; 2],
@@ -445,9 +445,10 @@ pub fn episode_entities<'scope>(
 /// and content is positive (present more than once: once; retracted: not at all).
 ///
 /// Cost: pairs are derived per episode and stateless (quadratic in the entities of one
-/// sentence); each pair mention then costs O(log n) in the pair's n mentions
-/// ([`fold_per_key`]). State: per pair, its episodes' 16-byte [`episode_key`]s (so "distinct
-/// episode ids" holds up to a 128-bit hash collision of two non-UUID ids).
+/// sentence); each pair mention then costs a hash lookup and O(log n) in the pair's n mentions
+/// ([`fold_per_key_and_time`] per user). State: per pair, its episodes' 16-byte
+/// [`episode_key`]s (so "distinct episode ids" holds up to a 128-bit hash collision of two
+/// non-UUID ids), found by a 16-byte [`names_fingerprint`].
 pub fn co_mentions<'scope>(
     episodes: VecCollection<'scope, u64, (SessionKey, Episode)>,
 ) -> VecCollection<'scope, u64, (CoMentionKey, u64)> {
@@ -455,39 +456,81 @@ pub fn co_mentions<'scope>(
 }
 
 /// [`co_mentions`] of the episodes whose [`episode_entities`] are given.
+///
+/// State per user (each user's episodes go to one worker): per pair of names, its episodes. A
+/// time's episodes of a user are folded at once, so a pair mentioned often in a batch emits
+/// its net change once.
 pub fn co_mentions_of<'scope>(
     episode_entities: VecCollection<'scope, u64, ((String, String), EpisodeEntities)>,
 ) -> VecCollection<'scope, u64, (CoMentionKey, u64)> {
-    let pair_mentions = episode_entities.flat_map(|((tenant, user), episode)| {
-        let name = |i: u32| episode.found.entities[i as usize].0.clone();
-        let pairs: Vec<_> = episode
-            .found
-            .pairs
-            .iter()
-            .map(|&(a, b)| {
-                (
-                    (tenant.clone(), user.clone(), name(a), name(b)),
-                    episode.key,
-                )
-            })
-            .collect();
-        pairs
-    });
-    fold_per_key(
-        pair_mentions,
+    fold_per_key_and_time(
+        episode_entities,
         "CoMentions",
-        |_pair, episodes: &mut CountedSet<[u64; 2]>, key: &[u64; 2], diff, out| {
-            let before = episodes.present;
-            if episodes.update(*key, diff) {
-                if before > 0 {
-                    out.push((before, -1));
+        |_user, state: &mut UserCoMentions, updates, out| state.fold(updates, out),
+    )
+    .map(|((tenant, user), ((a, b), weight))| ((tenant, user, a, b), weight))
+}
+
+/// What [`co_mentions_of`] keeps per user: per pair of names (by [`names_fingerprint`]), its
+/// episodes.
+#[derive(Debug, Default)]
+struct UserCoMentions {
+    pairs: KeyedStates<PairEpisodes, 0>,
+    /// How many times [`UserCoMentions::fold`] has run: marks the pairs a run has met.
+    runs: u64,
+}
+
+/// `((a, b), weight)`: a pair of entity names and how many episodes mention both.
+type PairWeight = ((String, String), u64);
+
+#[derive(Debug, Default)]
+struct PairEpisodes {
+    episodes: CountedSet<[u64; 2]>,
+    /// The last run that met this pair.
+    run: u64,
+}
+
+impl UserCoMentions {
+    /// Folds in a time's updates of the user's episodes and pushes each pair's net change of
+    /// weight, `((a, b), weight)`.
+    fn fold(
+        &mut self,
+        updates: &[(&EpisodeEntities, isize)],
+        out: &mut Vec<(PairWeight, isize)>,
+    ) {
+        // from 1: new pairs hold run 0
+        self.runs += 1;
+        let run = self.runs;
+        // each pair this run meets, with its weight before the run, at its first meeting
+        let mut met: Vec<(&str, &str, u128, u64)> = Vec::new();
+        let mut joined = Vec::new();
+        for &(episode, diff) in updates {
+            let entities = &episode.found.entities;
+            for &(a, b) in &episode.found.pairs {
+                let (a, b) = (&entities[a as usize].0, &entities[b as usize].0);
+                let key = names_fingerprint(&[a, b], &mut joined);
+                let pair = self.pairs.get_or_default(key, &mut 0);
+                if pair.run != run {
+                    pair.run = run;
+                    met.push((a, b, key, pair.episodes.present));
                 }
-                if episodes.present > 0 {
-                    out.push((episodes.present, 1));
+                pair.episodes.update(episode.key, diff);
+            }
+        }
+        for (a, b, key, before) in met {
+            let after = self.pairs.get_or_default(key, &mut 0).episodes.present;
+            if after != before {
+                let pair = || (a.to_string(), b.to_string());
+                if before > 0 {
+                    out.push(((pair(), before), -1));
+                }
+                if after > 0 {
+                    out.push(((pair(), after), 1));
                 }
             }
-        },
-    )
+        }
+        self.pairs.settle();
+    }
 }
 
 /// A [`Multiset`] that also counts its present values.
@@ -522,6 +565,8 @@ struct EntityMentions {
     episodes: u64,
     /// Present mentions found as names.
     named: u64,
+    /// The last [`UserEntityMentions::fold`] run that met this entity.
+    run: u64,
 }
 
 impl EntityMentions {
@@ -558,8 +603,10 @@ impl EntityMentions {
 /// than once counts once). Retracting the first or last mention moves `first_seen` or
 /// `last_seen` back to the remaining ones.
 ///
-/// Cost: O(log n) per mention of an entity with n mentions ([`fold_per_key`]). State: per
-/// mention (time, [`episode_key`], kind) in a sorted vector, and its time in another.
+/// Cost: a hash lookup and O(log n) per mention of an entity with n mentions
+/// ([`fold_per_key_and_time`] per user). State: per mention (time, [`episode_key`], kind) in a
+/// sorted vector, and its time in another; per entity, a 16-byte [`names_fingerprint`] of its
+/// name.
 pub fn entity_stats<'scope>(
     episodes: VecCollection<'scope, u64, (SessionKey, Episode)>,
 ) -> VecCollection<'scope, u64, (EntityKey, EntityStats)> {
@@ -567,35 +614,69 @@ pub fn entity_stats<'scope>(
 }
 
 /// [`entity_stats`] of the episodes whose [`episode_entities`] are given.
+///
+/// State per user (each user's episodes go to one worker): each entity's mentions. A time's
+/// episodes of a user are folded at once, so an entity mentioned often in a batch emits
+/// its net change of stats once.
 pub fn entity_stats_of<'scope>(
     episode_entities: VecCollection<'scope, u64, ((String, String), EpisodeEntities)>,
 ) -> VecCollection<'scope, u64, (EntityKey, EntityStats)> {
-    let entity_mentions = episode_entities.flat_map(|((tenant, user), episode)| {
-        let (ts, key) = (episode.ts_micros, episode.key);
-        episode
-            .found
-            .entities
-            .into_iter()
-            .map(move |(name, kind)| ((tenant.clone(), user.clone(), name), (key, ts, kind)))
-    });
-    fold_per_key(
-        entity_mentions,
+    fold_per_key_and_time(
+        episode_entities,
         "EntityStats",
-        |_entity, state: &mut EntityMentions, mention: &([u64; 2], i64, EntityKind), diff, out| {
-            state.update(mention, diff, out)
-        },
+        |_user, state: &mut UserEntityMentions, updates, out| state.fold(updates, out),
     )
+    .map(|((tenant, user), (name, stats))| ((tenant, user, name), stats))
+}
+
+/// What [`entity_stats_of`] keeps per user: each entity's mentions, by [`names_fingerprint`] of
+/// its name.
+#[derive(Debug, Default)]
+struct UserEntityMentions {
+    by_name: KeyedStates<EntityMentions, 0>,
+    /// How many times [`UserEntityMentions::fold`] has run: marks the entities a run has met.
+    runs: u64,
+}
+
+impl UserEntityMentions {
+    /// Folds in a time's updates of the user's episodes and pushes each entity's net change of
+    /// stats, `(name, stats)`.
+    fn fold(
+        &mut self,
+        updates: &[(&EpisodeEntities, isize)],
+        out: &mut Vec<((String, EntityStats), isize)>,
+    ) {
+        // from 1: new entities hold run 0
+        self.runs += 1;
+        let run = self.runs;
+        // each entity this run meets, with its stats before the run, at its first meeting
+        let mut met: Vec<(&str, u128, Option<EntityStats>)> = Vec::new();
+        let mut joined = Vec::new();
+        for &(episode, diff) in updates {
+            for (name, kind) in &episode.found.entities {
+                let key = names_fingerprint(&[name], &mut joined);
+                let mentions = self.by_name.get_or_default(key, &mut 0);
+                if mentions.run != run {
+                    mentions.run = run;
+                    met.push((name, key, mentions.stats()));
+                }
+                mentions.update(&(episode.key, episode.ts_micros, *kind), diff);
+            }
+        }
+        for (name, key, before) in met {
+            let after = self.by_name.get_or_default(key, &mut 0).stats();
+            if after != before {
+                out.extend(before.map(|b| ((name.to_string(), b), -1)));
+                out.extend(after.map(|a| ((name.to_string(), a), 1)));
+            }
+        }
+        self.by_name.settle();
+    }
 }
 
 impl EntityMentions {
-    /// Folds in one update of a mention and pushes the change of the entity's stats.
-    fn update(
-        &mut self,
-        mention: &([u64; 2], i64, EntityKind),
-        diff: isize,
-        out: &mut Vec<(EntityStats, isize)>,
-    ) {
-        let before = self.stats();
+    /// Folds in one update of a mention.
+    fn update(&mut self, mention: &([u64; 2], i64, EntityKind), diff: isize) {
         let Some(present) = self.mentions.update(*mention, diff) else {
             return;
         };
@@ -607,11 +688,6 @@ impl EntityMentions {
         self.times.update(ts, if present { 1 } else { -1 });
         if kind == EntityKind::Named {
             step(&mut self.named);
-        }
-        let after = self.stats();
-        if before != after {
-            out.extend(before.map(|b| (b, -1)));
-            out.extend(after.map(|a| (a, 1)));
         }
     }
 }
@@ -764,31 +840,92 @@ mod tests {
     #[test]
     fn one_episode_mentioning_an_entity_at_two_times_counts_once() {
         let mut state = EntityMentions::default();
-        let mut out = Vec::new();
-        state.update(&([0, 7], 10, Named), 1, &mut out);
-        state.update(&([0, 7], 30, NounPhrase), 1, &mut out);
-        state.update(&([0, 8], 20, NounPhrase), 1, &mut out);
+        state.update(&([0, 7], 10, Named), 1);
+        state.update(&([0, 7], 30, NounPhrase), 1);
+        state.update(&([0, 8], 20, NounPhrase), 1);
         let stats = state.stats().unwrap();
         assert_eq!((stats.first_seen_micros, stats.last_seen_micros), (10, 30));
         assert_eq!(stats.mention_count, 2, "episodes 7 and 8");
         assert_eq!(stats.kind, Named);
         // episode 7 stays counted while one of its mentions is present
-        state.update(&([0, 7], 10, Named), -1, &mut out);
+        state.update(&([0, 7], 10, Named), -1);
         let stats = state.stats().unwrap();
         assert_eq!(
             (stats.first_seen_micros, stats.mention_count, stats.kind),
             (20, 2, NounPhrase)
         );
-        state.update(&([0, 7], 30, NounPhrase), -1, &mut out);
+        state.update(&([0, 7], 30, NounPhrase), -1);
         assert_eq!(state.stats().unwrap().mention_count, 1);
-        state.update(&([0, 8], 20, NounPhrase), -1, &mut out);
+        state.update(&([0, 8], 20, NounPhrase), -1);
         assert_eq!(state.stats(), None);
-        // the changes pushed sum to nothing once every mention is gone
-        let mut net: std::collections::HashMap<EntityStats, isize> = Default::default();
-        for (s, d) in out {
-            *net.entry(s).or_default() += d;
+    }
+
+    fn episode(key: u64, ts_micros: i64, text: &str) -> EpisodeEntities {
+        EpisodeEntities {
+            key: [0, key],
+            ts_micros,
+            found: text_entities(text),
         }
-        assert!(net.values().all(|d| *d == 0), "{net:?}");
+    }
+
+    #[test]
+    fn a_users_fold_pushes_each_entitys_and_pairs_net_change_once_a_run() {
+        let (a, b, c) = (
+            episode(1, 10, "I met Alice and Bob in Paris."),
+            episode(2, 20, "I think Alice called."),
+            episode(3, 30, "Then Bob wrote to Alice."),
+        );
+        let mut entities = UserEntityMentions::default();
+        let mut pairs = UserCoMentions::default();
+        let (mut entity_out, mut pair_out) = (Vec::new(), Vec::new());
+        // one run: alice is met three times but changes once, from nothing
+        let updates = [(&a, 1), (&b, 1), (&c, 1)];
+        entities.fold(&updates, &mut entity_out);
+        pairs.fold(&updates, &mut pair_out);
+        let alice: Vec<_> = entity_out
+            .iter()
+            .filter(|((n, _), _)| n == "alice")
+            .collect();
+        assert_eq!(alice.len(), 1, "{entity_out:?}");
+        let ((_, stats), diff) = alice[0];
+        assert_eq!(*diff, 1);
+        assert_eq!(
+            (
+                stats.first_seen_micros,
+                stats.last_seen_micros,
+                stats.mention_count
+            ),
+            (10, 30, 3)
+        );
+        let alice_bob = (("alice".to_string(), "bob".to_string()), 2);
+        assert!(pair_out.contains(&(alice_bob.clone(), 1)), "{pair_out:?}");
+        // a second run retracts episode 3: the old values out, the new ones in
+        entity_out.clear();
+        pair_out.clear();
+        entities.fold(&[(&c, -1)], &mut entity_out);
+        pairs.fold(&[(&c, -1)], &mut pair_out);
+        let alice: Vec<_> = entity_out
+            .iter()
+            .filter(|((n, _), _)| n == "alice")
+            .collect();
+        assert_eq!(alice.len(), 2, "{entity_out:?}");
+        assert!(alice
+            .iter()
+            .any(|((_, s), d)| *d == -1 && s.mention_count == 3));
+        assert!(alice
+            .iter()
+            .any(|((_, s), d)| *d == 1 && s.mention_count == 2));
+        let mut expected = vec![
+            (alice_bob, -1),
+            ((("alice".to_string(), "bob".to_string()), 1), 1),
+        ];
+        expected.sort();
+        pair_out.sort();
+        assert_eq!(pair_out, expected);
+        // retracting and re-adding an episode in one run changes nothing
+        entity_out.clear();
+        entities.fold(&[(&b, -1), (&b, 1)], &mut entity_out);
+        assert_eq!(entity_out, vec![]);
     }
 
     #[test]

@@ -46,6 +46,30 @@ where
     O: Data,
     L: FnMut(&K, &mut S, &V, isize, &mut Vec<(O, isize)>) + 'static,
 {
+    fold_per_key_and_time(input, name, move |key, state, updates, out| {
+        for &(value, diff) in updates {
+            update(key, state, value, diff, out);
+        }
+    })
+}
+
+/// [`fold_per_key`], where `update(key, state, updates, out)` folds all of a key's updates at
+/// one time at once: `updates` holds them as `(value, diff)`, in the order they arrived, and
+/// `out` takes the changes they make together to the key's output. The output is the same as
+/// [`fold_per_key`]'s for an `update` that folds the updates one by one; a key whose state holds
+/// many parts (a user's entities) can find each part once a time and push only its net change.
+pub fn fold_per_key_and_time<'scope, K, V, S, O, L>(
+    input: VecCollection<'scope, u64, (K, V)>,
+    name: &str,
+    mut update: L,
+) -> VecCollection<'scope, u64, (K, O)>
+where
+    K: ExchangeData + Hashable + Hash + Eq,
+    V: ExchangeData,
+    S: Default + 'static,
+    O: Data,
+    L: FnMut(&K, &mut S, &[(&V, isize)], &mut Vec<(O, isize)>) + 'static,
+{
     let exchange = Exchange::new(|((key, _), _, _): &((K, V), u64, isize)| key.hashed().into());
     input
         .inner
@@ -98,14 +122,17 @@ where
                     let record = |at: usize| &chunks[at / PENDING_CHUNK][at % PENDING_CHUNK];
                     let mut session = output.session(&capability);
                     let mut from = 0;
+                    let mut updates: Vec<(&V, isize)> = Vec::new();
                     for group in by_key.chunk_by(|a, b| a.0 == b.0) {
                         let state = states.get_or_default(group[0].0, &mut from);
-                        for &(_, at) in group {
-                            let ((key, value), diff) = record(at);
-                            update(key, state, value, *diff, &mut changes);
-                        }
-                        consolidate(&mut changes);
+                        updates.clear();
+                        updates.extend(group.iter().map(|&(_, at)| {
+                            let ((_, value), diff) = record(at);
+                            (value, *diff)
+                        }));
                         let ((key, _), _) = record(group[0].1);
+                        update(key, state, &updates, &mut changes);
+                        consolidate(&mut changes);
                         for (out, d) in changes.drain(..) {
                             session.give(((key.clone(), out), time, d));
                         }
@@ -128,19 +155,23 @@ where
         .as_collection()
 }
 
-/// The states of [`fold_per_key`] by key fingerprint.
+/// States by key fingerprint: those of [`fold_per_key`], and per-key parts of a state (a user's
+/// entities).
 ///
 /// Most keys live in a vector sorted by fingerprint, of exactly their number: a hash map of
 /// states that doubles when 7/8 full sits at 44-87% load, and its empty slots cost as much as
 /// full ones (a million co-mention pairs: 100 MB, where their states are 48 MB). Keys new since
 /// the last [`KeyedStates::settle`] that moved them into the vector are in a hash map, kept to
-/// an eighth of the vector so that each move costs O(1) per key, amortised.
-struct KeyedStates<S> {
+/// an eighth of the vector plus `RECENT` so that each move costs O(1) per key, amortised.
+/// (`RECENT` spares a large vector a move for only a few new keys; many small `KeyedStates`,
+/// one per user, want none: each would hold a hash map of that many.)
+#[derive(Debug)]
+pub(crate) struct KeyedStates<S, const RECENT: usize = SETTLED_RECENT> {
     sorted: Vec<(u128, S)>,
     recent: HashMap<u128, S, BuildHasherDefault<FingerprintHasher>>,
 }
 
-impl<S> Default for KeyedStates<S> {
+impl<S, const RECENT: usize> Default for KeyedStates<S, RECENT> {
     fn default() -> Self {
         KeyedStates {
             sorted: Vec::new(),
@@ -149,12 +180,13 @@ impl<S> Default for KeyedStates<S> {
     }
 }
 
-impl<S: Default> KeyedStates<S> {
+impl<S: Default, const RECENT: usize> KeyedStates<S, RECENT> {
     /// The state of `key`, created if new. `from`: a position in the sorted vector no greater
     /// than the key's; each call moves it to the key's position, so keys asked for in
     /// ascending order are found by galloping forward from the last (a bulk load's batch
-    /// walks the vector once, not a binary search per key).
-    fn get_or_default(&mut self, key: u128, from: &mut usize) -> &mut S {
+    /// walks the vector once, not a binary search per key). From 0, it is an
+    /// exponential search, O(log n).
+    pub(crate) fn get_or_default(&mut self, key: u128, from: &mut usize) -> &mut S {
         let rest = &self.sorted[*from..];
         let mut bound = 1;
         while bound < rest.len() && rest[bound].0 < key {
@@ -170,14 +202,15 @@ impl<S: Default> KeyedStates<S> {
         }
     }
 
-    /// Moves the recent keys into the sorted vector once they are more than an eighth of it.
-    fn settle(&mut self) {
-        if self.recent.len() <= self.sorted.len() / 8 + SETTLED_RECENT {
+    /// Moves the recent keys into the sorted vector once they are more than an eighth of it
+    /// (and `RECENT`).
+    pub(crate) fn settle(&mut self) {
+        if self.recent.len() <= self.sorted.len() / 8 + RECENT {
             return;
         }
         let mut recent: Vec<(u128, S)> = self.recent.drain().collect();
         recent.sort_unstable_by_key(|(k, _)| *k);
-        self.recent.shrink_to(SETTLED_RECENT);
+        self.recent.shrink_to(RECENT);
         // merge from the back, in place: the vector grows once, to exactly its new length
         let old = self.sorted.len();
         self.sorted.reserve_exact(recent.len());
@@ -203,22 +236,37 @@ const PENDING_CHUNK: usize = 1024;
 /// Emptied chunks a [`fold_per_key`] operator keeps for reuse.
 const SPARE_CHUNKS: usize = 4;
 
-/// A key in 16 bytes: two SipHash halves with different domains (the same on every run and
-/// worker); two of n keys share a fingerprint with probability about n²·2⁻¹²⁹. [`fold_per_key`]
-/// finds states by it (a state map keyed by the keys themselves held a second copy of every
-/// key, four strings for a co-mention pair, besides the one in the output).
+/// A key in 16 bytes: the 128-bit XXH3 of what the key's `Hash` writes (the same on every run
+/// and worker); two of n keys share a fingerprint with probability about n²·2⁻¹²⁹.
+/// [`fold_per_key`] finds states by it (a state map keyed by the keys themselves held a second
+/// copy of every key, four strings for a co-mention pair, besides the one in the output).
 pub fn key_fingerprint<K: Hash + ?Sized>(key: &K) -> u128 {
-    let half = |domain: u8| {
-        let mut h = std::hash::DefaultHasher::new();
-        domain.hash(&mut h);
-        key.hash(&mut h);
-        h.finish() as u128
-    };
-    (half(0) << 64) | half(1)
+    let mut hasher = xxhash_rust::xxh3::Xxh3Default::new();
+    key.hash(&mut hasher);
+    hasher.digest128()
+}
+
+/// Names in 16 bytes: the 128-bit XXH3 of the names' UTF-8, joined by 0xFF (a byte UTF-8
+/// never holds, so different lists of names join differently); two of n lists share a
+/// fingerprint with probability about n²·2⁻¹²⁹. For the states a key keeps per name (a user's
+/// entities, by name and by pair of names): one pass over a few bytes, where
+/// [`key_fingerprint`] streams them through a hasher. `joined` is scratch space.
+pub fn names_fingerprint(names: &[&str], joined: &mut Vec<u8>) -> u128 {
+    if let [name] = names {
+        return xxhash_rust::xxh3::xxh3_128(name.as_bytes());
+    }
+    joined.clear();
+    for (i, name) in names.iter().enumerate() {
+        if i > 0 {
+            joined.push(0xFF);
+        }
+        joined.extend_from_slice(name.as_bytes());
+    }
+    xxhash_rust::xxh3::xxh3_128(joined)
 }
 
 /// Hashes a [`key_fingerprint`], already uniformly spread, to its low 64 bits.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct FingerprintHasher(u64);
 
 impl Hasher for FingerprintHasher {
