@@ -28,7 +28,7 @@ use engram_operators::team_preferences::{
 use engram_operators::{next_edges, Episode, SessionKey};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
@@ -479,8 +479,11 @@ where
     })
 }
 
-/// Input records a worker takes before it gives them one timestamp and runs the dataflow.
-const INPUT_BATCH: usize = 65_536;
+/// Input records a worker takes before it gives them one timestamp and runs the dataflow. Each
+/// time costs per key it touches, not per record (a user's entities and pairs change once a
+/// time, histories replay once a time): 131,072 took a fifth less CPU through a bulk load than
+/// 65,536, for the same settled memory.
+const INPUT_BATCH: usize = 131_072;
 /// Updates' worth of merging an idle arrangement does per step.
 const IDLE_MERGE_EFFORT: isize = 10_000;
 /// Batches a worker has taken and the dataflow not finished, at most, before it takes another:
@@ -680,9 +683,17 @@ fn publish(
         .unwrap()
         .take_before(frontiers.engine_time);
     let episodes: Vec<_> = in_time_order(episodes).collect();
-    let session_episodes = episodes
-        .iter()
-        .map(|((key, _), diff)| (ViewUpdate::SessionEpisode(key.clone()), *diff));
+    // Session sizes are counts: one update per session with its net change, not one (and a
+    // copy of the session's key) per episode.
+    let mut per_session: HashMap<&SessionKey, isize, foldhash::fast::RandomState> =
+        HashMap::default();
+    for ((key, _), diff) in &episodes {
+        *per_session.entry(key).or_default() += diff;
+    }
+    let session_episodes = per_session
+        .into_iter()
+        .filter(|(_, diff)| *diff != 0)
+        .map(|(key, diff)| (ViewUpdate::SessionEpisode(key.clone()), diff));
     // Scheduled transitions of a trace and the retraction of the rest of its schedule (when
     // it is reinforced) arrive as separate updates at one time: apply their sum, removals
     // first, so the order they came in does not matter.
