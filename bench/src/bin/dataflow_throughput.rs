@@ -391,6 +391,7 @@ fn main() -> anyhow::Result<()> {
     // again once the load's transients (batches on their way out, unmerged arrangement
     // batches) have had the extra events' time to settle
     let heap_settled = live_heap_bytes();
+    let rss_settled = resident_kib();
     let (entities, co_mentions, facts, clusters, patterns, skills) = {
         let v = views.read();
         v.users.values().fold((0, 0, 0, 0, 0, 0), |t, u| {
@@ -449,6 +450,12 @@ fn main() -> anyhow::Result<()> {
         rss_grown as f64 / (1024.0 * 1024.0),
         input_owned as f64 / (1024.0 * 1024.0),
         rss_grown as f64 / episodes.max(1) as f64
+    );
+    let rss_settled_grown = (rss_settled * 1024).saturating_sub(rss_before * 1024) + input_owned;
+    println!(
+        "resident memory after the {extra} more events: {:.0} bytes per episode (counted as \
+         above, once the allocator has had the extra events' time to return freed pages)",
+        rss_settled_grown as f64 / episodes.max(1) as f64
     );
     println!(
         "live heap: +{:.1} MiB over the load = {:.0} bytes per episode (what the views and \
