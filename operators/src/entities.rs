@@ -5,7 +5,7 @@ use differential_dataflow::lattice::Lattice;
 use differential_dataflow::VecCollection;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use timely::progress::Timestamp;
 
 use crate::episodes::{episode_key, key_halves, Episode, SessionKey};
@@ -229,10 +229,8 @@ pub fn text_entities(text: &str) -> TextEntities {
 fn entity_occurrences(text: &str) -> Vec<(usize, usize, String, EntityKind)> {
     let mut found: Vec<(usize, usize, String, EntityKind)> = Vec::new();
     for (sentence_number, sentence) in sentences(text).iter().enumerate() {
-        for (slot, name, kind) in named_spans(sentence)
-            .into_iter()
-            .chain(noun_phrases(sentence))
-        {
+        let slots = word_slots(sentence);
+        for (slot, name, kind) in named_spans(&slots).into_iter().chain(noun_phrases(&slots)) {
             found.push((sentence_number, slot, name, kind));
         }
     }
@@ -257,16 +255,29 @@ fn is_name_word(word: &Word) -> bool {
 }
 
 fn normalised_name(words: &[&Word]) -> String {
-    words
-        .iter()
-        .map(|w| w.without_possessive().to_lowercase())
-        .collect::<Vec<_>>()
-        .join(" ")
+    let mut name = String::with_capacity(words.iter().map(|w| w.lower.len() + 1).sum());
+    for (i, word) in words.iter().enumerate() {
+        if i > 0 {
+            name.push(' ');
+        }
+        if word.text.is_ascii() {
+            // the lowercase word is at hand, and for ASCII the possessive is its last two bytes
+            let lower = word.lower.as_str();
+            name.push_str(if word.is_possessive() {
+                &lower[..lower.len() - 2]
+            } else {
+                lower
+            });
+        } else {
+            // lowercasing can depend on the end of the word (a final sigma): cut it first
+            name.push_str(&word.without_possessive().to_lowercase());
+        }
+    }
+    name
 }
 
-/// The named spans of a sentence as `(slot of their first word, name, Named)`.
-fn named_spans(sentence: &Sentence) -> Vec<(usize, String, EntityKind)> {
-    let slots = word_slots(sentence);
+/// The named spans of a sentence's [`word_slots`] as `(slot of their first word, name, Named)`.
+fn named_spans(slots: &[Option<&Word>]) -> Vec<(usize, String, EntityKind)> {
     let first_word_slot = slots.iter().position(Option::is_some);
     let mut spans = Vec::new();
     // (slot, word) of the current span; connectors are only kept once a name word follows them
@@ -313,9 +324,9 @@ fn finish_span(
     Some((start_slot, normalised_name(&words), EntityKind::Named))
 }
 
-/// The noun phrases of a sentence as `(slot of their first word, name, NounPhrase)`.
-fn noun_phrases(sentence: &Sentence) -> Vec<(usize, String, EntityKind)> {
-    let slots = word_slots(sentence);
+/// The noun phrases of a sentence's [`word_slots`] as `(slot of their first word, name,
+/// NounPhrase)`.
+fn noun_phrases(slots: &[Option<&Word>]) -> Vec<(usize, String, EntityKind)> {
     let mut phrases = Vec::new();
     let mut phrase: Vec<(usize, &Word)> = Vec::new();
     let mut after_determiner = false;
@@ -409,7 +420,26 @@ pub struct EpisodeEntities {
     /// The episode's [`episode_key`], in [`key_halves`] as the mention states keep it.
     pub key: [u64; 2],
     pub ts_micros: i64,
-    pub found: TextEntities,
+    /// Shared: both entity views read it (a copy for each was four or five strings).
+    #[serde(
+        serialize_with = "serialize_found",
+        deserialize_with = "deserialize_found"
+    )]
+    pub found: Arc<TextEntities>,
+}
+
+// By hand: serde's `Arc` impls need its `rc` feature.
+fn serialize_found<S: serde::Serializer>(
+    found: &Arc<TextEntities>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    found.as_ref().serialize(serializer)
+}
+
+fn deserialize_found<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Arc<TextEntities>, D::Error> {
+    TextEntities::deserialize(deserializer).map(Arc::new)
 }
 
 /// Each episode's entities, for [`entity_stats_of`] and [`co_mentions_of`].
@@ -428,7 +458,7 @@ pub fn episode_entities<'scope>(
             let entities = EpisodeEntities {
                 key: key_halves(episode_key(&episode.id)),
                 ts_micros: episode.ts_micros,
-                found,
+                found: Arc::new(found),
             };
             ((tenant, user), entities)
         })
@@ -493,11 +523,7 @@ struct PairEpisodes {
 impl UserCoMentions {
     /// Folds in a time's updates of the user's episodes and pushes each pair's net change of
     /// weight, `((a, b), weight)`.
-    fn fold(
-        &mut self,
-        updates: &[(&EpisodeEntities, isize)],
-        out: &mut Vec<(PairWeight, isize)>,
-    ) {
+    fn fold(&mut self, updates: &[(&EpisodeEntities, isize)], out: &mut Vec<(PairWeight, isize)>) {
         // from 1: new pairs hold run 0
         self.runs += 1;
         let run = self.runs;
@@ -735,6 +761,15 @@ mod tests {
             entities("I met Dr. Smith at the clinic."),
             vec![e("dr smith", Named), e("clinic", NounPhrase)]
         );
+        // names beyond ASCII, with a curly possessive: lowercased, the possessive cut
+        assert_eq!(
+            entities("Then ZOË ÅBERG\u{2019}s dog, and Émile Zola."),
+            vec![
+                e("zoë åberg", Named),
+                e("dog", NounPhrase),
+                e("émile zola", Named)
+            ]
+        );
     }
 
     #[test]
@@ -864,7 +899,7 @@ mod tests {
         EpisodeEntities {
             key: [0, key],
             ts_micros,
-            found: text_entities(text),
+            found: Arc::new(text_entities(text)),
         }
     }
 

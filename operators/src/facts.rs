@@ -81,13 +81,11 @@ const ABBREVIATIONS: &[&str] = &[
 /// names: "Johnson & Johnson"). Curly apostrophes count as `'`. Sentences end at `.`, `!`, `?`
 /// and line breaks, except a `.` right after a known abbreviation ("Dr. Smith").
 pub(crate) fn sentences(text: &str) -> Vec<Sentence> {
-    let chars: Vec<char> = text
-        .chars()
-        .map(|c| if c == '\u{2019}' { '\'' } else { c })
-        .collect();
     let mut result = Vec::new();
     let mut tokens: Vec<Token> = Vec::new();
-    let mut word = String::new();
+    // the byte where the current word starts; words are cut from `text`, not built a char at
+    // a time
+    let mut word_start: Option<usize> = None;
     let mut end_sentence = |tokens: &mut Vec<Token>, is_question: bool| {
         if tokens.iter().any(|t| matches!(t, Token::Word(_))) {
             result.push(Sentence {
@@ -97,19 +95,22 @@ pub(crate) fn sentences(text: &str) -> Vec<Sentence> {
         }
         tokens.clear();
     };
-    for (i, &c) in chars.iter().enumerate() {
+    let mut chars = text.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        let c = if c == '\u{2019}' { '\'' } else { c };
         let joins_word = matches!(c, '\'' | '-' | '.' | '&')
-            && !word.is_empty()
-            && chars.get(i + 1).is_some_and(|n| n.is_alphanumeric());
+            && word_start.is_some()
+            && chars.peek().is_some_and(|(_, n)| n.is_alphanumeric());
         if c.is_alphanumeric() || joins_word {
-            word.push(c);
+            word_start.get_or_insert(at);
             continue;
         }
+        let word = word_start.take().map(|start| &text[start..at]);
         // only a full stop asks (lowercasing every word for it cost an allocation a word)
-        let after_abbreviation = c == '.' && ABBREVIATIONS.contains(&word.to_lowercase().as_str());
-        if !word.is_empty() {
-            tokens.push(Token::Word(Word::new(&word)));
-            word.clear();
+        let after_abbreviation =
+            c == '.' && word.is_some_and(|w| ABBREVIATIONS.contains(&w.to_lowercase().as_str()));
+        if let Some(word) = word {
+            tokens.push(Token::Word(word_of(word)));
         }
         match c {
             '.' if after_abbreviation => {}
@@ -120,11 +121,20 @@ pub(crate) fn sentences(text: &str) -> Vec<Sentence> {
             c => tokens.push(Token::Punct(c)),
         }
     }
-    if !word.is_empty() {
-        tokens.push(Token::Word(Word::new(&word)));
+    if let Some(start) = word_start {
+        tokens.push(Token::Word(word_of(&text[start..])));
     }
     end_sentence(&mut tokens, false);
     result
+}
+
+/// The word of `text`'s slice, with curly apostrophes as `'`.
+fn word_of(slice: &str) -> Word {
+    if slice.contains('\u{2019}') {
+        Word::new(&slice.replace('\u{2019}', "'"))
+    } else {
+        Word::new(slice)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1038,6 +1048,26 @@ mod tests {
         assert_eq!(normalise_attribute("Dog\u{2019}s Name"), "dog_name");
         assert_eq!(normalise_attribute(" e-mail address! "), "e_mail_address");
         assert_eq!(normalise_attribute("lives_in"), "lives_in");
+    }
+
+    #[test]
+    fn words_take_curly_apostrophes_as_straight_ones_and_keep_other_letters() {
+        let split = sentences("Zoë\u{2019}s café \u{2019}quoted\u{2019} Ærø");
+        let words: Vec<&str> = split[0]
+            .tokens
+            .iter()
+            .filter_map(|t| match t {
+                Token::Word(w) => Some(w.text.as_str()),
+                Token::Punct(_) => None,
+            })
+            .collect();
+        // a curly apostrophe inside a word joins it; one at a word's edge is punctuation
+        assert_eq!(words, vec!["Zoë's", "café", "quoted", "Ærø"]);
+        let Token::Word(first) = &split[0].tokens[0] else {
+            panic!("a word first")
+        };
+        assert_eq!(first.lower, "zoë's");
+        assert!(first.is_possessive());
     }
 
     #[test]
