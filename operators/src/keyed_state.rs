@@ -237,9 +237,10 @@ const PENDING_CHUNK: usize = 1024;
 const SPARE_CHUNKS: usize = 4;
 
 /// A key in 16 bytes: the 128-bit XXH3 of what the key's `Hash` writes (the same on every run
-/// and worker); two of n keys share a fingerprint with probability about n²·2⁻¹²⁹.
-/// [`fold_per_key`] finds states by it (a state map keyed by the keys themselves held a second
-/// copy of every key, four strings for a co-mention pair, besides the one in the output).
+/// and worker); two of n keys share a fingerprint with probability about n²·2⁻¹²⁹ (for keys
+/// not crafted to collide: the hash is not keyed). [`fold_per_key`] finds states by it (a
+/// state map keyed by the keys themselves held a second copy of every key, four strings for a
+/// co-mention pair, besides the one in the output).
 pub fn key_fingerprint<K: Hash + ?Sized>(key: &K) -> u128 {
     let mut hasher = xxhash_rust::xxh3::Xxh3Default::new();
     key.hash(&mut hasher);
@@ -248,9 +249,9 @@ pub fn key_fingerprint<K: Hash + ?Sized>(key: &K) -> u128 {
 
 /// Names in 16 bytes: the 128-bit XXH3 of the names' UTF-8, joined by 0xFF (a byte UTF-8
 /// never holds, so different lists of names join differently); two of n lists share a
-/// fingerprint with probability about n²·2⁻¹²⁹. For the states a key keeps per name (a user's
-/// entities, by name and by pair of names): one pass over a few bytes, where
-/// [`key_fingerprint`] streams them through a hasher. `joined` is scratch space.
+/// fingerprint with probability about n²·2⁻¹²⁹, as for [`key_fingerprint`]. For the states a
+/// key keeps per name (a user's entities, by name and by pair of names): one pass over a few
+/// bytes, where [`key_fingerprint`] streams them through a hasher. `joined` is scratch space.
 pub fn names_fingerprint(names: &[&str], joined: &mut Vec<u8>) -> u128 {
     if let [name] = names {
         return xxhash_rust::xxh3::xxh3_128(name.as_bytes());
@@ -509,6 +510,28 @@ mod tests {
             assert!(cap <= len + len / 4 + 1, "{len} values, room for {cap}");
         }
         assert_eq!(set.items.len(), 1000, "10 was added twice");
+    }
+
+    #[test]
+    fn names_fingerprints_tell_lists_of_names_apart_and_repeat() {
+        let mut joined = Vec::new();
+        let mut f = |names: &[&str]| super::names_fingerprint(names, &mut joined);
+        assert_eq!(f(&["alice", "bob"]), f(&["alice", "bob"]));
+        assert_eq!(f(&["alice"]), f(&["alice"]));
+        let distinct = [
+            f(&["ab", "c"]),
+            f(&["a", "bc"]),
+            f(&["abc"]),
+            f(&["ab", "", "c"]),
+            f(&["c", "ab"]),
+            f(&[""]),
+            f(&["", ""]),
+        ];
+        for (i, a) in distinct.iter().enumerate() {
+            for b in &distinct[i + 1..] {
+                assert_ne!(a, b, "{distinct:?}");
+            }
+        }
     }
 
     #[test]
