@@ -10,7 +10,7 @@ use timely::progress::Timestamp;
 
 use crate::episodes::{episode_key, key_halves, Episode, SessionKey};
 use crate::facts::{sentences, Sentence, Token, Word};
-use crate::keyed_state::{fold_per_key_and_time, names_fingerprint, KeyedStates, Multiset};
+use crate::keyed_state::{fold_per_key_and_time, key_fingerprint, KeyedStates, Multiset};
 
 /// How an entity was found. `Named` orders first: a name found both ways is `Named`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -478,7 +478,7 @@ pub fn episode_entities<'scope>(
 /// sentence); each pair mention then costs a hash lookup and O(log n) in the pair's n mentions
 /// ([`fold_per_key_and_time`] per user). State: per pair, its episodes' 16-byte
 /// [`episode_key`]s (so "distinct episode ids" holds up to a 128-bit hash collision of two
-/// non-UUID ids), found by a 16-byte [`names_fingerprint`].
+/// non-UUID ids), found by a 16-byte [`key_fingerprint`] of the pair's names.
 pub fn co_mentions<'scope>(
     episodes: VecCollection<'scope, u64, (SessionKey, Episode)>,
 ) -> VecCollection<'scope, u64, (CoMentionKey, u64)> {
@@ -496,66 +496,57 @@ pub fn co_mentions_of<'scope>(
     fold_per_key_and_time(
         episode_entities,
         "CoMentions",
-        |_user, state: &mut UserCoMentions, updates, out| state.fold(updates, out),
+        |_user, pairs: &mut UserCoMentions, updates, out| {
+            fold_user_co_mentions(pairs, updates, out)
+        },
     )
     .map(|((tenant, user), ((a, b), weight))| ((tenant, user, a, b), weight))
 }
 
-/// What [`co_mentions_of`] keeps per user: per pair of names (by [`names_fingerprint`]), its
-/// episodes.
-#[derive(Debug, Default)]
-struct UserCoMentions {
-    pairs: KeyedStates<PairEpisodes, 0>,
-    /// How many times [`UserCoMentions::fold`] has run: marks the pairs a run has met.
-    runs: u64,
-}
+/// What [`co_mentions_of`] keeps per user: per pair of names (by [`key_fingerprint`]), the
+/// distinct episodes mentioning both.
+type UserCoMentions = KeyedStates<CountedSet<[u64; 2]>, 0>;
 
 /// `((a, b), weight)`: a pair of entity names and how many episodes mention both.
 type PairWeight = ((String, String), u64);
 
-#[derive(Debug, Default)]
-struct PairEpisodes {
-    episodes: CountedSet<[u64; 2]>,
-    /// The last run that met this pair.
-    run: u64,
-}
-
-impl UserCoMentions {
-    /// Folds in a time's updates of the user's episodes and pushes each pair's net change of
-    /// weight, `((a, b), weight)`.
-    fn fold(&mut self, updates: &[(&EpisodeEntities, isize)], out: &mut Vec<(PairWeight, isize)>) {
-        // from 1: new pairs hold run 0
-        self.runs += 1;
-        let run = self.runs;
-        // each pair this run meets, with its weight before the run, at its first meeting
-        let mut met: Vec<(&str, &str, u128, u64)> = Vec::new();
-        let mut joined = Vec::new();
-        for &(episode, diff) in updates {
+/// Folds in a time's updates of a user's episodes and pushes each pair's net change of weight.
+fn fold_user_co_mentions(
+    pairs: &mut UserCoMentions,
+    updates: &[(&EpisodeEntities, isize)],
+    out: &mut Vec<(PairWeight, isize)>,
+) {
+    // every pair mention of the time: (a, b, episode key, diff)
+    let mentions: Vec<(&str, &str, [u64; 2], isize)> = updates
+        .iter()
+        .flat_map(|&(episode, diff)| {
             let entities = &episode.found.entities;
-            for &(a, b) in &episode.found.pairs {
-                let (a, b) = (&entities[a as usize].0, &entities[b as usize].0);
-                let key = names_fingerprint(&[a, b], &mut joined);
-                let pair = self.pairs.get_or_default(key, &mut 0);
-                if pair.run != run {
-                    pair.run = run;
-                    met.push((a, b, key, pair.episodes.present));
-                }
-                pair.episodes.update(episode.key, diff);
-            }
+            episode.found.pairs.iter().map(move |&(a, b)| {
+                let name = |i: u32| entities[i as usize].0.as_str();
+                (name(a), name(b), episode.key, diff)
+            })
+        })
+        .collect();
+    let keys: Vec<u128> = mentions
+        .iter()
+        .map(|(a, b, _, _)| key_fingerprint(&(a, b)))
+        .collect();
+    let changes = pairs.fold_net_changes(
+        &keys,
+        |episodes| episodes.present,
+        |i, episodes| {
+            let (_, _, key, diff) = mentions[i];
+            episodes.update(key, diff);
+        },
+    );
+    for (i, before, after) in changes {
+        let pair = || (mentions[i].0.to_string(), mentions[i].1.to_string());
+        if before > 0 {
+            out.push(((pair(), before), -1));
         }
-        for (a, b, key, before) in met {
-            let after = self.pairs.get_or_default(key, &mut 0).episodes.present;
-            if after != before {
-                let pair = || (a.to_string(), b.to_string());
-                if before > 0 {
-                    out.push(((pair(), before), -1));
-                }
-                if after > 0 {
-                    out.push(((pair(), after), 1));
-                }
-            }
+        if after > 0 {
+            out.push(((pair(), after), 1));
         }
-        self.pairs.settle();
     }
 }
 
@@ -591,8 +582,6 @@ struct EntityMentions {
     episodes: u64,
     /// Present mentions found as names.
     named: u64,
-    /// The last [`UserEntityMentions::fold`] run that met this entity.
-    run: u64,
 }
 
 impl EntityMentions {
@@ -631,7 +620,7 @@ impl EntityMentions {
 ///
 /// Cost: a hash lookup and O(log n) per mention of an entity with n mentions
 /// ([`fold_per_key_and_time`] per user). State: per mention (time, [`episode_key`], kind) in a
-/// sorted vector, and its time in another; per entity, a 16-byte [`names_fingerprint`] of its
+/// sorted vector, and its time in another; per entity, a 16-byte [`key_fingerprint`] of its
 /// name.
 pub fn entity_stats<'scope>(
     episodes: VecCollection<'scope, u64, (SessionKey, Episode)>,
@@ -650,53 +639,47 @@ pub fn entity_stats_of<'scope>(
     fold_per_key_and_time(
         episode_entities,
         "EntityStats",
-        |_user, state: &mut UserEntityMentions, updates, out| state.fold(updates, out),
+        |_user, entities: &mut UserEntityMentions, updates, out| {
+            fold_user_entities(entities, updates, out)
+        },
     )
     .map(|((tenant, user), (name, stats))| ((tenant, user, name), stats))
 }
 
-/// What [`entity_stats_of`] keeps per user: each entity's mentions, by [`names_fingerprint`] of
+/// What [`entity_stats_of`] keeps per user: each entity's mentions, by [`key_fingerprint`] of
 /// its name.
-#[derive(Debug, Default)]
-struct UserEntityMentions {
-    by_name: KeyedStates<EntityMentions, 0>,
-    /// How many times [`UserEntityMentions::fold`] has run: marks the entities a run has met.
-    runs: u64,
-}
+type UserEntityMentions = KeyedStates<EntityMentions, 0>;
 
-impl UserEntityMentions {
-    /// Folds in a time's updates of the user's episodes and pushes each entity's net change of
-    /// stats, `(name, stats)`.
-    fn fold(
-        &mut self,
-        updates: &[(&EpisodeEntities, isize)],
-        out: &mut Vec<((String, EntityStats), isize)>,
-    ) {
-        // from 1: new entities hold run 0
-        self.runs += 1;
-        let run = self.runs;
-        // each entity this run meets, with its stats before the run, at its first meeting
-        let mut met: Vec<(&str, u128, Option<EntityStats>)> = Vec::new();
-        let mut joined = Vec::new();
-        for &(episode, diff) in updates {
-            for (name, kind) in &episode.found.entities {
-                let key = names_fingerprint(&[name], &mut joined);
-                let mentions = self.by_name.get_or_default(key, &mut 0);
-                if mentions.run != run {
-                    mentions.run = run;
-                    met.push((name, key, mentions.stats()));
-                }
-                mentions.update(&(episode.key, episode.ts_micros, *kind), diff);
-            }
-        }
-        for (name, key, before) in met {
-            let after = self.by_name.get_or_default(key, &mut 0).stats();
-            if after != before {
-                out.extend(before.map(|b| ((name.to_string(), b), -1)));
-                out.extend(after.map(|a| ((name.to_string(), a), 1)));
-            }
-        }
-        self.by_name.settle();
+/// Folds in a time's updates of a user's episodes and pushes each entity's net change of
+/// stats, `(name, stats)`.
+fn fold_user_entities(
+    entities: &mut UserEntityMentions,
+    updates: &[(&EpisodeEntities, isize)],
+    out: &mut Vec<((String, EntityStats), isize)>,
+) {
+    // every entity mention of the time: (name, mention, diff)
+    let mentions: Vec<(&str, ([u64; 2], i64, EntityKind), isize)> = updates
+        .iter()
+        .flat_map(|&(episode, diff)| {
+            let (key, ts) = (episode.key, episode.ts_micros);
+            let found = &episode.found.entities;
+            found
+                .iter()
+                .map(move |(name, kind)| (name.as_str(), (key, ts, *kind), diff))
+        })
+        .collect();
+    let keys: Vec<u128> = mentions
+        .iter()
+        .map(|(name, _, _)| key_fingerprint(name))
+        .collect();
+    let changes = entities.fold_net_changes(&keys, EntityMentions::stats, |i, mentions_of| {
+        let (_, mention, diff) = &mentions[i];
+        mentions_of.update(mention, *diff);
+    });
+    for (i, before, after) in changes {
+        let name = mentions[i].0;
+        out.extend(before.map(|b| ((name.to_string(), b), -1)));
+        out.extend(after.map(|a| ((name.to_string(), a), 1)));
     }
 }
 
@@ -915,8 +898,8 @@ mod tests {
         let (mut entity_out, mut pair_out) = (Vec::new(), Vec::new());
         // one run: alice is met three times but changes once, from nothing
         let updates = [(&a, 1), (&b, 1), (&c, 1)];
-        entities.fold(&updates, &mut entity_out);
-        pairs.fold(&updates, &mut pair_out);
+        fold_user_entities(&mut entities, &updates, &mut entity_out);
+        fold_user_co_mentions(&mut pairs, &updates, &mut pair_out);
         let alice: Vec<_> = entity_out
             .iter()
             .filter(|((n, _), _)| n == "alice")
@@ -937,8 +920,8 @@ mod tests {
         // a second run retracts episode 3: the old values out, the new ones in
         entity_out.clear();
         pair_out.clear();
-        entities.fold(&[(&c, -1)], &mut entity_out);
-        pairs.fold(&[(&c, -1)], &mut pair_out);
+        fold_user_entities(&mut entities, &[(&c, -1)], &mut entity_out);
+        fold_user_co_mentions(&mut pairs, &[(&c, -1)], &mut pair_out);
         let alice: Vec<_> = entity_out
             .iter()
             .filter(|((n, _), _)| n == "alice")
@@ -959,7 +942,7 @@ mod tests {
         assert_eq!(pair_out, expected);
         // retracting and re-adding an episode in one run changes nothing
         entity_out.clear();
-        entities.fold(&[(&b, -1), (&b, 1)], &mut entity_out);
+        fold_user_entities(&mut entities, &[(&b, -1), (&b, 1)], &mut entity_out);
         assert_eq!(entity_out, vec![]);
     }
 

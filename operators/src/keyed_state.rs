@@ -226,6 +226,44 @@ impl<S: Default, const RECENT: usize> KeyedStates<S, RECENT> {
             self.sorted[write] = new;
         }
     }
+
+    /// Folds updates into the states of their keys and gives each key's net change: the
+    /// `i`-th update goes into the state of `keys[i]` by `update(i, state)`, in order; the
+    /// result holds `(i, before, after)`, with `i` the first update of a key, for each key whose
+    /// `view` of its state differs after all the updates from before them. Settles after.
+    ///
+    /// For a state kept in parts (a user's entities), so that a part updated many times at one
+    /// time emits one change, not one per update.
+    pub(crate) fn fold_net_changes<V: PartialEq>(
+        &mut self,
+        keys: &[u128],
+        view: impl Fn(&S) -> V,
+        mut update: impl FnMut(usize, &mut S),
+    ) -> Vec<(usize, V, V)> {
+        // each key once, with its first update: ascending, so lookups gallop forward
+        let mut firsts: Vec<(u128, usize)> = keys.iter().copied().zip(0..).collect();
+        firsts.sort_unstable();
+        firsts.dedup_by_key(|(key, _)| *key);
+        let mut from = 0;
+        let before: Vec<V> = firsts
+            .iter()
+            .map(|&(key, _)| view(self.get_or_default(key, &mut from)))
+            .collect();
+        for (i, &key) in keys.iter().enumerate() {
+            update(i, self.get_or_default(key, &mut 0));
+        }
+        let mut from = 0;
+        let changed = firsts
+            .into_iter()
+            .zip(before)
+            .filter_map(|((key, i), before)| {
+                let after = view(self.get_or_default(key, &mut from));
+                (after != before).then_some((i, before, after))
+            })
+            .collect();
+        self.settle();
+        changed
+    }
 }
 
 /// Recent keys [`KeyedStates`] keeps in its hash map however small its sorted vector.
@@ -245,25 +283,6 @@ pub fn key_fingerprint<K: Hash + ?Sized>(key: &K) -> u128 {
     let mut hasher = xxhash_rust::xxh3::Xxh3Default::new();
     key.hash(&mut hasher);
     hasher.digest128()
-}
-
-/// Names in 16 bytes: the 128-bit XXH3 of the names' UTF-8, joined by 0xFF (a byte UTF-8
-/// never holds, so different lists of names join differently); two of n lists share a
-/// fingerprint with probability about n²·2⁻¹²⁹, as for [`key_fingerprint`]. For the states a
-/// key keeps per name (a user's entities, by name and by pair of names): one pass over a few
-/// bytes, where [`key_fingerprint`] streams them through a hasher. `joined` is scratch space.
-pub fn names_fingerprint(names: &[&str], joined: &mut Vec<u8>) -> u128 {
-    if let [name] = names {
-        return xxhash_rust::xxh3::xxh3_128(name.as_bytes());
-    }
-    joined.clear();
-    for (i, name) in names.iter().enumerate() {
-        if i > 0 {
-            joined.push(0xFF);
-        }
-        joined.extend_from_slice(name.as_bytes());
-    }
-    xxhash_rust::xxh3::xxh3_128(joined)
 }
 
 /// Hashes a [`key_fingerprint`], already uniformly spread, to its low 64 bits.
@@ -513,25 +532,20 @@ mod tests {
     }
 
     #[test]
-    fn names_fingerprints_tell_lists_of_names_apart_and_repeat() {
-        let mut joined = Vec::new();
-        let mut f = |names: &[&str]| super::names_fingerprint(names, &mut joined);
-        assert_eq!(f(&["alice", "bob"]), f(&["alice", "bob"]));
-        assert_eq!(f(&["alice"]), f(&["alice"]));
-        let distinct = [
-            f(&["ab", "c"]),
-            f(&["a", "bc"]),
-            f(&["abc"]),
-            f(&["ab", "", "c"]),
-            f(&["c", "ab"]),
-            f(&[""]),
-            f(&["", ""]),
-        ];
-        for (i, a) in distinct.iter().enumerate() {
-            for b in &distinct[i + 1..] {
-                assert_ne!(a, b, "{distinct:?}");
-            }
-        }
+    fn net_changes_name_each_changed_key_once_at_its_first_update() {
+        let mut states: KeyedStates<i64, 0> = KeyedStates::default();
+        let deltas = [1, 1, 2, 5, -5];
+        // key 7 twice, key 3 once, key 9 up and back down
+        let changes = states.fold_net_changes(&[7, 3, 7, 9, 9], |n| *n, |i, n| *n += deltas[i]);
+        let mut changes = changes;
+        changes.sort();
+        assert_eq!(
+            changes,
+            vec![(0, 0, 3), (1, 0, 1)],
+            "key 9 ends where it began"
+        );
+        let changes = states.fold_net_changes(&[3, 7], |n| *n, |i, n| *n -= [1, 0][i]);
+        assert_eq!(changes, vec![(0, 1, 0)], "key 7 unchanged");
     }
 
     #[test]
