@@ -574,10 +574,12 @@ impl<T: Ord> CountedSet<T> {
 struct EntityMentions {
     /// (episode key, time, kind) of each mention.
     mentions: Multiset<([u64; 2], i64, EntityKind)>,
-    /// The event times of the present mentions, with how many there are at each: a sorted
-    /// vector, not an ordered map, since most entities have one or two mentions and a map's
-    /// first node alone holds room for eleven.
-    times: Multiset<i64>,
+    /// The least and greatest event time of the present mentions (meaningless while none is
+    /// present). Kept, not derived from `mentions` (sorted by episode): a retraction of the
+    /// first or last mention looks through the rest, but retractions are rare and a sorted
+    /// multiset of the times cost 16 bytes and more per mention.
+    first: i64,
+    last: i64,
     /// Distinct episodes among the present mentions.
     episodes: u64,
     /// Present mentions found as names.
@@ -586,9 +588,10 @@ struct EntityMentions {
 
 impl EntityMentions {
     fn stats(&self) -> Option<EntityStats> {
-        Some(EntityStats {
-            first_seen_micros: *self.times.first_present()?,
-            last_seen_micros: *self.times.last_present()?,
+        // every present mention has an episode: none counted, none present
+        (self.episodes > 0).then_some(EntityStats {
+            first_seen_micros: self.first,
+            last_seen_micros: self.last,
             mention_count: self.episodes,
             kind: if self.named > 0 {
                 EntityKind::Named
@@ -686,6 +689,7 @@ fn fold_user_entities(
 impl EntityMentions {
     /// Folds in one update of a mention.
     fn update(&mut self, mention: &([u64; 2], i64, EntityKind), diff: isize) {
+        let was_empty = self.episodes == 0;
         let Some(present) = self.mentions.update(*mention, diff) else {
             return;
         };
@@ -694,7 +698,15 @@ impl EntityMentions {
             step(&mut self.episodes);
         }
         let (_, ts, kind) = *mention;
-        self.times.update(ts, if present { 1 } else { -1 });
+        if present && was_empty {
+            (self.first, self.last) = (ts, ts);
+        } else if present {
+            (self.first, self.last) = (self.first.min(ts), self.last.max(ts));
+        } else if self.episodes > 0 && (ts == self.first || ts == self.last) {
+            let times = self.mentions.present().map(|(_, ts, _)| *ts);
+            (self.first, self.last) =
+                times.fold((i64::MAX, i64::MIN), |(lo, hi), t| (lo.min(t), hi.max(t)));
+        }
         if kind == EntityKind::Named {
             step(&mut self.named);
         }

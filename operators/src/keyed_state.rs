@@ -378,18 +378,9 @@ impl<T: Ord> Multiset<T> {
         self.items[i..].iter().find(|(_, m)| *m > 0).map(|(v, _)| v)
     }
 
-    /// The least present value.
-    pub fn first_present(&self) -> Option<&T> {
-        self.items.iter().find(|(_, m)| *m > 0).map(|(v, _)| v)
-    }
-
-    /// The greatest present value.
-    pub fn last_present(&self) -> Option<&T> {
-        self.items
-            .iter()
-            .rev()
-            .find(|(_, m)| *m > 0)
-            .map(|(v, _)| v)
+    /// The present values, ascending.
+    pub fn present(&self) -> impl Iterator<Item = &T> {
+        self.items.iter().filter(|(_, m)| *m > 0).map(|(v, _)| v)
     }
 }
 
@@ -498,24 +489,20 @@ mod tests {
     }
 
     #[test]
-    fn first_and_last_present_skip_values_not_present() {
+    fn present_lists_only_values_with_positive_multiplicity() {
         let mut set = Multiset::default();
-        assert_eq!((set.first_present(), set.last_present()), (None, None));
+        let present = |set: &Multiset<i32>| set.present().copied().collect::<Vec<_>>();
+        assert_eq!(present(&set), Vec::<i32>::new());
         set.update(5, -1);
-        set.update(7, 2);
         set.update(9, 1);
+        set.update(7, 2);
         set.update(12, -3);
-        assert_eq!(
-            (set.first_present(), set.last_present()),
-            (Some(&7), Some(&9))
-        );
+        assert_eq!(present(&set), vec![7, 9]);
         set.update(9, -1);
-        assert_eq!(
-            (set.first_present(), set.last_present()),
-            (Some(&7), Some(&7))
-        );
+        assert_eq!(present(&set), vec![7]);
         set.update(7, -2);
-        assert_eq!((set.first_present(), set.last_present()), (None, None));
+        set.update(5, 1);
+        assert_eq!(present(&set), Vec::<i32>::new(), "5 is back at 0");
     }
 
     #[test]
