@@ -573,10 +573,10 @@ fn published(views: &SharedViews) -> Expected {
                 ),
             );
         }
-        for ((a, b), w) in &m.co_mentions {
+        for (a, b, w) in m.co_mentions.iter() {
             co_mentions.insert(
                 (tenant.clone(), user.clone(), a.to_string(), b.to_string()),
-                *w,
+                w,
             );
         }
     }

@@ -745,10 +745,10 @@ pub fn graph_expansion(
     }
     // the allowed neighbours of each query entity, heaviest first
     let mut neighbours: HashMap<&str, Vec<(&str, u64)>> = HashMap::new();
-    for ((a, b), w) in &memory.co_mentions {
+    for (a, b, w) in memory.co_mentions.iter() {
         for (x, y) in [(&**a, &**b), (&**b, &**a)] {
             if in_query.iter().any(|q| q == x) && allowed(y) {
-                neighbours.entry(x).or_default().push((y, *w));
+                neighbours.entry(x).or_default().push((y, w));
             }
         }
     }
@@ -775,14 +775,7 @@ pub fn graph_expansion(
             }
         }
     }
-    // the views key co-mentions by the names the entities map holds: borrow those
-    let co_mentioned = |x: &str, y: &str| {
-        let (a, b) = if x < y { (x, y) } else { (y, x) };
-        let held = |n: &str| memory.entities.get_key_value(n).map(|(k, _)| k.clone());
-        held(a)
-            .zip(held(b))
-            .is_some_and(|key| memory.co_mentions.contains_key(&key))
-    };
+    let co_mentioned = |x: &str, y: &str| memory.co_mentions.weight(x, y).is_some();
     for (i, a) in in_query.iter().enumerate() {
         for b in &in_query[i + 1..] {
             let (Some(na), Some(nb)) = (neighbours.get(a.as_str()), neighbours.get(b.as_str()))
@@ -1086,7 +1079,7 @@ mod tests {
             ("lisbon", "rex", 1),
             ("berlin", "lisbon", 1),
         ] {
-            m.co_mentions.insert((a.into(), b.into()), w);
+            m.co_mentions.insert(a.into(), b.into(), w);
         }
         let got = graph_expansion(&m, "Where does Mara live now?", &limits(5, 2));
         assert_eq!(
@@ -1137,9 +1130,9 @@ mod tests {
             ("clinic", "dr ruiz"),
             ("dr ruiz", "oslo"),
         ] {
-            m.co_mentions.insert((a.into(), b.into()), 1);
+            m.co_mentions.insert(a.into(), b.into(), 1);
         }
-        m.co_mentions.insert(("bo".into(), "oslo".into()), 1);
+        m.co_mentions.insert("bo".into(), "oslo".into(), 1);
         let names = |m: &engram_dataflows::views::UserMemory, limits: &GraphLimits| {
             let mut got: Vec<String> = graph_expansion(m, "Did Ana meet Bo?", limits)
                 .into_iter()
@@ -1154,7 +1147,7 @@ mod tests {
         // ana – clinic – dr ruiz – oslo – bo is 4 edges: depth 3 finds no path either
         assert_eq!(names(&m, &limits(5, 3)), ["clinic", "oslo"]);
         // with clinic – oslo co-mentioned, ana – clinic – oslo – bo is a 3-edge path
-        m.co_mentions.insert(("clinic".into(), "oslo".into()), 1);
+        m.co_mentions.insert("clinic".into(), "oslo".into(), 1);
         let got = graph_expansion(&m, "Did Ana meet Bo?", &limits(5, 3));
         let clinic = &got.iter().find(|(e, _)| e == "clinic").unwrap().1;
         assert!(

@@ -372,10 +372,10 @@ pub fn memory_json(views: &engram_dataflows::MemoryViews, tenant: &str, user: &s
         })
         .collect();
     let mut co_mentions: Vec<_> = memory.co_mentions.iter().collect();
-    co_mentions.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    co_mentions.sort_unstable_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
     let co_mentions: Vec<_> = co_mentions
         .into_iter()
-        .map(|((a, b), w)| json!({"a": &**a, "b": &**b, "weight": w}))
+        .map(|(a, b, w)| json!({"a": &**a, "b": &**b, "weight": w}))
         .collect();
     let skills: Vec<_> = memory
         .skills
