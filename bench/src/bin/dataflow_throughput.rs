@@ -354,14 +354,13 @@ fn main() -> anyhow::Result<()> {
     let shares = std::sync::Mutex::new(shares);
     let released = Arc::new(AtomicU64::new(0));
     let views = Arc::new(SharedViews::default());
-    let (episodes_out, episodes_in) = std::sync::mpsc::channel();
+    let (episodes_out, episodes_in) = std::sync::mpsc::channel::<engram_dataflows::EpisodeBatch>();
     // the episode batches would go to Lance; here they are dropped as they come, and counted
     let drained = Arc::new(AtomicU64::new(0));
     let drain = {
         let drained = drained.clone();
         std::thread::spawn(move || {
-            for batch in episodes_in.iter() {
-                let batch: engram_dataflows::EpisodeBatch = batch;
+            for batch in episodes_in {
                 let n = batch.episodes.len() as u64;
                 drop(batch);
                 drained.fetch_add(n, Ordering::Release);
