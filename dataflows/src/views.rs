@@ -118,7 +118,7 @@ impl CoMentions {
 
     /// The weight of the edge between `x` and `y`, named in either order.
     pub fn weight(&self, x: &str, y: &str) -> Option<u64> {
-        let (a, b) = if x <= y { (x, y) } else { (y, x) };
+        let (a, b) = ordered(x, y);
         let list = self.by_first.get(a)?;
         let at = list.binary_search_by(|(n, _)| (**n).cmp(b)).ok()?;
         Some(list[at].1)
@@ -133,7 +133,7 @@ impl CoMentions {
 
     /// Sets the weight of the edge between `x` and `y`, named in either order.
     pub fn insert(&mut self, x: Arc<str>, y: Arc<str>, weight: u64) {
-        let (a, b) = if x <= y { (x, y) } else { (y, x) };
+        let (a, b) = ordered(x, y);
         let list = self.by_first.entry(a).or_default();
         match list.binary_search_by(|(n, _)| n.cmp(&b)) {
             Ok(at) => list[at].1 = weight,
@@ -151,7 +151,7 @@ impl CoMentions {
 
     /// Removes the edge between `x` and `y` if its weight is `weight`.
     pub fn remove_if(&mut self, x: &str, y: &str, weight: u64) {
-        let (a, b) = if x <= y { (x, y) } else { (y, x) };
+        let (a, b) = ordered(x, y);
         let Some(list) = self.by_first.get_mut(a) else {
             return;
         };
@@ -164,6 +164,15 @@ impl CoMentions {
                 }
             }
         }
+    }
+}
+
+/// Two names of an edge, the lesser first: edges are kept as `(a, b)` with `a < b`.
+fn ordered<T: Ord>(x: T, y: T) -> (T, T) {
+    if x <= y {
+        (x, y)
+    } else {
+        (y, x)
     }
 }
 
