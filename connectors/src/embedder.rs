@@ -44,6 +44,20 @@ pub struct EmbedderConfig {
     /// again (replays and benchmarks repeat texts); 0 turns the cache off.
     #[serde(default)]
     pub cache_entries: usize,
+    /// Corrections whose requests are not recognised link when the cosine of their embeddings
+    /// is at least this: a property of the model, calibrated on labelled paraphrases
+    /// (`bench/src/bin/correction_links.rs` measures it). The default is the shipped
+    /// all-MiniLM-L6-v2's; set it when you change `model`.
+    #[serde(default = "default_correction_link_cosine")]
+    pub correction_link_cosine: f64,
+}
+
+/// The correction link threshold calibrated for the shipped all-MiniLM-L6-v2 (int8): on the
+/// labelled set, no two corrections asking for different things are as close.
+pub const MINILM_CORRECTION_LINK_COSINE: f64 = 0.85;
+
+fn default_correction_link_cosine() -> f64 {
+    MINILM_CORRECTION_LINK_COSINE
 }
 
 fn default_max_tokens() -> usize {
@@ -70,6 +84,7 @@ impl EmbedderConfig {
             threads: default_threads(),
             batch_size: default_batch(),
             cache_entries: 0,
+            correction_link_cosine: default_correction_link_cosine(),
         }
     }
 }

@@ -8,6 +8,7 @@ use engram_operators::facts::{extract_facts, normalise_attribute, FactAssertion,
 use engram_operators::math::beta::context_bucket;
 use engram_operators::math::fusion::{fuse_confidence, ModalitySignal, ModalityWeights};
 use engram_operators::memory_marks::MemoryUse;
+use engram_operators::requests::{requests_of, RequestSet};
 use engram_operators::skill_feedback::{FeedbackVote, MessageKey};
 use engram_operators::summaries::SummaryNode;
 use engram_operators::team_preferences::TeamAssignment;
@@ -50,6 +51,16 @@ pub fn correction_text(correction: &Correction) -> &str {
         .map(|text| text.trim())
         .find(|text| !text.is_empty())
         .unwrap_or(correction.original.trim())
+}
+
+/// What a correction asks for: the requests of its `expected_behavior` (an answer it corrected
+/// to says what is right, not what to do, so it asks for nothing recognised).
+pub fn correction_requests(correction: &Correction) -> RequestSet {
+    correction
+        .expected_behavior
+        .as_deref()
+        .map(requests_of)
+        .unwrap_or_default()
 }
 
 /// The context a correction was made in, trimmed and lowercased (empty when none), so that
@@ -117,6 +128,7 @@ impl InputRecord {
                 ts_micros: h.ts.timestamp_micros(),
                 confidence_milli: (correction_confidence(c) * 1000.0).round() as u16,
                 polarity: Polarity::of_instruction(correction_text(c)),
+                requests: correction_requests(c),
                 context: correction_context(c),
                 embedding: QuantisedEmbedding::from_f32(embedding),
             },

@@ -12,7 +12,7 @@ pub mod views;
 
 pub use input::{correction_text, InputRecord, InputSource};
 pub use memory::{
-    run_memory_dataflow, DataflowHandle, DataflowParams, EngineClock, EpisodeBatch,
-    HierarchyParams, SkillParams,
+    run_memory_dataflow, CorrectionParams, DataflowHandle, DataflowParams, EngineClock,
+    EpisodeBatch, HierarchyParams, SkillParams,
 };
 pub use views::{MemoryViews, SharedViews};

@@ -268,7 +268,7 @@ where
             });
             // one arrangement of the present corrections for every operator that reads them
             let present = present_corrections(corrections);
-            let links = similarity_links(present.clone());
+            let links = similarity_links(present.clone(), params.corrections.link_cosine);
             let clusters = correction_clusters(present.clone(), links);
             let measures = cluster_measures(present.clone(), clusters.clone());
             let patterns = promoted_patterns(measures.clone());
@@ -497,6 +497,23 @@ const MAX_POLLS_PER_STEP: usize = 64;
 pub struct DataflowParams {
     pub hierarchy: HierarchyParams,
     pub skills: SkillParams,
+    pub corrections: CorrectionParams,
+}
+
+/// How corrections are clustered (SPEC §4.2).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CorrectionParams {
+    /// Corrections that ask for nothing recognised link at this cosine of their embeddings:
+    /// the embedding model's calibrated threshold (its configuration's `correction_link_cosine`).
+    pub link_cosine: f64,
+}
+
+impl Default for CorrectionParams {
+    fn default() -> Self {
+        CorrectionParams {
+            link_cosine: engram_operators::correction_clusters::LINK_COSINE_THRESHOLD,
+        }
+    }
 }
 
 /// How skill feedback is weighed (SPEC §6).

@@ -648,6 +648,7 @@ fn run(workers: usize, seed: u64) -> (usize, usize) {
             skills: SkillParams {
                 feedback_half_life_days: Some(1.0),
             },
+            ..DataflowParams::default()
         },
         views.clone(),
         tx,

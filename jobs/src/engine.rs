@@ -224,6 +224,9 @@ impl Engine {
             engram_dataflows::DataflowParams {
                 hierarchy: config.hierarchy,
                 skills: config.skills,
+                corrections: engram_dataflows::CorrectionParams {
+                    link_cosine: config.embedder_config().correction_link_cosine,
+                },
             },
             views.clone(),
             tx,

@@ -59,8 +59,10 @@ use timely::progress::Timestamp;
 
 use crate::keyed_state::key_fingerprint;
 use crate::math::fusion::{
-    assess_cluster, centroid, preference_confidence, PromotionCriteria, DEFAULT_EVIDENCE_WEIGHT,
+    centroid, cosine_similarity, preference_confidence, time_span, PromotionCriteria,
+    DEFAULT_EVIDENCE_WEIGHT,
 };
+use crate::requests::RequestSet;
 
 /// `(tenant, user)`: clustering never crosses it.
 pub type UserKey = (String, String);
@@ -169,8 +171,12 @@ pub struct CorrectionPoint {
     /// Confidence of the correction in thousandths (0..=1000; larger values count as 1000).
     pub confidence_milli: u16,
     /// Whether the correction asks for something or against it ([`Polarity::of_instruction`]
-    /// of its text): only corrections of one polarity are linked.
+    /// of its text): only corrections of one polarity are linked by their embeddings.
     pub polarity: Polarity,
+    /// What the correction asks for ([`requests_of`](crate::requests::requests_of) its text):
+    /// corrections that ask for one and the same non-empty set are linked whatever their
+    /// embeddings, and two with different non-empty sets never are.
+    pub requests: RequestSet,
     /// The context the correction was made in (e.g. "external client"), trimmed and
     /// lowercased; empty when it names none.
     pub context: String,
@@ -252,8 +258,12 @@ pub struct PatternRecord {
     pub confidence_milli: u16,
 }
 
-/// Two corrections are linked when the cosine of their dequantised embeddings is at least this
-/// (SPEC §4.2).
+/// Two corrections that ask for nothing [`requests_of`](crate::requests::requests_of) recognises
+/// are linked when the cosine of their embeddings is at least this. It belongs to the embedding
+/// model: this is the value calibrated for the shipped all-MiniLM-L6-v2 (int8) on the labelled
+/// correction set `tests/data/correction_requests.json` (`bench/src/bin/correction_links.rs`
+/// measures it). On MiniLM, paraphrases of one request lie at a median cosine of 0.48 and
+/// opposite requests at 0.44, so cosine alone links only near-copies.
 pub const LINK_COSINE_THRESHOLD: f64 = 0.85;
 
 /// Number of LSH bands; a pair is a candidate when any band matches (see the module docs).
@@ -399,10 +409,10 @@ impl XorShift64 {
     }
 }
 
-/// Whether two embeddings are linked: same length, and [`QuantisedEmbedding::cosine`]
-/// ≥ [`LINK_COSINE_THRESHOLD`].
-fn is_link(a: &QuantisedEmbedding, b: &QuantisedEmbedding) -> bool {
-    a.dims() == b.dims() && a.cosine(b) >= LINK_COSINE_THRESHOLD
+/// Whether two embeddings are linked at `min_cosine`: same length, and
+/// [`QuantisedEmbedding::cosine`] ≥ `min_cosine`.
+fn is_link(a: &QuantisedEmbedding, b: &QuantisedEmbedding, min_cosine: f64) -> bool {
+    a.dims() == b.dims() && a.cosine(b) >= min_cosine
 }
 
 /// The present corrections (module docs), keyed by `((tenant, user), correction_id)`, each with
@@ -426,49 +436,51 @@ where
 
 /// The similarity links between a user's corrections, as many as their clusters need.
 ///
-/// Input: the [`present_corrections`]. The present corrections of a user (module
-/// docs) with one and the same [`Polarity`] and one and the same non-zero embedding form a
-/// group, represented by its smallest id. Output: `((tenant, user), (id_a, id_b))` with
-/// `id_a < id_b`, multiplicity 1:
-/// - every member of a group with its representative (their cosine is 1);
-/// - every two representatives of the same polarity whose embeddings share at least one
-///   [`LshBucket`] under [`LshHyperplanes`] and whose [`QuantisedEmbedding::cosine`] is
-///   ≥ [`LINK_COSINE_THRESHOLD`] (an all-zero embedding is each correction's own group, and
-///   links to nothing).
+/// Input: the [`present_corrections`], and the cosine at which corrections that ask for nothing
+/// recognised link (the embedding model's, e.g. [`LINK_COSINE_THRESHOLD`]). The present
+/// corrections of a user (module docs) form **groups** ([`LinkGroup`]), each represented by its
+/// smallest id:
+/// - those with one and the same non-empty [`RequestSet`] (they ask for the same thing,
+///   whatever their words);
+/// - those with an empty set, one and the same [`Polarity`] and one and the same non-zero
+///   embedding (an all-zero embedding is each correction's own group).
 ///
-/// The connected components are those of the whole similarity graph (every two present
-/// corrections of one polarity sharing a bucket at cosine ≥ 0.85): members of a group have the same cosine to
-/// everything. But a user who makes the same correction n times costs n − 1 links, not n²/2.
-/// A pair at cosine ≥ 0.85 shares a bucket with probability ≥ 0.99794 over the choice of
-/// hyperplanes ([`lsh_candidate_probability`]); a pair that shares none is not linked, whatever
-/// its cosine.
+/// Output: `((tenant, user), (id_a, id_b))` with `id_a < id_b`, multiplicity 1:
+/// - every member of a group with its representative;
+/// - every two representatives of the same polarity, at least one of them with an empty
+///   request set, whose embeddings share at least one [`LshBucket`] under [`LshHyperplanes`]
+///   and whose [`QuantisedEmbedding::cosine`] is ≥ `min_cosine`. Two different non-empty sets
+///   never link: the requests tell them apart better than their embeddings do.
 ///
-/// Cost: each distinct embedding is stored once, referred to from each of its 40 buckets (an
+/// A user who makes the same correction n times costs n − 1 links, not n²/2. A pair at cosine
+/// ≥ 0.85 shares a bucket with probability ≥ 0.99794 over the choice of hyperplanes
+/// ([`lsh_candidate_probability`]); a pair that shares none is not linked, whatever its cosine.
+///
+/// Cost: each representative is stored once, referred to from each of its 40 buckets (an
 /// entry of 48 bytes); a change meets the representatives in its 40 buckets only, and computes
 /// the cosine with each of them once, in the first band the two share.
 pub fn similarity_links<'scope, T>(
     present: VecCollection<'scope, T, ((UserKey, String), CorrectionPoint)>,
+    min_cosine: f64,
 ) -> VecCollection<'scope, T, (UserKey, (String, String))>
 where
     T: Timestamp + Lattice + Ord,
 {
-    let zero = |e: &QuantisedEmbedding| e.0.iter().all(|&x| x == 0);
-    // `((user, polarity, embedding), id)`: an all-zero embedding is keyed by its id too, a
-    // group of one
-    let grouped = present.map(move |((user, id), point)| {
-        let own = zero(&point.embedding).then(|| id.clone());
-        ((user, point.polarity, point.embedding, own), id)
-    });
-    let representatives = grouped.clone().reduce(|_group, ids, output| {
-        // ids come sorted: the first present one is the smallest
-        if let Some((id, _)) = ids.iter().find(|(_, m)| *m > 0) {
-            output.push(((*id).clone(), 1));
+    let grouped =
+        present.map(|((user, id), point)| ((user, LinkGroup::of(&id, &point)), (id, point)));
+    let representatives = grouped.clone().reduce(|_group, members, output| {
+        // members come sorted by id: the first present one is the smallest
+        if let Some(((id, point), _)) = members.iter().find(|(_, m)| *m > 0) {
+            output.push((((*id).clone(), point.polarity, point.embedding.clone()), 1));
         }
     });
     let members = grouped
+        .map(|(group, (id, _point))| (group, id))
         .join_map(
-            representatives.clone(),
-            |(user, _, _, _), id: &String, representative: &String| {
+            representatives
+                .clone()
+                .map(|(group, (id, _, _))| (group, id)),
+            |(user, _), id: &String, representative: &String| {
                 (user.clone(), (representative.clone(), id.clone()))
             },
         )
@@ -476,31 +488,32 @@ where
     // Drawn once per embedding length per worker, not once per correction.
     let mut hyperplanes_by_dims: BTreeMap<usize, LshHyperplanes> = BTreeMap::new();
     let bucketed = representatives
-        .flat_map(move |((user, polarity, embedding, _), id)| {
+        .flat_map(move |((user, group), (id, polarity, embedding))| {
             let vector = embedding.to_f32();
             let buckets = hyperplanes_by_dims
                 .entry(vector.len())
                 .or_insert_with(|| LshHyperplanes::new(vector.len()))
                 .buckets(&vector);
-            let group = user_polarity_hash(&user, polarity);
+            let key = user_polarity_hash(&user, polarity);
             let signatures = buckets.iter().map(|b| b.signature).collect();
+            let asks = matches!(group, LinkGroup::Asks(_));
             let member = BucketMember(std::sync::Arc::new((
-                user, polarity, id, embedding, signatures,
+                user, polarity, asks, id, embedding, signatures,
             )));
             // one polarity never meets the other: the polarity is part of the bucket key
             buckets
                 .into_iter()
-                .map(move |bucket| ((group, bucket), member.clone()))
+                .map(move |bucket| ((key, bucket), member.clone()))
         })
         .arrange_by_key();
     bucketed
         .clone()
         .join_core(
             bucketed,
-            |(_, bucket): &(u64, LshBucket), a: &BucketMember, b: &BucketMember| {
+            move |(_, bucket): &(u64, LshBucket), a: &BucketMember, b: &BucketMember| {
                 let (
-                    (user_a, polarity_a, id_a, embedding_a, bands_a),
-                    (user_b, polarity_b, id_b, embedding_b, bands_b),
+                    (user_a, polarity_a, asks_a, id_a, embedding_a, bands_a),
+                    (user_b, polarity_b, asks_b, id_b, embedding_b, bands_b),
                 ) = (&*a.0, &*b.0);
                 // A pair meets in every band it shares, and is taken in the first of them
                 // only: one cosine per pair, and one record, so no `distinct` (an arrangement
@@ -510,24 +523,58 @@ where
                 (user_a == user_b
                     && polarity_a == polarity_b
                     && id_a < id_b
+                    && !(*asks_a && *asks_b)
                     && !bands_a[..band]
                         .iter()
                         .zip(&bands_b[..band])
                         .any(|(x, y)| x == y)
-                    && is_link(embedding_a, embedding_b))
+                    && is_link(embedding_a, embedding_b, min_cosine))
                 .then(|| (user_a.clone(), (id_a.clone(), id_b.clone())))
             },
         )
         .concat(members)
 }
 
-/// A representative correction as the LSH buckets hold it: `(user, polarity, id, embedding,
-/// signatures)`, with the signature of each band in band order, shared by its [`LSH_BANDS`]
+/// What groups corrections that are linked through one representative ([`similarity_links`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum LinkGroup {
+    /// They ask for one and the same non-empty set of requests.
+    Asks(RequestSet),
+    /// They ask for nothing recognised, point one way and have one embedding; the id is that
+    /// of a correction whose embedding is all zeros, which groups with nothing else.
+    Same(Polarity, QuantisedEmbedding, Option<String>),
+}
+
+impl LinkGroup {
+    /// The group of correction `id` at `point`.
+    pub fn of(id: &str, point: &CorrectionPoint) -> LinkGroup {
+        if point.requests.is_empty() {
+            let zero = point.embedding.0.iter().all(|&x| x == 0);
+            LinkGroup::Same(
+                point.polarity,
+                point.embedding.clone(),
+                zero.then(|| id.to_string()),
+            )
+        } else {
+            LinkGroup::Asks(point.requests.clone())
+        }
+    }
+}
+
+/// A representative correction as the LSH buckets hold it: `(user, polarity, whether it asks for
+/// recognised requests, id, embedding, signatures)`, with the signature of each band in band order, shared by its [`LSH_BANDS`]
 /// bucket entries (one copy of the user and id, not forty).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 struct BucketMember(std::sync::Arc<BucketMemberData>);
 
-type BucketMemberData = (UserKey, Polarity, String, QuantisedEmbedding, Vec<u32>);
+type BucketMemberData = (
+    UserKey,
+    Polarity,
+    bool,
+    String,
+    QuantisedEmbedding,
+    Vec<u32>,
+);
 
 // By hand, as for `QuantisedEmbedding`: serde's `Arc` impls need its `rc` feature.
 impl Serialize for BucketMember {
@@ -632,8 +679,11 @@ pub struct ClusterMeasure {
     pub centroid: QuantisedEmbedding,
     /// Event time of the newest member, microseconds.
     pub latest_micros: i64,
-    /// The polarity of the member named by `cluster_id` (linked members share it).
+    /// The polarity of the member named by `cluster_id`.
     pub polarity: Polarity,
+    /// What the member named by `cluster_id` asks for (every member with a non-empty set asks
+    /// for the same, unless linked through ones that ask for nothing recognised).
+    pub requests: RequestSet,
     /// The members' non-empty contexts, ascending, each once.
     pub contexts: Vec<String>,
 }
@@ -737,14 +787,21 @@ fn measure_of(cluster_id: &str, members: &[&CorrectionPoint]) -> Option<ClusterM
     }
     let earliest = members.iter().map(|m| m.ts_micros).min()?;
     let latest = members.iter().map(|m| m.ts_micros).max()?;
+    let named = members
+        .iter()
+        .find(|m| m.correction_id == cluster_id)
+        .unwrap_or(&members[0]);
     let embeddings: Vec<Vec<f32>> = members.iter().map(|m| m.embedding.to_f32()).collect();
+    let centroid = centroid(&embeddings)?;
+    let coherence = agreement(members, &named.requests, &embeddings, &centroid);
     // Seconds since the earliest member: small exact differences, so a span of exactly one day
     // is exactly 86 400 s, not a rounding of two epoch-sized times.
     let seconds: Vec<f64> = members
         .iter()
         .map(|m| m.ts_micros.saturating_sub(earliest) as f64 / 1e6)
         .collect();
-    let assessment = assess_cluster(&embeddings, &seconds, &PromotionCriteria::default());
+    let promoted =
+        PromotionCriteria::default().is_met(members.len(), coherence, time_span(&seconds));
     let confidences: Vec<f64> = members
         .iter()
         .map(|m| f64::from(m.confidence_milli) / 1000.0)
@@ -752,16 +809,14 @@ fn measure_of(cluster_id: &str, members: &[&CorrectionPoint]) -> Option<ClusterM
     Some(ClusterMeasure {
         cluster_id: cluster_id.to_string(),
         size: members.len() as u32,
-        coherence_milli: to_milli(assessment.coherence),
+        coherence_milli: to_milli(coherence),
         span_micros: latest.saturating_sub(earliest),
         confidence_milli: to_milli(preference_confidence(&confidences, DEFAULT_EVIDENCE_WEIGHT)),
-        promoted: assessment.promotable,
-        centroid: QuantisedEmbedding::from_f32(&centroid(&embeddings)?),
+        promoted,
+        centroid: QuantisedEmbedding::from_f32(&centroid),
         latest_micros: latest,
-        polarity: members
-            .iter()
-            .find(|m| m.correction_id == cluster_id)
-            .map_or(members[0].polarity, |m| m.polarity),
+        polarity: named.polarity,
+        requests: named.requests.clone(),
         contexts: members
             .iter()
             .filter(|m| !m.context.is_empty())
@@ -770,6 +825,31 @@ fn measure_of(cluster_id: &str, members: &[&CorrectionPoint]) -> Option<ClusterM
             .into_iter()
             .collect(),
     })
+}
+
+/// The coherence of a cluster: the mean over its members of how well each agrees with it —
+/// 1 for a member that asks for `requests` (non-empty: the cluster's, as its named member
+/// asks), else the cosine of its embedding to the `centroid` of all members' embeddings.
+/// Paraphrases of one request agree fully whatever the embedding model makes of their words;
+/// for the rest, it is the mean cosine to the centroid of SPEC §4.3.
+pub fn agreement(
+    members: &[&CorrectionPoint],
+    requests: &RequestSet,
+    embeddings: &[Vec<f32>],
+    centroid: &[f32],
+) -> f64 {
+    let total: f64 = members
+        .iter()
+        .zip(embeddings)
+        .map(|(m, e)| {
+            if !requests.is_empty() && m.requests == *requests {
+                1.0
+            } else {
+                cosine_similarity(e, centroid)
+            }
+        })
+        .sum();
+    total / members.len().max(1) as f64
 }
 
 /// A value in [0, 1] in thousandths, rounded to nearest.
@@ -820,6 +900,7 @@ mod tests {
             ts_micros: 1_700_000_000_000_000 + (day * SECONDS_PER_DAY * 1e6) as i64,
             confidence_milli,
             polarity: Polarity::Towards,
+            requests: RequestSet::default(),
             context: String::new(),
             embedding: QuantisedEmbedding::from_f32(v),
         }
@@ -983,7 +1064,7 @@ mod tests {
                 QuantisedEmbedding::from_f32(&a),
                 QuantisedEmbedding::from_f32(&b),
             );
-            if is_link(&qa, &qb) {
+            if is_link(&qa, &qb, LINK_COSINE_THRESHOLD) {
                 linked += 1;
                 found += usize::from(share_a_bucket(&h, &qa, &qb));
             }
@@ -1074,5 +1155,32 @@ mod tests {
         assert_eq!((m.size, m.coherence_milli), (2, 707));
         assert_eq!(m.span_micros, 43_200_000_000);
         assert!(!m.promoted);
+    }
+
+    #[test]
+    fn paraphrases_of_one_request_agree_fully_whatever_their_embeddings() {
+        let asking = |id: &str, day: f64, text: &str, v: &[f32]| CorrectionPoint {
+            requests: crate::requests::requests_of(text),
+            ..point(id, day, 900, v)
+        };
+        // three orthogonal embeddings: alone they would cohere at 0.577
+        let members = [
+            asking("a", 0.0, "Too long, keep it short.", &[1.0, 0.0, 0.0]),
+            asking("b", 1.0, "Please be more concise", &[0.0, 1.0, 0.0]),
+            asking("c", 2.0, "way too wordy", &[0.0, 0.0, 1.0]),
+        ];
+        let m = measure_of("a", &members.iter().collect::<Vec<_>>()).unwrap();
+        assert_eq!(m.coherence_milli, 1000);
+        assert!(m.promoted);
+        assert_eq!(m.requests, crate::requests::requests_of("shorter"));
+        // a member that asks for nothing recognised counts by its cosine to the centroid
+        // (1, 1, 1)/3 · (1, 0, 0) / |(1, 1, 1)/3| = 1/√3 = 0.577: (1 + 1 + 0.577) / 3 = 0.859
+        let mixed = [
+            members[0].clone(),
+            members[1].clone(),
+            point("c", 2.0, 900, &[0.0, 0.0, 1.0]),
+        ];
+        let m = measure_of("a", &mixed.iter().collect::<Vec<_>>()).unwrap();
+        assert_eq!(m.coherence_milli, 859);
     }
 }

@@ -14,6 +14,7 @@ pub mod lifecycle;
 pub mod math;
 pub mod memory_marks;
 pub mod preference_contradictions;
+pub mod requests;
 pub mod skill_confidence;
 pub mod skill_feedback;
 pub mod style_preferences;

@@ -69,12 +69,22 @@ impl Contradiction {
     }
 }
 
-/// Whether `point` contradicts the pattern measured by `pattern`: the other polarity, made after
-/// its newest member, embeddings of one length, and dequantised cosine to its centroid
-/// ≥ [`CONTRADICTION_COSINE`].
+/// Whether `point` contradicts the pattern measured by `pattern`: made after its newest
+/// member, and
+/// - when both ask for something recognised (their
+///   [`RequestSet`](crate::requests::RequestSet)s, the pattern's that of its
+///   named member, are non-empty): asking for one aspect another way ("be more formal" after a
+///   pattern of "be casual", "more detail" after "keep it short"), with or without a negation;
+/// - otherwise: the other polarity, embeddings of one length, and dequantised cosine to its
+///   centroid ≥ [`CONTRADICTION_COSINE`].
 pub fn contradicts(pattern: &ClusterMeasure, point: &CorrectionPoint) -> bool {
+    if point.ts_micros <= pattern.latest_micros {
+        return false;
+    }
+    if !pattern.requests.is_empty() && !point.requests.is_empty() {
+        return point.requests.conflicts_with(&pattern.requests);
+    }
     point.polarity == pattern.polarity.opposite()
-        && point.ts_micros > pattern.latest_micros
         && point.embedding.dims() == pattern.centroid.dims()
         && cosine_similarity(&point.embedding.to_f32(), &pattern.centroid.to_f32())
             >= CONTRADICTION_COSINE
@@ -157,6 +167,7 @@ where
 mod tests {
     use super::*;
     use crate::correction_clusters::{Polarity, QuantisedEmbedding};
+    use crate::requests::RequestSet;
 
     fn pattern(contexts: &[&str], confidence_milli: u16) -> ClusterMeasure {
         ClusterMeasure {
@@ -169,6 +180,7 @@ mod tests {
             centroid: QuantisedEmbedding::from_f32(&[1.0, 0.0, 0.0]),
             latest_micros: 100,
             polarity: Polarity::Towards,
+            requests: RequestSet::default(),
             contexts: contexts.iter().map(|c| c.to_string()).collect(),
         }
     }
@@ -179,9 +191,42 @@ mod tests {
             ts_micros: ts,
             confidence_milli: 900,
             polarity,
+            requests: RequestSet::default(),
             context: context.into(),
             embedding: QuantisedEmbedding::from_f32(v),
         }
+    }
+
+    #[test]
+    fn asking_for_an_aspect_the_other_way_contradicts_without_a_negation() {
+        use crate::requests::requests_of;
+        let casual = ClusterMeasure {
+            requests: requests_of("Be more casual."),
+            ..pattern(&[], 830)
+        };
+        // orthogonal to the centroid, and no negation: only what is asked tells
+        let said = |text: &str, ts: i64| CorrectionPoint {
+            requests: requests_of(text),
+            polarity: Polarity::of_instruction(text),
+            ..point("x", ts, Polarity::Towards, "", &[0.0, 1.0, 0.0])
+        };
+        assert!(contradicts(&casual, &said("Be more formal.", 101)));
+        assert!(contradicts(
+            &casual,
+            &said("too casual, sound professional", 101)
+        ));
+        assert!(!contradicts(&casual, &said("keep it chill", 101)));
+        assert!(!contradicts(&casual, &said("use bullet points", 101)));
+        assert!(!contradicts(&casual, &said("Be more formal.", 100)));
+        let shorter = ClusterMeasure {
+            requests: requests_of("keep it short"),
+            ..pattern(&[], 830)
+        };
+        assert!(contradicts(&shorter, &said("give me more detail", 101)));
+        // near the centroid and negated, but asking for nothing recognised against a pattern
+        // that asks for something: the embedding rule decides
+        let near = point("y", 101, Polarity::Away, "", &[0.9, 0.3, 0.0]);
+        assert!(contradicts(&shorter, &near));
     }
 
     #[test]

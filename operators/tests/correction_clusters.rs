@@ -12,18 +12,18 @@ use common::{apply, collect_into, execute, nonzero, settle, update, Sink};
 use differential_dataflow::input::Input;
 use engram_operators::correction_clusters::{
     cluster_measures, correction_clusters, present_corrections, promote_patterns, similarity_links,
-    ClusterMeasure, CorrectionPoint, LshBucket, LshHyperplanes, PatternRecord, Polarity,
+    ClusterMeasure, CorrectionPoint, LinkGroup, LshBucket, LshHyperplanes, PatternRecord, Polarity,
     QuantisedEmbedding, UserKey, LINK_COSINE_THRESHOLD,
 };
 use engram_operators::lifecycle::{preference_traces, PreferenceKey, PreferenceTrace};
 use engram_operators::math::decay::{LifecycleThresholds, StabilityParams};
 use engram_operators::math::fusion::{
-    centroid, coherence, cosine_similarity, preference_confidence, DEFAULT_EVIDENCE_WEIGHT,
-    SECONDS_PER_DAY,
+    centroid, cosine_similarity, preference_confidence, DEFAULT_EVIDENCE_WEIGHT, SECONDS_PER_DAY,
 };
 use engram_operators::preference_contradictions::{
     preference_contradictions, resolve, Contradiction, Resolution, CONTRADICTION_COSINE,
 };
+use engram_operators::requests::{requests_of, RequestSet};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -112,8 +112,20 @@ fn correction(id: String, topics: &[Vec<f32>], rng: &mut StdRng) -> CorrectionPo
     } else {
         Polarity::Towards
     };
+    // Half ask for nothing recognised (linked by embedding alone); the rest ask for one of a
+    // few requests, some of them opposites (which contradict), whatever their embedding.
+    let requests = match rng.gen_range(0..12) {
+        0 => requests_of("keep it short"),
+        1 => requests_of("more detail please"),
+        2 => requests_of("use bullet points"),
+        3 => requests_of("too long, use bullets"),
+        4 => requests_of("be more formal"),
+        5 => requests_of("be more casual"),
+        _ => RequestSet::default(),
+    };
     CorrectionPoint {
         correction_id: id,
+        requests,
         // whole hours over four days, so spans of exactly one day occur
         ts_micros: 1_700_000_000_000_000 + rng.gen_range(0..96) * MICROS_PER_HOUR,
         // mostly one way, so patterns form, and now and then the opposite, which contradicts
@@ -173,39 +185,46 @@ impl BucketsOf {
     }
 }
 
-/// Links from scratch: a user's present corrections with one and the same polarity and non-zero
-/// embedding form a group, represented by its smallest id; every member is linked to its
-/// representative, and every two representatives of one polarity that share an LSH bucket
-/// (same fixed hyperplanes) at a cosine of their integer components ≥ the threshold are linked.
+/// Links from scratch: a user's present corrections that ask for one and the same non-empty
+/// request set form a group, and so do those that ask for nothing recognised with one and the
+/// same polarity and non-zero embedding; each group is represented by its smallest id, and
+/// every member is linked to its representative. Every two representatives of one polarity,
+/// not both asking for recognised requests, that share an LSH bucket (same fixed hyperplanes)
+/// at a cosine of their integer components ≥ the threshold are linked.
 fn links_from_scratch(present: &Present, buckets: &mut BucketsOf) -> BTreeSet<Pair> {
     let mut links = BTreeSet::new();
     for (user, points) in present {
-        // (polarity, embedding) -> smallest id (points iterate in id order)
-        let mut representative: BTreeMap<(Polarity, &QuantisedEmbedding), &String> =
-            BTreeMap::new();
+        // group -> smallest id (points iterate in id order)
+        let mut representative: BTreeMap<LinkGroup, &String> = BTreeMap::new();
         let mut representatives = Vec::new();
         for (id, p) in points {
             let zero = p.embedding.0.iter().all(|&x| x == 0);
-            match representative.get(&(p.polarity, &p.embedding)) {
-                Some(rep) if !zero => {
+            let group = if !p.requests.is_empty() {
+                LinkGroup::Asks(p.requests.clone())
+            } else {
+                LinkGroup::Same(p.polarity, p.embedding.clone(), zero.then(|| id.clone()))
+            };
+            match representative.get(&group) {
+                Some(rep) => {
                     links.insert((user.clone(), ((*rep).clone(), id.clone())));
                 }
-                _ => {
-                    representative
-                        .entry((p.polarity, &p.embedding))
-                        .or_insert(id);
+                None => {
+                    representative.insert(group, id);
                     representatives.push((id, p));
                 }
             }
         }
-        let bucketed: Vec<(&String, Polarity, &QuantisedEmbedding, BTreeSet<LshBucket>)> =
-            representatives
-                .iter()
-                .map(|(id, p)| (*id, p.polarity, &p.embedding, buckets.get(&p.embedding)))
-                .collect();
-        for (i, (a, pa, va, ba)) in bucketed.iter().enumerate() {
-            for (b, pb, vb, bb) in &bucketed[i + 1..] {
-                if pa == pb && !ba.is_disjoint(bb) && va.cosine(vb) >= LINK_COSINE_THRESHOLD {
+        let bucketed: Vec<_> = representatives
+            .iter()
+            .map(|(id, p)| (*id, *p, buckets.get(&p.embedding)))
+            .collect();
+        for (i, (a, pa, ba)) in bucketed.iter().enumerate() {
+            for (b, pb, bb) in &bucketed[i + 1..] {
+                if pa.polarity == pb.polarity
+                    && (pa.requests.is_empty() || pb.requests.is_empty())
+                    && !ba.is_disjoint(bb)
+                    && pa.embedding.cosine(&pb.embedding) >= LINK_COSINE_THRESHOLD
+                {
                     links.insert((user.clone(), ((*a).clone(), (*b).clone())));
                 }
             }
@@ -262,7 +281,25 @@ fn measures_from_scratch(present: &Present, clusters: &BTreeSet<Pair>) -> BTreeS
     for ((user, cluster_id), mut points) in members {
         points.sort();
         let embeddings: Vec<Vec<f32>> = points.iter().map(|p| p.embedding.to_f32()).collect();
-        let coherence = coherence(&embeddings).unwrap();
+        let named = points
+            .iter()
+            .find(|p| p.correction_id == cluster_id)
+            .unwrap();
+        // a member asking for what the named one asks (non-empty) agrees fully; the others by
+        // their cosine to the centroid, as SPEC §4.3's coherence
+        let center = centroid(&embeddings).unwrap();
+        let coherence = points
+            .iter()
+            .zip(&embeddings)
+            .map(|(p, e)| {
+                if !named.requests.is_empty() && p.requests == named.requests {
+                    1.0
+                } else {
+                    cosine_similarity(e, &center)
+                }
+            })
+            .sum::<f64>()
+            / points.len() as f64;
         let earliest = points.iter().map(|p| p.ts_micros).min().unwrap();
         let latest = points.iter().map(|p| p.ts_micros).max().unwrap();
         let span_micros = latest - earliest;
@@ -284,11 +321,8 @@ fn measures_from_scratch(present: &Present, clusters: &BTreeSet<Pair>) -> BTreeS
                     && span_micros as f64 / 1e6 >= SECONDS_PER_DAY,
                 centroid: QuantisedEmbedding::from_f32(&centroid(&embeddings).unwrap()),
                 latest_micros: latest,
-                polarity: points
-                    .iter()
-                    .find(|p| p.correction_id == cluster_id)
-                    .unwrap()
-                    .polarity,
+                polarity: named.polarity,
+                requests: named.requests.clone(),
                 contexts: points
                     .iter()
                     .filter(|p| !p.context.is_empty())
@@ -333,10 +367,22 @@ fn contradictions_from_scratch(
         let by: Vec<&CorrectionPoint> = present[user]
             .values()
             .filter(|p| {
-                p.polarity != m.polarity
-                    && p.ts_micros > m.latest_micros
-                    && cosine_similarity(&p.embedding.to_f32(), &m.centroid.to_f32())
-                        >= CONTRADICTION_COSINE
+                let asks_otherwise = || {
+                    p.requests.0.iter().any(|a| {
+                        m.requests
+                            .0
+                            .iter()
+                            .any(|b| a.aspect == b.aspect && a.way != b.way)
+                    })
+                };
+                p.ts_micros > m.latest_micros
+                    && if !p.requests.is_empty() && !m.requests.is_empty() {
+                        asks_otherwise()
+                    } else {
+                        p.polarity != m.polarity
+                            && cosine_similarity(&p.embedding.to_f32(), &m.centroid.to_f32())
+                                >= CONTRADICTION_COSINE
+                    }
             })
             .collect();
         if !by.is_empty() {
@@ -442,7 +488,7 @@ fn run(workers: usize, seed: u64, rounds: usize) -> BTreeMap<Resolution, usize> 
         let mut input = worker.dataflow::<u64, _, _>(|scope| {
             let (input, corrections) = scope.new_collection();
             let corrections = present_corrections(corrections);
-            let links = similarity_links(corrections.clone());
+            let links = similarity_links(corrections.clone(), LINK_COSINE_THRESHOLD);
             let clusters = correction_clusters(corrections.clone(), links.clone());
             let patterns = promote_patterns(corrections.clone(), clusters.clone());
             let measures = cluster_measures(corrections.clone(), clusters.clone());
@@ -645,6 +691,7 @@ fn chain_point(id: &str, day: i64, degrees: f32) -> CorrectionPoint {
         ts_micros: day * 24 * MICROS_PER_HOUR,
         confidence_milli: 900,
         polarity: Polarity::Towards,
+        requests: RequestSet::default(),
         context: String::new(),
         embedding: QuantisedEmbedding::from_f32(&v),
     }
@@ -669,7 +716,7 @@ fn erasing_the_middle_of_a_chain_splits_its_cluster() {
         let mut input = worker.dataflow::<u64, _, _>(|scope| {
             let (input, corrections) = scope.new_collection();
             let corrections = present_corrections(corrections);
-            let links = similarity_links(corrections.clone());
+            let links = similarity_links(corrections.clone(), LINK_COSINE_THRESHOLD);
             let clusters = correction_clusters(corrections.clone(), links.clone());
             promote_patterns(corrections, clusters.clone())
                 .inspect(collect_into(&patterns_sink))

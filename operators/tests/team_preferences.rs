@@ -69,6 +69,7 @@ fn random_measure(rng: &mut StdRng, topics: &[Vec<f32>], id: u64) -> (UserKey, C
             } else {
                 Polarity::Towards
             },
+            requests: Default::default(),
             contexts: Vec::new(),
         },
     )

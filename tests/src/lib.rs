@@ -2,6 +2,7 @@
 //! own data folder, talks to it over HTTP, and can kill it with SIGKILL.
 
 pub mod browser;
+pub mod correction_sets;
 pub mod tansu;
 
 use serde_json::{json, Value};

@@ -1,0 +1,479 @@
+//! What a correction, or a preference stated in an ordinary message, asks of the assistant, in
+//! a normalised form: a set of [`Request`]s, each an [`Aspect`] of answers and the way the user
+//! wants it to go ("shorter", "no bullet points", "in German").
+//!
+//! Sentence embeddings place a request close to its own opposite ("use bullet points" and
+//! "don't use bullet points" are nearer than "use bullet points" and "put it in a list"), and a
+//! small model places paraphrases with few words in common far apart ("way too wordy" and "be
+//! more concise"). So clustering compares what is asked first, and falls back on the
+//! embedding only for corrections this normaliser finds nothing in ([`RequestSet::is_empty`]).
+//!
+//! # How a text is read
+//!
+//! The text is lowercased, apostrophes dropped ("don't" → "dont"), hyphens and other
+//! punctuation split words, "tl;dr" kept as one word, and cut into clauses at `. ! ? ; , :` and
+//! "but". In each clause, [`CUES`] are matched longest first, word by word (a cue word ending in
+//! `*` matches any word it begins). A cue names an aspect and the way its words point when they
+//! are asked for ("short" → [`Way::Less`] length, "bullet points" → [`Way::More`] bullets). The
+//! way turns around for each **flip** among the up to [`FLIP_WINDOW`] words before the cue in
+//! its clause: a negation ([`FLIPS`]: "no", "don't", "stop", "without", "less", "instead of",
+//! "no need to", …, or a word ending in "nt"), or "too" / "so" / "overly" before a gradable cue
+//! ("too long" asks for shorter). A complaint after the cue in its clause ("emojis are
+//! annoying") or a removal anywhere after it in its sentence ("…, remove them") turns it too.
+//! Complaint cues ("wordy", "wall of text", "stiff") already point the way they are meant, and
+//! nothing turns them ("less rambling" and "don't ramble" ask for shorter too). A cue joined to
+//! the one before it by connectors only ("the caveats and hedging") is turned as that one is.
+//!
+//! Aspects with named values ([`Aspect::Language`], [`Aspect::Units`], [`Aspect::Spelling`])
+//! take the values asked for; a value turned away ("not English", "instead of miles") is
+//! dropped, except for the two-valued units and spelling, where it asks for the other value.
+//! An aspect asked both ways in one text (or for two values) is dropped as ambiguous.
+
+mod lexicon;
+mod reading;
+mod stated;
+
+pub use reading::{requests_of, FLIP_WINDOW};
+pub use stated::{stated_requests, PREFERENCE_ATTRIBUTE_PREFIX};
+
+use crate::math::skills::{style_dimension_index, StyleVector};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// What about an answer a request is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Aspect {
+    /// More: longer and more detailed; less: shorter, more concise.
+    Length,
+    /// More: more formal; less: more casual.
+    Formality,
+    /// More: bullet points and lists; less: prose.
+    Bullets,
+    /// Emojis.
+    Emoji,
+    /// More: more technical; less: simpler words, less jargon.
+    Technical,
+    /// Code snippets.
+    Code,
+    /// Examples.
+    Examples,
+    /// Tables.
+    Table,
+    /// Numbered, step-by-step instructions.
+    Steps,
+    /// Headings and sections.
+    Headings,
+    /// Citing sources.
+    Sources,
+    /// Asking the user questions (clarifying or follow-up).
+    Questions,
+    /// Apologising.
+    Apologies,
+    /// Disclaimers, caveats, warnings.
+    Disclaimers,
+    /// Restating the user's question.
+    Restating,
+    /// Addressing the user as "sir" or "madam".
+    Titles,
+    /// More: straight to the point, the answer first; less: preamble.
+    Directness,
+    /// Enthusiasm, excitement, exclamation marks.
+    Enthusiasm,
+    /// Humour and jokes.
+    Humour,
+    /// Markdown formatting; less: plain text.
+    Markdown,
+    /// The language to answer in ([`Way::Value`]: a [`LANGUAGES`] index).
+    Language,
+    /// Units of measure ([`Way::Value`]: 0 metric, 1 imperial).
+    Units,
+    /// Spelling ([`Way::Value`]: 0 British, 1 American).
+    Spelling,
+    /// Comments in code.
+    CodeComments,
+    /// Code in fenced code blocks.
+    CodeBlocks,
+    /// The programming language of code ([`Way::Value`]: a [`PROGRAMMING_LANGUAGES`] index).
+    ProgrammingLanguage,
+    /// A summary or TL;DR before the answer.
+    Summary,
+    /// More: several options; less: one recommendation.
+    Options,
+    /// Compliments and flattery.
+    Flattery,
+    /// Bold text.
+    Bold,
+    /// More: emotional support; less: practical advice only.
+    Empathy,
+    /// More: hints to work it out; less: the full solution.
+    Hints,
+    /// More: paid, premium; less: free or cheap only.
+    Cost,
+    /// Calling the user by name.
+    UsingName,
+    /// Time of day ([`Way::Value`]: 0 24-hour, 1 12-hour).
+    TimeFormat,
+    /// Dates ([`Way::Value`]: 0 ISO year-month-day, 1 day-month-year, 2 month-day-year).
+    DateFormat,
+    /// Currency ([`Way::Value`]: 0 euro, 1 US dollar, 2 pound sterling).
+    Currency,
+    /// The user's pronouns ([`Way::Value`]: 0 they/them, 1 she/her, 2 he/him).
+    Pronouns,
+    /// Offers and questions at the end ("Would you like me to …?").
+    FollowUps,
+    /// Practice questions and quizzes.
+    Quiz,
+}
+
+impl Aspect {
+    /// Every aspect.
+    pub const ALL: [Aspect; 40] = [
+        Aspect::Length,
+        Aspect::Formality,
+        Aspect::Bullets,
+        Aspect::Emoji,
+        Aspect::Technical,
+        Aspect::Code,
+        Aspect::Examples,
+        Aspect::Table,
+        Aspect::Steps,
+        Aspect::Headings,
+        Aspect::Sources,
+        Aspect::Questions,
+        Aspect::Apologies,
+        Aspect::Disclaimers,
+        Aspect::Restating,
+        Aspect::Titles,
+        Aspect::Directness,
+        Aspect::Enthusiasm,
+        Aspect::Humour,
+        Aspect::Markdown,
+        Aspect::Language,
+        Aspect::Units,
+        Aspect::Spelling,
+        Aspect::CodeComments,
+        Aspect::CodeBlocks,
+        Aspect::ProgrammingLanguage,
+        Aspect::Summary,
+        Aspect::Options,
+        Aspect::Flattery,
+        Aspect::Bold,
+        Aspect::Empathy,
+        Aspect::Hints,
+        Aspect::Cost,
+        Aspect::UsingName,
+        Aspect::TimeFormat,
+        Aspect::DateFormat,
+        Aspect::Currency,
+        Aspect::Pronouns,
+        Aspect::FollowUps,
+        Aspect::Quiz,
+    ];
+
+    /// The aspect's name, as serialised.
+    pub fn name(self) -> &'static str {
+        match self {
+            Aspect::Length => "length",
+            Aspect::Formality => "formality",
+            Aspect::Bullets => "bullets",
+            Aspect::Emoji => "emoji",
+            Aspect::Technical => "technical",
+            Aspect::Code => "code",
+            Aspect::Examples => "examples",
+            Aspect::Table => "table",
+            Aspect::Steps => "steps",
+            Aspect::Headings => "headings",
+            Aspect::Sources => "sources",
+            Aspect::Questions => "questions",
+            Aspect::Apologies => "apologies",
+            Aspect::Disclaimers => "disclaimers",
+            Aspect::Restating => "restating",
+            Aspect::Titles => "titles",
+            Aspect::Directness => "directness",
+            Aspect::Enthusiasm => "enthusiasm",
+            Aspect::Humour => "humour",
+            Aspect::Markdown => "markdown",
+            Aspect::Language => "language",
+            Aspect::Units => "units",
+            Aspect::Spelling => "spelling",
+            Aspect::CodeComments => "code_comments",
+            Aspect::CodeBlocks => "code_blocks",
+            Aspect::ProgrammingLanguage => "programming_language",
+            Aspect::Summary => "summary",
+            Aspect::Options => "options",
+            Aspect::Flattery => "flattery",
+            Aspect::Bold => "bold",
+            Aspect::Empathy => "empathy",
+            Aspect::Hints => "hints",
+            Aspect::Cost => "cost",
+            Aspect::UsingName => "using_name",
+            Aspect::TimeFormat => "time_format",
+            Aspect::DateFormat => "date_format",
+            Aspect::Currency => "currency",
+            Aspect::Pronouns => "pronouns",
+            Aspect::FollowUps => "follow_ups",
+            Aspect::Quiz => "quiz",
+        }
+    }
+}
+
+/// Which way a request wants its aspect to go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Way {
+    /// Less of it, or none.
+    Less,
+    /// More of it, or to use it.
+    More,
+    /// One of the aspect's named values.
+    Value(u8),
+}
+
+/// One thing asked: an aspect and the way it should go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Request {
+    pub aspect: Aspect,
+    pub way: Way,
+}
+
+impl Request {
+    /// Whether `self` and `other` ask for different things of one aspect.
+    pub fn conflicts_with(&self, other: &Request) -> bool {
+        self.aspect == other.aspect && self.way != other.way
+    }
+
+    /// The style dimension ([`crate::math::skills::STYLE_DIMENSION_NAMES`]) this request sets,
+    /// and whether it wants it high (true) or low: what a skill's style must not contradict.
+    pub fn style_dimension(&self) -> Option<(&'static str, bool)> {
+        let high = match self.way {
+            Way::More => true,
+            Way::Less => false,
+            Way::Value(_) => return None,
+        };
+        let dimension = match self.aspect {
+            Aspect::Length => "verbosity",
+            Aspect::Formality => "formality",
+            Aspect::Technical => "technical_depth",
+            Aspect::Bullets => "structure",
+            Aspect::Examples => "example_usage",
+            Aspect::Questions | Aspect::FollowUps => "question_asking",
+            Aspect::Enthusiasm => "enthusiasm",
+            Aspect::Directness => "directness",
+            _ => return None,
+        };
+        Some((dimension, high))
+    }
+}
+
+/// How far from neutral (0.5) a style must lean against a request, on the dimension it sets,
+/// to contradict it ([`Request::contradicts_style`]).
+pub const STYLE_CONTRADICTION_MARGIN: f64 = 0.15;
+
+impl Request {
+    /// Whether `style` ([`crate::math::skills::STYLE_DIMENSION_NAMES`] order) leans against this request: on the
+    /// dimension it sets ([`Request::style_dimension`]), below 0.5 − the margin when it wants it
+    /// high, above 0.5 + the margin when it wants it low. A skill whose style contradicts an
+    /// active preference is not one to choose ("Detailed", verbosity 0.9, for "keep it short").
+    pub fn contradicts_style(&self, style: &StyleVector) -> bool {
+        let Some((name, high)) = self.style_dimension() else {
+            return false;
+        };
+        let Some(i) = style_dimension_index(name) else {
+            return false;
+        };
+        if high {
+            style[i] < 0.5 - STYLE_CONTRADICTION_MARGIN
+        } else {
+            style[i] > 0.5 + STYLE_CONTRADICTION_MARGIN
+        }
+    }
+}
+
+/// Languages a request can name, by [`Way::Value`] index.
+pub const LANGUAGES: [&str; 16] = [
+    "English",
+    "German",
+    "French",
+    "Spanish",
+    "Italian",
+    "Portuguese",
+    "Dutch",
+    "Polish",
+    "Russian",
+    "Japanese",
+    "Chinese",
+    "Korean",
+    "Arabic",
+    "Turkish",
+    "Swedish",
+    "Hindi",
+];
+
+/// Programming languages a request can name, by [`Way::Value`] index.
+pub const PROGRAMMING_LANGUAGES: [&str; 14] = [
+    "Python",
+    "JavaScript",
+    "TypeScript",
+    "Java",
+    "Rust",
+    "Go",
+    "C#",
+    "C++",
+    "Ruby",
+    "PHP",
+    "Swift",
+    "Kotlin",
+    "SQL",
+    "Bash",
+];
+
+/// The names of the values of an aspect with named values, by [`Way::Value`] index (empty for
+/// the others).
+pub fn value_names(aspect: Aspect) -> &'static [&'static str] {
+    match aspect {
+        Aspect::Language => &LANGUAGES,
+        Aspect::ProgrammingLanguage => &PROGRAMMING_LANGUAGES,
+        Aspect::Units => &["metric", "imperial"],
+        Aspect::Spelling => &["British", "American"],
+        Aspect::TimeFormat => &["24-hour", "12-hour"],
+        Aspect::DateFormat => &["year-month-day", "day-month-year", "month-day-year"],
+        Aspect::Currency => &["euros", "US dollars", "pounds sterling"],
+        Aspect::Pronouns => &["they/them", "she/her", "he/him"],
+        _ => &[],
+    }
+}
+
+impl fmt::Display for Request {
+    /// The request as an instruction to the assistant ("Keep answers short.").
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use Aspect::*;
+        use Way::*;
+        let text = match (self.aspect, self.way) {
+            (Length, Less) => "Keep answers short and concise.",
+            (Length, More) => "Give detailed, thorough answers.",
+            (Formality, More) => "Use a formal, professional tone.",
+            (Formality, Less) => "Use a casual, conversational tone.",
+            (Bullets, More) => "Use bullet points.",
+            (Bullets, Less) => "Write in prose, not bullet points.",
+            (Emoji, More) => "Use emojis.",
+            (Emoji, Less) => "Do not use emojis.",
+            (Technical, More) => "Be technical; use precise terminology.",
+            (Technical, Less) => "Use plain language, no jargon.",
+            (Code, More) => "Include code examples.",
+            (Code, Less) => "Do not include code.",
+            (Examples, More) => "Include examples.",
+            (Examples, Less) => "Leave out examples.",
+            (Table, More) => "Use tables.",
+            (Table, Less) => "Do not use tables.",
+            (Steps, More) => "Give numbered, step-by-step instructions.",
+            (Steps, Less) => "Do not break answers into steps.",
+            (Headings, More) => "Use headings.",
+            (Headings, Less) => "Do not use headings.",
+            (Sources, More) => "Cite sources.",
+            (Sources, Less) => "Do not cite sources.",
+            (Questions, More) => "Ask clarifying questions when something is unclear.",
+            (Questions, Less) => "Do not ask clarifying questions; make a reasonable assumption.",
+            (FollowUps, More) => "End by offering further help.",
+            (FollowUps, Less) => "Do not end with questions or offers of more help.",
+            (Quiz, More) => "Add practice questions.",
+            (Quiz, Less) => "No practice questions or quizzes.",
+            (Apologies, More) => "Apologise when you get something wrong.",
+            (Apologies, Less) => "Do not apologise.",
+            (Disclaimers, More) => "Add caveats and disclaimers.",
+            (Disclaimers, Less) => "Leave out disclaimers and caveats.",
+            (Restating, More) => "Restate the question before answering.",
+            (Restating, Less) => "Do not restate the question.",
+            (Titles, More) => "Address the user formally (sir or madam).",
+            (Titles, Less) => "Do not address the user as sir or madam.",
+            (Directness, More) => "Get to the point: lead with the answer.",
+            (Directness, Less) => "Give background before the answer.",
+            (Enthusiasm, More) => "Be enthusiastic and upbeat.",
+            (Enthusiasm, Less) => "Keep the tone calm; no exclamation marks.",
+            (Humour, More) => "Use humour.",
+            (Humour, Less) => "No jokes.",
+            (Markdown, More) => "Use Markdown formatting.",
+            (Markdown, Less) => "Answer in plain text, no Markdown.",
+            (CodeComments, More) => "Comment the code.",
+            (CodeComments, Less) => "Leave comments out of the code.",
+            (CodeBlocks, More) => "Put code in fenced code blocks.",
+            (CodeBlocks, Less) => "Do not use code blocks.",
+            (Summary, More) => "Start with a short summary (TL;DR).",
+            (Summary, Less) => "Do not add a summary.",
+            (Options, More) => "Offer several options.",
+            (Options, Less) => "Recommend one option; do not list alternatives.",
+            (Flattery, More) => "Be encouraging and complimentary.",
+            (Flattery, Less) => "No compliments or flattery.",
+            (Bold, More) => "Use bold text for key points.",
+            (Bold, Less) => "Do not use bold text.",
+            (Empathy, More) => "Acknowledge feelings; be supportive.",
+            (Empathy, Less) => "Stick to practical advice, without emotional commentary.",
+            (Hints, More) => "Give hints rather than full solutions.",
+            (Hints, Less) => "Give the full solution.",
+            (Cost, More) => "Premium options are fine.",
+            (Cost, Less) => "Suggest free or low-cost options only.",
+            (UsingName, More) => "Address the user by name.",
+            (UsingName, Less) => "Do not address the user by name.",
+            (aspect, Value(i)) => {
+                let name = value_names(aspect)
+                    .get(usize::from(i))
+                    .copied()
+                    .unwrap_or("?");
+                return match aspect {
+                    Language => write!(f, "Answer in {name}."),
+                    ProgrammingLanguage => write!(f, "Write code in {name}."),
+                    Units => write!(f, "Use {name} units."),
+                    Spelling => write!(f, "Use {name} spelling."),
+                    TimeFormat => write!(f, "Write times in the {name} format."),
+                    DateFormat => write!(f, "Write dates as {name}."),
+                    Currency => write!(f, "Give prices in {name}."),
+                    Pronouns => write!(f, "Refer to the user as {name}."),
+                    _ => write!(f, "{name}"),
+                };
+            }
+            (
+                Language | Units | Spelling | ProgrammingLanguage | TimeFormat | DateFormat
+                | Currency | Pronouns,
+                _,
+            ) => "?",
+        };
+        f.write_str(text)
+    }
+}
+
+/// What one text asks for: its requests, sorted, each aspect at most once.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RequestSet(pub Vec<Request>);
+
+impl RequestSet {
+    /// Whether nothing was recognised.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether some aspect is asked for differently in the two sets.
+    pub fn conflicts_with(&self, other: &RequestSet) -> bool {
+        self.0
+            .iter()
+            .any(|a| other.0.iter().any(|b| a.conflicts_with(b)))
+    }
+
+    /// Whether every request of `self` is in `other`.
+    pub fn is_subset_of(&self, other: &RequestSet) -> bool {
+        self.0.iter().all(|r| other.0.contains(r))
+    }
+
+    /// The set from requests in any order: an aspect asked for two ways is dropped, duplicates
+    /// count once.
+    pub fn from_requests(mut requests: Vec<Request>) -> RequestSet {
+        requests.sort();
+        requests.dedup();
+        let ambiguous = |r: &Request, all: &[Request]| all.iter().any(|o| r.conflicts_with(o));
+        let kept = requests
+            .iter()
+            .filter(|r| !ambiguous(r, &requests))
+            .copied()
+            .collect();
+        RequestSet(kept)
+    }
+}

@@ -1,0 +1,450 @@
+//! Reading what a text asks for: cues matched in its clauses, and turned by the words around
+//! them (see the parent module).
+
+use super::lexicon::*;
+use super::{Aspect, Request, RequestSet, Way};
+
+/// How many words before a cue can turn it.
+pub const FLIP_WINDOW: usize = 6;
+
+/// What `text` asks for (module docs).
+pub fn requests_of(text: &str) -> RequestSet {
+    let mut requests = Vec::new();
+    // per request: whether it names the value asked for ("to euros")
+    let mut targets = Vec::new();
+    for (sentence, question) in sentence_texts(text) {
+        // "why is everything a bullet list??" complains about what it names
+        let rhetorical = question
+            && (sentence.first().is_some_and(|w| w == "why")
+                || matches_at(&sentence, 0, &["whats", "with"])
+                || matches_at(&sentence, 0, &["what", "is", "with"]));
+        let negated = sentence
+            .iter()
+            .any(|w| NEGATED_VERBS.contains(&w.as_str()) || matches!(w.as_str(), "not" | "never"));
+        let mut clause_start = 0;
+        let mut i = 0;
+        // where the last cue ended, and whether it was turned
+        let mut last: Option<(usize, bool, CueKind)> = None;
+        while i < sentence.len() {
+            let word = sentence[i].as_str();
+            if word == "," || word == "but" {
+                clause_start = i + 1;
+                i += 1;
+                continue;
+            }
+            if let Some(len) = NOT_CUES
+                .iter()
+                .filter(|p| matches_at(&sentence, i, p))
+                .map(|p| p.len())
+                .max()
+            {
+                i += len;
+                continue;
+            }
+            let Some(found) = CUES
+                .iter()
+                .filter(|c| matches_at(&sentence, i, c.words))
+                .max_by_key(|c| c.words.len())
+            else {
+                i += 1;
+                continue;
+            };
+            let end = i + found.words.len();
+            // "skip the caveats and hedging", "stop asking me follow-up questions": a cue
+            // joined to the one before by connectors only is turned as that one is
+            let turned = match last {
+                Some((last_end, last_turned, last_kind))
+                    if last_end >= clause_start
+                        && last_kind != CueKind::Complaint
+                        && sentence[last_end..i]
+                            .iter()
+                            .all(|w| CONNECTORS.contains(&w.as_str())) =>
+                {
+                    last_turned
+                }
+                _ => turned(&sentence, clause_start, i, end, found.kind),
+            };
+            // "why so formal??" complains; "why don't you use bullets?" asks
+            let turned = if rhetorical { !negated } else { turned };
+            last = Some((end, turned, found.kind));
+            if let Some(request) = directed(found, turned) {
+                // "convert the dollars to euros": the value asked for follows "to" or "in"
+                let target = i > 0
+                    && matches!(
+                        sentence[i - 1].as_str(),
+                        "to" | "in" | "into" | "as" | "use"
+                    );
+                requests.push(request);
+                targets.push(target);
+            }
+            i = end;
+        }
+    }
+    // of two values of one aspect, the one asked for, when only one is
+    let asked_for: Vec<Request> = requests
+        .iter()
+        .zip(&targets)
+        .filter(|(_, target)| **target)
+        .map(|(r, _)| *r)
+        .collect();
+    requests.retain(|r| {
+        let targeted: Vec<&Request> = asked_for.iter().filter(|t| t.aspect == r.aspect).collect();
+        !(matches!(r.way, Way::Value(_)) && targeted.len() == 1 && targeted[0] != r)
+    });
+    // a specific request about code says what "code" in it is about
+    let about_code = requests.iter().any(|r| {
+        matches!(
+            r.aspect,
+            Aspect::CodeComments | Aspect::CodeBlocks | Aspect::ProgrammingLanguage
+        )
+    });
+    if about_code {
+        requests.retain(|r| !matches!(r.aspect, Aspect::Code | Aspect::Examples));
+    }
+    // "stop asking me follow-up questions": the questions are the follow-ups
+    if requests.iter().any(|r| r.aspect == Aspect::FollowUps) {
+        requests.retain(|r| r.aspect != Aspect::Questions);
+    }
+    RequestSet::from_requests(requests)
+}
+
+/// Whether the cue at `start..end` of `sentence` (its clause beginning at `clause_start`) is
+/// turned around by the words around it.
+fn turned(
+    sentence: &[String],
+    clause_start: usize,
+    start: usize,
+    end: usize,
+    kind: CueKind,
+) -> bool {
+    // a complaint ("wordy", "rambling") asks for the same whether it is negated or not: "less
+    // rambling", "don't ramble" and "so rambly" all ask for shorter
+    if kind == CueKind::Complaint {
+        return false;
+    }
+    let before = &sentence[clause_start.max(start.saturating_sub(FLIP_WINDOW))..start];
+    let mut flips = 0;
+    let mut j = 0;
+    while j < before.len() {
+        if let Some(len) = FLIPS
+            .iter()
+            .filter(|f| matches_at(before, j, f))
+            .map(|f| f.len())
+            .max()
+        {
+            flips += 1;
+            j += len;
+            continue;
+        }
+        let w = before[j].as_str();
+        let negation = w.len() > 2 && w.ends_with("nt") && NEGATED_VERBS.contains(&w);
+        // an intensifier qualifies the word right after it ("too long", "way too many")
+        let intensified = kind != CueKind::Complaint
+            && j + 2 >= before.len()
+            && (INTENSIFIERS.contains(&w)
+                || (matches!(w, "many" | "much") && kind == CueKind::Thing))
+            && !(w == "so" && j > 0 && before[j - 1] == "not");
+        if negation || intensified && !(kind == CueKind::Thing && !matches!(w, "many" | "much")) {
+            flips += 1;
+        }
+        j += 1;
+    }
+    let clause_end = sentence[end..]
+        .iter()
+        .position(|w| w == "," || w == "but")
+        .map_or(sentence.len(), |p| end + p);
+    // "emojis are annoying, remove them" complains once, not twice; "keep the jokes out of it"
+    let complained = sentence[end..clause_end]
+        .iter()
+        .any(|w| COMPLAINTS.contains(&w.as_str()))
+        || (sentence[clause_start..start]
+            .iter()
+            .any(|w| matches!(w.as_str(), "keep" | "leave"))
+            && sentence[end..clause_end.min(end + 3)]
+                .iter()
+                .any(|w| w == "out"))
+        || sentence[clause_end..]
+            .iter()
+            .any(|w| REMOVALS.contains(&w.as_str()));
+    flips += usize::from(complained);
+    flips % 2 == 1
+}
+
+/// The request a cue makes, turned or not. A turned value of a many-valued aspect asks for
+/// nothing; of a two-valued one, for the other value.
+fn directed(cue: &Cue, turned: bool) -> Option<Request> {
+    let way = match (cue.way, turned) {
+        (way, false) => way,
+        (Way::Less, true) => Way::More,
+        (Way::More, true) => Way::Less,
+        (Way::Value(v), true) => match cue.aspect {
+            Aspect::Units | Aspect::Spelling | Aspect::TimeFormat => Way::Value(1 - v.min(1)),
+            _ => return None,
+        },
+    };
+    Some(Request {
+        aspect: cue.aspect,
+        way,
+    })
+}
+
+/// Whether `pattern` matches `words` at `at` (a pattern word ending in `*` matches a word it
+/// begins; a lone `*` matches any word).
+pub(super) fn matches_at(words: &[String], at: usize, pattern: &[&str]) -> bool {
+    at + pattern.len() <= words.len()
+        && pattern
+            .iter()
+            .zip(&words[at..])
+            .all(|(p, w)| match p.strip_suffix('*') {
+                Some(prefix) => w.starts_with(prefix) && !matches!(w.as_str(), "," | "but"),
+                None => p == w,
+            })
+}
+
+/// The sentences of `text`, each a list of lowercase words, with "," standing for every clause
+/// break inside a sentence (`,` `:` `(` `)` quotes and dashes between words).
+pub(super) fn sentences_of(text: &str) -> Vec<Vec<String>> {
+    let lower = text
+        .to_lowercase()
+        .replace("c++", " cpp ")
+        .replace("c#", " csharp ")
+        .replace('\u{20ac}', " eur ")
+        .replace('$', " usd ")
+        .replace('\u{a3}', " gbp ")
+        .replace(['\u{2019}', '\u{2018}'], "'")
+        .replace("tl;dr", "tldr")
+        .replace("tl dr", "tldr");
+    let mut sentences = vec![Vec::new()];
+    let mut word = String::new();
+    let flush = |word: &mut String, sentence: &mut Vec<String>| {
+        if !word.is_empty() {
+            sentence.push(std::mem::take(word));
+        }
+    };
+    for ch in lower.chars() {
+        let sentence = sentences.last_mut().expect("one sentence at least");
+        match ch {
+            c if c.is_alphanumeric() => word.push(c),
+            '\'' => {}
+            '.' | '!' | '?' | ';' | '\n' => {
+                flush(&mut word, sentence);
+                sentences.push(Vec::new());
+            }
+            ',' | ':' | '(' | ')' | '"' | '\u{201c}' | '\u{201d}' | '\u{2014}' | '\u{2013}' => {
+                flush(&mut word, sentence);
+                if sentence.last().is_some_and(|w| w != ",") {
+                    sentence.push(",".to_string());
+                }
+            }
+            _ => flush(&mut word, sentence),
+        }
+    }
+    let last = sentences.last_mut().expect("one sentence at least");
+    flush(&mut word, last);
+    sentences.retain(|s| !s.is_empty());
+    sentences
+}
+
+/// The sentences of `text` as words (clause breaks as ","), each with whether it ends in "?".
+pub(super) fn sentence_texts(text: &str) -> Vec<(Vec<String>, bool)> {
+    let mut out = Vec::new();
+    // "tl;dr" is one word, not two sentences
+    let text = text.to_lowercase().replace("tl;dr", "tldr");
+    let mut rest = text.as_str();
+    while !rest.is_empty() {
+        let end = rest
+            .find(['.', '!', '?', ';', '\n'])
+            .map_or(rest.len(), |i| i + 1);
+        let (sentence, tail) = rest.split_at(end);
+        let question = sentence.ends_with('?');
+        if let Some(words) = sentences_of(sentence).into_iter().next() {
+            out.push((words, question));
+        }
+        rest = tail;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asked(text: &str) -> Vec<String> {
+        requests_of(text)
+            .0
+            .iter()
+            .map(|r| format!("{:?}{:?}", r.aspect, r.way))
+            .collect()
+    }
+
+    #[test]
+    fn complaints_and_wishes_about_length_point_the_same_way() {
+        for text in [
+            "Too long. Keep it short.",
+            "way too wordy, cut it down",
+            "Please be more concise.",
+            "This is a wall of text!!",
+            "TL;DR please",
+            "not so long next time",
+        ] {
+            assert_eq!(asked(text), ["LengthLess"], "{text:?}");
+        }
+        for text in [
+            "That's too brief, I need more detail.",
+            "Go into more depth please",
+            "not a one-liner",
+        ] {
+            assert_eq!(asked(text), ["LengthMore"], "{text:?}");
+        }
+    }
+
+    #[test]
+    fn negations_turn_things_away_wherever_they_are_said() {
+        for text in [
+            "Don't use bullet points.",
+            "No bullet points please",
+            "I hate bulleted lists",
+            "Enough with the bullet points",
+            "stop making everything a list",
+            "write it in full paragraphs instead of bullets",
+        ] {
+            assert_eq!(asked(text), ["BulletsLess"], "{text:?}");
+        }
+        assert_eq!(asked("Use bullet points."), ["BulletsMore"]);
+        assert_eq!(
+            asked("bullets please, not a big paragraph"),
+            ["BulletsMore"]
+        );
+        assert_eq!(
+            asked("emojis are unprofessional, remove them"),
+            ["EmojiLess"]
+        );
+        assert_eq!(asked("emojis are annoying"), ["EmojiLess"]);
+        assert_eq!(asked("Add some emojis!"), ["EmojiMore"]);
+        assert_eq!(asked("This isn't the place for jokes"), ["HumourLess"]);
+        assert_eq!(asked("Keep the humor out of it"), ["HumourLess"]);
+        assert_eq!(
+            asked("Leave out the caveats and hedging"),
+            ["DisclaimersLess"]
+        );
+        assert_eq!(
+            asked("Stop asking me follow-up questions"),
+            ["FollowUpsLess"]
+        );
+        assert_eq!(
+            asked("Ask me clarifying questions first"),
+            ["QuestionsMore"]
+        );
+        assert_eq!(
+            asked("add some practice questions at the end"),
+            ["QuizMore"]
+        );
+        assert_eq!(
+            asked("Use bullet points and no emojis"),
+            ["BulletsMore", "EmojiLess"]
+        );
+        assert_eq!(
+            asked("why is everything a BULLET LIST?? write it out"),
+            ["BulletsLess"]
+        );
+        assert_eq!(asked("too much jargon"), ["TechnicalLess"]);
+        assert_eq!(asked("clean code without comments"), ["CodeCommentsLess"]);
+        assert_eq!(asked("prices in \u{20ac} please"), ["CurrencyValue(0)"]);
+    }
+
+    #[test]
+    fn too_turns_gradable_cues_but_not_complaints() {
+        assert_eq!(asked("too casual"), ["FormalityMore"]);
+        assert_eq!(asked("too formal"), ["FormalityLess"]);
+        assert_eq!(asked("you sound so stiff"), ["FormalityLess"]);
+        assert_eq!(asked("way too verbose"), ["LengthLess"]);
+        assert_eq!(asked("too many exclamation marks"), ["EnthusiasmLess"]);
+        assert_eq!(asked("too technical, simplify it"), ["TechnicalLess"]);
+        assert_eq!(asked("don't oversimplify"), ["TechnicalMore"]);
+        assert_eq!(asked("stop oversimplifying"), ["TechnicalMore"]);
+        assert_eq!(asked("less rambling, more brevity please"), ["LengthLess"]);
+        assert_eq!(asked("Calm down with the excitement"), ["EnthusiasmLess"]);
+        assert_eq!(asked("too simplified"), ["TechnicalMore"]);
+    }
+
+    #[test]
+    fn named_values_are_kept_and_turned_away_ones_dropped_or_swapped() {
+        assert_eq!(
+            asked("I want the answers in German, not English"),
+            ["LanguageValue(1)"]
+        );
+        assert_eq!(
+            asked("Reply in English, I don't speak German"),
+            ["LanguageValue(0)"]
+        );
+        assert_eq!(
+            asked("Give me miles instead of kilometers"),
+            ["UnitsValue(1)"]
+        );
+        assert_eq!(asked("not metric"), ["UnitsValue(1)"]);
+        assert_eq!(asked("Use UK English"), ["SpellingValue(0)"]);
+        assert_eq!(asked("answer in German or in French"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn combined_requests_keep_every_part_and_phrases_that_only_look_like_cues_ask_nothing() {
+        assert_eq!(
+            asked("Too long, keep it to three bullet points."),
+            ["LengthLess", "BulletsMore"]
+        );
+        assert_eq!(
+            asked("for example, my question was about Lisbon"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            asked("Don't repeat my question back to me."),
+            ["RestatingLess"]
+        );
+        assert_eq!(
+            asked("The capital of Australia is Canberra"),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn conflicts_are_one_aspect_asked_two_ways() {
+        let short = requests_of("keep it short");
+        let long = requests_of("more detail please");
+        let bullets = requests_of("use bullets");
+        assert!(short.conflicts_with(&long));
+        assert!(!short.conflicts_with(&bullets));
+        assert!(requests_of("short").is_subset_of(&requests_of("short, in bullets")));
+        assert!(requests_of("shorter but more detailed").is_empty());
+    }
+
+    #[test]
+    fn a_skill_leaning_against_a_request_contradicts_it() {
+        use crate::math::skills::base_skill;
+        let style = |id: &str| base_skill(id).unwrap().style;
+        let short = requests_of("please keep it short").0[0];
+        // verbosity: detailed 0.9 > 0.65; concise 0.2, technical 0.6 do not
+        assert!(short.contradicts_style(&style("detailed")));
+        assert!(!short.contradicts_style(&style("concise")));
+        assert!(!short.contradicts_style(&style("technical")));
+        let casual = requests_of("be more casual").0[0];
+        // formality: technical 0.7 > 0.65; casual 0.1 does not
+        assert!(casual.contradicts_style(&style("technical")));
+        assert!(!casual.contradicts_style(&style("casual")));
+        let formal = requests_of("be more formal").0[0];
+        assert!(formal.contradicts_style(&style("casual")));
+        // a request that sets no style dimension contradicts no skill
+        let german = requests_of("answer in German").0[0];
+        assert!(!german.contradicts_style(&style("casual")));
+    }
+
+    #[test]
+    fn requests_read_as_instructions_and_name_the_style_they_set() {
+        let short = requests_of("too long");
+        assert_eq!(short.0[0].to_string(), "Keep answers short and concise.");
+        assert_eq!(short.0[0].style_dimension(), Some(("verbosity", false)));
+        assert_eq!(
+            requests_of("auf Deutsch bitte").0[0].to_string(),
+            "Answer in German."
+        );
+    }
+}

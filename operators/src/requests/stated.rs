@@ -1,0 +1,223 @@
+//! Preferences stated in ordinary messages, and the facts that remember them.
+
+use super::reading::{matches_at, sentence_texts};
+use super::{requests_of, value_names, Aspect, Request, RequestSet, Way};
+
+/// Words a request to the assistant starts with (after "please", "ok", "and", …).
+const DIRECTIVE_STARTS: &[&str] = &[
+    "keep", "be", "use", "answer", "reply", "respond", "write", "give", "make", "stop", "dont",
+    "never", "always", "avoid", "skip", "talk", "speak", "call", "address", "switch", "include",
+    "add", "put", "format", "explain", "cut", "no", "less", "more", "quit", "drop", "start",
+    "lead", "get", "send", "show", "tell", "try", "limit", "stick",
+];
+
+/// Words that may come before a directive without making it something else.
+const LEAD_INS: &[&str] = &[
+    "please", "pls", "plz", "ok", "okay", "so", "and", "also", "oh", "hey", "hi", "just",
+    "actually", "btw", "again", "but", "now", "then", "yes", "yeah", "thanks", "thank", "you",
+];
+
+/// Phrases that make a statement about the user's own liking: "I prefer …", "I'd like …".
+const LIKINGS: &[&[&str]] = &[
+    &["i", "prefer"],
+    &["id", "prefer"],
+    &["i", "would", "prefer"],
+    &["id", "rather"],
+    &["i", "would", "rather"],
+    &["i", "like", "it", "when"],
+    &["id", "like"],
+    &["i", "would", "like"],
+    &["i", "want"],
+    &["i", "need"],
+    &["i", "like"],
+    &["i", "love"],
+    &["i", "hate"],
+    &["i", "dont", "like"],
+    &["i", "dont", "want"],
+    &["i", "dont", "need"],
+    &["can", "you"],
+    &["could", "you"],
+    &["would", "you"],
+    &["will", "you"],
+];
+
+/// Words that make a request a standing one, not one about the answer at hand.
+const STANDING: &[&[&str]] = &[
+    &["from", "now", "on"],
+    &["going", "forward"],
+    &["in", "future"],
+    &["in", "the", "future"],
+    &["always"],
+    &["never"],
+    &["anymore"],
+    &["any", "more"],
+    &["every", "time"],
+    &["answers"],
+    &["answer"],
+    &["responses"],
+    &["replies"],
+    &["reply"],
+    &["respond"],
+    &["with", "me"],
+    &["to", "me"],
+    &["me"],
+];
+
+/// What an ordinary message states as a standing preference about how to be answered: the
+/// [`requests_of`] its sentences that are requests to the assistant and standing ones.
+///
+/// A sentence counts when it
+/// - is a directive: it starts, after lead-ins such as "please" or "ok", with an imperative
+///   ("keep", "use", "answer", "don't", …) or with "I prefer", "I'd like", "I want", "can you",
+///   …; a question counts only in that last form ("Can you keep it short?");
+/// - and is a standing request: it names answers or the user ("answers", "replies", "me"), or
+///   says "from now on", "always", "never", "in future", …, or asks for a language, units,
+///   spelling or form of address (which only ever stand).
+///
+/// So "Please keep answers short, I read them on my phone." and "answer in German from now
+/// on" state preferences; "My boss wants short reports", "I read short stories" and "Is the
+/// metric system used in the US?" do not.
+pub fn stated_requests(text: &str) -> RequestSet {
+    let mut requests = Vec::new();
+    for (words, question) in sentence_texts(text) {
+        let found = requests_of(&words.join(" "));
+        if found.is_empty() {
+            continue;
+        }
+        // past lead-ins, and "from now on" said first
+        let mut start = 0;
+        while start < words.len() {
+            if LEAD_INS.contains(&words[start].as_str()) || words[start] == "," {
+                start += 1;
+            } else if let Some(p) = STANDING[..4].iter().find(|p| matches_at(&words, start, p)) {
+                start += p.len();
+            } else {
+                break;
+            }
+        }
+        let liking = LIKINGS.iter().any(|p| matches_at(&words, start, p));
+        let imperative = !question
+            && words
+                .get(start)
+                .is_some_and(|w| DIRECTIVE_STARTS.contains(&w.as_str()));
+        let directive = liking || imperative;
+        let standing = (0..words.len()).any(|i| STANDING.iter().any(|p| matches_at(&words, i, p)));
+        for request in found.0 {
+            let stands_alone = matches!(
+                request.aspect,
+                Aspect::Language | Aspect::Units | Aspect::Spelling | Aspect::Titles
+            );
+            if directive && (standing || stands_alone) {
+                requests.push(request);
+            }
+        }
+    }
+    RequestSet::from_requests(requests)
+}
+
+impl Request {
+    /// The fact attribute a stated preference is remembered under: `preference: <aspect>`, so
+    /// that a later statement about the same aspect supersedes it.
+    pub fn fact_attribute(&self) -> String {
+        format!("{PREFERENCE_ATTRIBUTE_PREFIX}{}", self.aspect.name())
+    }
+
+    /// The fact value of the request: "more", "less", or the value's name.
+    pub fn fact_value(&self) -> String {
+        match self.way {
+            Way::More => "more".into(),
+            Way::Less => "less".into(),
+            Way::Value(i) => value_names(self.aspect)
+                .get(usize::from(i))
+                .map_or_else(|| "?".into(), |v| v.to_lowercase()),
+        }
+    }
+
+    /// The request a fact remembers ([`Request::fact_attribute`], [`Request::fact_value`]),
+    /// if it is one.
+    pub fn from_fact(attribute: &str, value: &str) -> Option<Request> {
+        let aspect = attribute.strip_prefix(PREFERENCE_ATTRIBUTE_PREFIX)?;
+        let aspect = *Aspect::ALL.iter().find(|a| a.name() == aspect)?;
+        let value = value.trim().to_lowercase();
+        let way = match value.as_str() {
+            "more" => Way::More,
+            "less" => Way::Less,
+            v => Way::Value(
+                value_names(aspect)
+                    .iter()
+                    .position(|name| name.to_lowercase() == v)? as u8,
+            ),
+        };
+        let valued = !value_names(aspect).is_empty();
+        (valued == matches!(way, Way::Value(_))).then_some(Request { aspect, way })
+    }
+}
+
+/// Attributes of the facts that remember stated preferences begin with this.
+pub const PREFERENCE_ATTRIBUTE_PREFIX: &str = "preference: ";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn standing_requests_in_ordinary_messages_are_stated_preferences() {
+        let stated = |text: &str| -> Vec<String> {
+            stated_requests(text)
+                .0
+                .iter()
+                .map(|r| format!("{:?}{:?}", r.aspect, r.way))
+                .collect()
+        };
+        assert_eq!(
+            stated("Please keep answers short, I read them on my phone."),
+            ["LengthLess"]
+        );
+        assert_eq!(stated("I prefer metric units"), ["UnitsValue(0)"]);
+        assert_eq!(stated("don't call me Sir"), ["TitlesLess"]);
+        assert_eq!(
+            stated("Thanks! Answer in German from now on."),
+            ["LanguageValue(1)"]
+        );
+        assert_eq!(stated("Can you always use bullet points?"), ["BulletsMore"]);
+        assert_eq!(
+            stated("ok so from now on be more casual with me"),
+            ["FormalityLess"]
+        );
+        for text in [
+            "My boss wants short reports.",
+            "I read short stories on the train",
+            "Is the metric system used in the US?",
+            "Keep the report short.",
+            "We watched a long movie about German history",
+            "Why are bullet points popular?",
+        ] {
+            assert_eq!(stated(text), Vec::<String>::new(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_stated_preference_is_remembered_as_a_fact_per_aspect() {
+        for text in [
+            "keep it short",
+            "more detail",
+            "answer in German",
+            "use imperial units",
+            "UK spelling",
+        ] {
+            let request = requests_of(text).0[0];
+            assert_eq!(
+                Request::from_fact(&request.fact_attribute(), &request.fact_value()),
+                Some(request),
+                "{text:?}"
+            );
+        }
+        let short = requests_of("keep it short").0[0];
+        assert_eq!(
+            (short.fact_attribute().as_str(), short.fact_value().as_str()),
+            ("preference: length", "less")
+        );
+        assert_eq!(Request::from_fact("preference: length", "sideways"), None);
+        assert_eq!(Request::from_fact("hometown", "less"), None);
+    }
+}
