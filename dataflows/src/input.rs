@@ -4,11 +4,13 @@ use engram_operators::correction_clusters::{
     CorrectionPoint, Polarity, QuantisedEmbedding, UserKey,
 };
 use engram_operators::correction_notes::CorrectionNote;
-use engram_operators::facts::{extract_facts, normalise_attribute, FactAssertion, FactKey};
+use engram_operators::facts::{
+    extract_facts, normalise_attribute, FactAssertion, FactKey, USER_SUBJECT,
+};
 use engram_operators::math::beta::context_bucket;
 use engram_operators::math::fusion::{fuse_confidence, ModalitySignal, ModalityWeights};
 use engram_operators::memory_marks::MemoryUse;
-use engram_operators::requests::{requests_of, RequestSet};
+use engram_operators::requests::{requests_of, stated_requests, RequestSet};
 use engram_operators::skill_feedback::{FeedbackVote, MessageKey};
 use engram_operators::summaries::SummaryNode;
 use engram_operators::team_preferences::TeamAssignment;
@@ -153,6 +155,7 @@ impl InputRecord {
                     log_offset,
                     fact_id: node_id(&h.tenant, &h.event_id).to_string(),
                     value: f.value.trim().to_string(),
+                    evidence: f.source_event_id.clone().unwrap_or_default(),
                 },
             )],
             Body::Interaction(i) => {
@@ -161,12 +164,34 @@ impl InputRecord {
                     h.user.clone(),
                     h.session.clone().unwrap_or_default(),
                 );
-                // Only the user speaks about themselves in the first person.
-                let facts = if i.role == Role::User {
-                    extract_facts(&i.content)
+                // Only the user speaks about themselves in the first person, and states how
+                // they want to be answered ("please keep answers short"): a fact per aspect,
+                // so a later statement about the same aspect supersedes it.
+                let (facts, stated) = if i.role == Role::User {
+                    (extract_facts(&i.content), stated_requests(&i.content).0)
                 } else {
-                    Vec::new()
+                    (Vec::new(), Vec::new())
                 };
+                let fact = |n: String, attribute: String, value: String| {
+                    InputRecord::Fact(
+                        (
+                            h.tenant.clone(),
+                            h.user.clone(),
+                            USER_SUBJECT.to_string(),
+                            attribute,
+                        ),
+                        FactAssertion {
+                            valid_from_micros: h.ts.timestamp_micros(),
+                            log_offset,
+                            fact_id: node_id(&h.tenant, &format!("{}#{n}", h.event_id)).to_string(),
+                            value,
+                            evidence: h.event_id.clone(),
+                        },
+                    )
+                };
+                let stated = stated
+                    .into_iter()
+                    .map(|r| fact(r.fact_attribute(), r.fact_attribute(), r.fact_value()));
                 let mut records: Vec<InputRecord> = facts
                     .into_iter()
                     .enumerate()
@@ -184,9 +209,11 @@ impl InputRecord {
                                 fact_id: node_id(&h.tenant, &format!("{}#fact{n}", h.event_id))
                                     .to_string(),
                                 value: f.value,
+                                evidence: h.event_id.clone(),
                             },
                         )
                     })
+                    .chain(stated)
                     .collect();
                 // an answer names the memories it was built with (`meta.memories`: episode ids)
                 if i.role == Role::Assistant {

@@ -703,6 +703,9 @@ pub struct FactAssertion {
     /// Stable UUID of the fact node.
     pub fact_id: String,
     pub value: String,
+    /// The event the value was learned from (`EVIDENCE_FOR`): the message it was said in, or
+    /// the fact event's `source_event_id`; empty when none was named.
+    pub evidence: String,
 }
 
 /// One value of a [`FactKey`] and the interval it was the current value.
@@ -717,6 +720,9 @@ pub struct FactVersion {
     pub valid_to: Option<i64>,
     /// The fact that closed this one (`SUPERSEDED_BY`); `None` while current.
     pub superseded_by: Option<String>,
+    /// The event the value was learned from ([`FactAssertion::evidence`]).
+    #[serde(default)]
+    pub evidence: String,
 }
 
 /// Whether two values are the same fact: equal ignoring case and how whitespace is laid out
@@ -750,6 +756,7 @@ fn versions_of_ordered<'a>(
             valid_from: assertion.valid_from_micros,
             valid_to: None,
             superseded_by: None,
+            evidence: assertion.evidence.clone(),
         });
     }
     versions
@@ -1106,6 +1113,7 @@ mod tests {
             log_offset: offset,
             fact_id: id.into(),
             value: value.into(),
+            evidence: format!("message-{id}"),
         }
     }
 
@@ -1116,6 +1124,7 @@ mod tests {
             valid_from: from,
             valid_to: to,
             superseded_by: by.map(Into::into),
+            evidence: format!("message-{id}"),
         }
     }
 

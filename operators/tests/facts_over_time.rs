@@ -47,6 +47,7 @@ fn random_assertion(i: u64, rng: &mut StdRng) -> Assertion {
         },
         fact_id: format!("f{i}"),
         value: VALUES[rng.gen_range(0..VALUES.len())].to_string(),
+        evidence: format!("e{i}"),
     };
     (key, assertion)
 }
@@ -102,6 +103,7 @@ fn from_scratch(current: &BTreeMap<Assertion, isize>) -> HashMap<Version, isize>
                 valid_from: start.valid_from_micros,
                 valid_to: next.map(|n| n.valid_from_micros),
                 superseded_by: next.map(|n| n.fact_id.clone()),
+                evidence: start.evidence.clone(),
             };
             out.insert((key.clone(), version), 1);
         }
