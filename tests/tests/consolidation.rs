@@ -8,9 +8,12 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
 
+/// A correction made `day` days into the last ten (the engine's clock is the wall clock, and a
+/// preference taught long ago has decayed).
 fn correction(id: &str, day: u32, asks: &str) -> Value {
+    let ts = chrono::Utc::now() - chrono::Duration::days(10 - i64::from(day));
     json!({"kind": "correction", "event_id": id, "tenant": "acme", "user": "alice",
-           "ts": format!("2025-03-{day:02}T09:00:00Z"), "target_event_id": format!("m{day}"),
+           "ts": ts.to_rfc3339(), "target_event_id": format!("m{day}"),
            "original": "Here is a long explanation in four paragraphs about the options.",
            "correction_type": "LENGTH", "expected_behavior": asks})
 }
