@@ -1,5 +1,5 @@
 use clap::{Parser, Subcommand};
-use engram_jobs::{server, Config, Engine};
+use engram_engine::{Config, Engine};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -170,7 +170,7 @@ fn main() -> anyhow::Result<()> {
             if let Some(d) = data_dir {
                 config.data_dir = d;
             }
-            let registry = engram_jobs::tenants::TenantRegistry::open(&config.data_dir)?;
+            let registry = engram_engine::tenants::TenantRegistry::open(&config.data_dir)?;
             match action {
                 TenantCommand::Create { tenant } => println!("{}", registry.create(&tenant)?),
                 TenantCommand::Key { tenant } => println!("{}", registry.issue_key(&tenant)?),
@@ -196,15 +196,15 @@ fn main() -> anyhow::Result<()> {
             llm_model,
             answers,
             context_chars,
-        }) => runtime()?.block_on(engram_jobs::longmemeval::run(
+        }) => runtime()?.block_on(engram_engine::longmemeval::run(
             config,
-            engram_jobs::longmemeval::BenchOptions {
+            engram_engine::longmemeval::BenchOptions {
                 data,
                 json,
                 limit,
                 work_dir,
                 dump,
-                llm: llm.map(|url| engram_jobs::longmemeval::LlmOptions {
+                llm: llm.map(|url| engram_engine::longmemeval::LlmOptions {
                     url,
                     model: llm_model,
                     answers: answers.expect("clap requires --answers with --llm"),
@@ -224,7 +224,7 @@ fn main() -> anyhow::Result<()> {
                 !config.kafka.brokers.is_empty(),
                 "no Kafka brokers: pass --brokers or set ENGRAM_KAFKA_BROKERS"
             );
-            let report = runtime()?.block_on(engram_jobs::kafka::produce_files(
+            let report = runtime()?.block_on(engram_engine::ingest::kafka::produce_files(
                 &config.kafka,
                 &files,
                 invalid_to.as_deref(),
@@ -251,7 +251,7 @@ fn main() -> anyhow::Result<()> {
             config.clock = engram_dataflows::EngineClock::Events;
             runtime()?.block_on(replay(
                 config,
-                engram_jobs::replay::ReplayOptions {
+                engram_engine::replay::ReplayOptions {
                     files,
                     measure_sample,
                     progress: !no_progress,
@@ -303,7 +303,8 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         let members = engine.config.workers;
         tokio::spawn(async move {
             if let Err(err) =
-                engram_jobs::kafka::run_kafka_source(kafka_config, sink, members, stop).await
+                engram_engine::ingest::kafka::run_kafka_source(kafka_config, sink, members, stop)
+                    .await
             {
                 tracing::error!(%err, "the Kafka source stopped");
             }
@@ -315,7 +316,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     // Tests and scripts read this line to find the port when started with port 0.
     println!("engram listening on http://{local}");
     let closing = engine.clone();
-    axum::serve(listener, server::router(engine.clone()))
+    axum::serve(listener, engram_server::router(engine.clone()))
         .with_graceful_shutdown(async move {
             let _ = tokio::signal::ctrl_c().await;
             tracing::info!("shutting down");
@@ -332,7 +333,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
 
 async fn replay(
     mut config: Config,
-    opts: engram_jobs::replay::ReplayOptions,
+    opts: engram_engine::replay::ReplayOptions,
     json: Option<PathBuf>,
 ) -> anyhow::Result<()> {
     // Each distinct text is embedded once per run (histories repeat texts).
@@ -340,7 +341,7 @@ async fn replay(
     emb.cache_entries = emb.cache_entries.max(200_000);
     config.embedder = Some(emb);
     let engine = Engine::start(config).await?;
-    let result = engram_jobs::replay::run(engine.clone(), opts).await;
+    let result = engram_engine::replay::run(engine.clone(), opts).await;
     engine.stop().await?;
     let s = result?;
     println!(

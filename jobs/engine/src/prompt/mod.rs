@@ -17,7 +17,7 @@
 
 use crate::config::PromptConfig;
 use crate::engine::Engine;
-use crate::recall::{RecallError, RecallHit, RecallRequest, Why};
+use crate::query::recall::{RecallError, RecallHit, RecallRequest, Why};
 use engram_connectors::chat_template::{ChatTemplateError, TemplateMessage};
 use engram_connectors::embedder::cosine;
 use engram_dataflows::views::UserMemory;
@@ -182,7 +182,7 @@ pub struct SummaryUsed {
     /// How many episodes it covers.
     pub covers: usize,
     pub score: f32,
-    pub why: crate::recall::FactWhy,
+    pub why: crate::query::recall::FactWhy,
     /// A domain-wide summary of the tenant, not the user's own.
     #[serde(skip_serializing_if = "std::ops::Not::not", default)]
     pub domain: bool,
@@ -1167,7 +1167,7 @@ const FACT_SHORTLIST: usize = 64;
 fn ranked_facts(
     memory: &UserMemory,
     query: &str,
-    found: &[crate::recall::FactHit],
+    found: &[crate::query::recall::FactHit],
     limit: usize,
 ) -> Vec<FactUsed> {
     let found_rank: HashMap<&str, usize> = found

@@ -3,7 +3,7 @@
 //! the log file what the table holds and the views have read; and, on start, points the log at
 //! the table for everything the file does not hold.
 //!
-//! The table's end is what Kafka commits wait for ([`crate::kafka`]): an offset is committed
+//! The table's end is what Kafka commits wait for ([`crate::ingest::kafka`]): an offset is committed
 //! only once every event it covers is in Lance. Below the log's base, every reader of the log
 //! (the ingestor's id set, the timely workers, erase and export) reads the table: a restart
 //! rebuilds the views from Lance.

@@ -258,7 +258,7 @@ fn embed_stage(
         if let Some(p) = passages {
             for (i, (_, e)) in chunk.iter().enumerate() {
                 if p.wants(e) {
-                    let parts = crate::passages::passages(&e.content, p.max_per_episode);
+                    let parts = crate::pipeline::passages::passages(&e.content, p.max_per_episode);
                     split.extend(parts.into_iter().enumerate().map(|(n, t)| (i, n, t)));
                 }
             }

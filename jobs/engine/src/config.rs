@@ -1,7 +1,7 @@
 //! Configuration: defaults, then a TOML file, then `ENGRAM_*` environment variables, then
 //! command-line flags (each overriding the one before).
 
-use crate::kafka::KafkaConfig;
+use crate::ingest::kafka::KafkaConfig;
 use engram_connectors::{EmbedderConfig, IndexPolicy};
 use engram_dataflows::{EngineClock, HierarchyParams, SkillParams};
 use serde::{Deserialize, Serialize};
@@ -169,10 +169,10 @@ pub struct RecallConfig {
     pub rrf_k: f32,
     /// Graph expansion's limits: neighbours per query entity (0 turns it off), path depth
     /// and the entity kinds it may go through.
-    pub graph: crate::recall::GraphLimits,
+    pub graph: GraphLimits,
     /// `fusion` (reciprocal ranks) or `relevance` (SPEC §5: 0.7·similarity + 0.2·recency +
     /// 0.1·importance); both are reported in every result's `why`.
-    pub rank_by: crate::recall::RankBy,
+    pub rank_by: RankBy,
     /// Recency time scale λ of the §5 score, in days.
     pub recency_scale_days: f64,
     /// The MARK weights `rank_by = "mrs"` uses: one of the paper's presets (`default`,
@@ -189,11 +189,52 @@ impl Default for RecallConfig {
             candidates_per_k: 4,
             rrf_k: 60.0,
             graph: Default::default(),
-            rank_by: crate::recall::RankBy::Fusion,
+            rank_by: RankBy::Fusion,
             recency_scale_days: 7.0,
             mrs_weights: "default".into(),
         }
     }
+}
+
+/// How far graph expansion may go from the query's entities, and through which vertices.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GraphLimits {
+    /// The heaviest co-mentioned neighbours taken per entity of the query (0 turns the
+    /// expansion off).
+    pub neighbours: usize,
+    /// The longest path followed, in edges: 1 takes the query entities' neighbours; 2 also the
+    /// entities joining two query entities (q₁ – c – q₂); 3 also both inner entities of paths
+    /// q₁ – x – y – q₂. At most 3.
+    pub depth: u8,
+    /// The kinds of entity expansion may pass through or add (`named`, `noun_phrase`); empty:
+    /// every kind.
+    pub entity_kinds: Vec<engram_operators::entities::EntityKind>,
+}
+
+impl Default for GraphLimits {
+    fn default() -> Self {
+        GraphLimits {
+            neighbours: 5,
+            depth: 2,
+            entity_kinds: Vec::new(),
+        }
+    }
+}
+
+/// How recall orders its results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum RankBy {
+    /// By the fused reciprocal ranks (every retriever's vote).
+    #[default]
+    Fusion,
+    /// By the SPEC §5 score (similarity, recency, importance), fusion breaking ties.
+    Relevance,
+    /// By MARK's memory relevance score (recall count, recency, similarity, feedback; weights
+    /// `recall.mrs_weights`), min–max normalised over the candidates, fusion breaking ties;
+    /// memories the retention policy no longer keeps are left out.
+    Mrs,
 }
 
 /// Where `scripts/setup` puts the model: `$ENGRAM_MODELS_DIR`, else `~/.cache/engram/models`.

@@ -6,8 +6,8 @@
 //! word), weighted up when the session falls in the time the question points at ("two weeks
 //! ago", "last month").
 
-use crate::recall::RecallHit;
-use crate::time_window::TimeWindow;
+use crate::query::recall::RecallHit;
+use crate::query::time_window::TimeWindow;
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 
@@ -69,7 +69,7 @@ pub fn rank_sessions(hits: &[RecallHit], window: Option<&TimeWindow>) -> Vec<Ran
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::recall::Why;
+    use crate::query::recall::Why;
 
     fn hit(session: &str, score: f32, day: u32) -> RecallHit {
         RecallHit {

@@ -227,7 +227,10 @@ pub async fn run(engine: Arc<Engine>, opts: ReplayOptions) -> anyhow::Result<Rep
         let mut texts = Vec::new();
         for (role, content) in sampled {
             if p.enabled && p.roles.contains(&role) {
-                texts.extend(crate::passages::passages(&content, p.max_per_episode));
+                texts.extend(crate::pipeline::passages::passages(
+                    &content,
+                    p.max_per_episode,
+                ));
             }
             texts.push(content);
         }

@@ -1,12 +1,16 @@
 //! `engram serve` without the HTTP: opens the log, the Lance store and the embedder, starts the
-//! memory dataflow and the episode writer, and loads the demo conversation.
+//! memory dataflow and the episode writer, and loads the demo conversation. Export and erase
+//! ([`gdpr`]) and the health sampler ([`health`]) are operations of the running engine.
+
+pub mod gdpr;
+pub mod health;
 
 use crate::config::Config;
-use crate::episode_writer::{spawn_episode_writer, PassageSink, SideTables};
-use crate::event_archive::{attach_archive, spawn_event_archiver, Discard};
+use crate::ingest::log_source::LogSource;
 use crate::ingest::Ingestor;
-use crate::log_source::LogSource;
-use crate::recall::Recall;
+use crate::pipeline::archiver::{attach_archive, spawn_event_archiver, Discard};
+use crate::pipeline::episode_writer::{spawn_episode_writer, PassageSink, SideTables};
+use crate::query::recall::Recall;
 use crate::tenants::TenantRegistry;
 use anyhow::Context;
 use engram_connectors::{Embedder, EpisodeStore, EventLog, EventTable, IndexPolicy, RejectLog};
@@ -16,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The bundled demo conversation (JSON lines in the event format).
-pub const DEMO_EVENTS: &str = include_str!("../demo/conversation.jsonl");
+pub const DEMO_EVENTS: &str = include_str!("../../demo/conversation.jsonl");
 
 pub struct Engine {
     pub config: Config,
@@ -44,8 +48,8 @@ pub struct Engine {
     /// end then, so the graceful shutdown does not wait for them.
     closing: tokio::sync::watch::Sender<bool>,
     /// Pipeline health, sampled once a second for the dashboards that follow it
-    /// ([`crate::dashboard`]); `None` until the first sample.
-    pub(crate) health: tokio::sync::watch::Sender<Option<Arc<serde_json::Value>>>,
+    /// ([`health`]); `None` until the first sample.
+    pub health: tokio::sync::watch::Sender<Option<Arc<serde_json::Value>>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -282,7 +286,7 @@ impl Engine {
             health: tokio::sync::watch::channel(None).0,
             config,
         });
-        crate::dashboard::spawn_health_sampler(&engine);
+        health::spawn_health_sampler(&engine);
         if engine.config.demo {
             engine.load_demo()?;
         }
@@ -298,9 +302,9 @@ impl Engine {
         Ok(engine)
     }
 
-    /// What a Kafka source feeds ([`crate::kafka::run_kafka_source`]).
-    pub fn kafka_sink(&self) -> crate::kafka::KafkaSink {
-        crate::kafka::KafkaSink {
+    /// What a Kafka source feeds ([`crate::ingest::kafka::run_kafka_source`]).
+    pub fn kafka_sink(&self) -> crate::ingest::kafka::KafkaSink {
+        crate::ingest::kafka::KafkaSink {
             ingestor: self.ingestor.clone(),
             events: self.events.clone(),
             tenants: self.tenants.clone(),

@@ -299,7 +299,7 @@ impl Engine {
                 })
             })
             .collect();
-        let mut out = crate::server::memory_json(&views, tenant, user);
+        let mut out = crate::read_model::memory_json(&views, tenant, user);
         drop(views);
         out["episodes"] = Value::Array(episodes);
         if self.ingestor.is_restricted(tenant, user) {

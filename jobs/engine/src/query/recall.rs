@@ -2,6 +2,7 @@
 //! from Lance, fused by reciprocal rank, with the `NEXT` neighbours from the views.
 
 use crate::config::RecallConfig;
+pub use crate::config::{GraphLimits, RankBy};
 use engram_connectors::{Embedder, EpisodeHit, EpisodeStore};
 use engram_dataflows::SharedViews;
 use engram_schemas::{validate_name, EventError};
@@ -433,7 +434,7 @@ impl Recall {
             versions
                 .values()
                 .filter(|(k, v)| {
-                    let text = crate::episode_writer::fact_text(&k.0, &k.1, &v.value);
+                    let text = crate::pipeline::episode_writer::fact_text(&k.0, &k.1, &v.value);
                     engram_operators::facts::same_fact_value(&text, &hit.episode.content)
                         && v.valid_from <= hit.episode.ts.timestamp_micros()
                 })
@@ -686,32 +687,6 @@ fn fuse_two<K: std::hash::Hash + Eq>(
     fused
 }
 
-/// How far graph expansion may go from the query's entities, and through which vertices.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct GraphLimits {
-    /// The heaviest co-mentioned neighbours taken per entity of the query (0 turns the
-    /// expansion off).
-    pub neighbours: usize,
-    /// The longest path followed, in edges: 1 takes the query entities' neighbours; 2 also the
-    /// entities joining two query entities (q₁ – c – q₂); 3 also both inner entities of paths
-    /// q₁ – x – y – q₂. At most 3.
-    pub depth: u8,
-    /// The kinds of entity expansion may pass through or add (`named`, `noun_phrase`); empty:
-    /// every kind.
-    pub entity_kinds: Vec<engram_operators::entities::EntityKind>,
-}
-
-impl Default for GraphLimits {
-    fn default() -> Self {
-        GraphLimits {
-            neighbours: 5,
-            depth: 2,
-            entity_kinds: Vec::new(),
-        }
-    }
-}
-
 /// Neighbours per query entity considered as the inner vertices of a 3-edge path: bounds the
 /// pair checks to 50² per pair of query entities.
 const PATH_FANOUT: usize = 50;
@@ -841,21 +816,6 @@ fn add_graph_hits(
     fused.sort_by(RecallHit::by_fused_score);
 }
 
-/// How recall orders its results.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum RankBy {
-    /// By the fused reciprocal ranks (every retriever's vote).
-    #[default]
-    Fusion,
-    /// By the SPEC §5 score (similarity, recency, importance), fusion breaking ties.
-    Relevance,
-    /// By MARK's memory relevance score (recall count, recency, similarity, feedback; weights
-    /// `recall.mrs_weights`), min–max normalised over the candidates, fusion breaking ties;
-    /// memories the retention policy no longer keeps are left out.
-    Mrs,
-}
-
 /// Fills each result's recency (at `at`), and its §5 relevance score.
 pub fn score_relevance(
     results: &mut [RecallHit],
@@ -906,7 +866,7 @@ pub fn passage_ranking(hits: Vec<EpisodeHit>) -> Vec<(String, EpisodeHit)> {
             let (episode, _) = h
                 .episode
                 .id
-                .rsplit_once(crate::episode_writer::PASSAGE_ID_SEPARATOR)?;
+                .rsplit_once(crate::pipeline::episode_writer::PASSAGE_ID_SEPARATOR)?;
             let episode = episode.to_string();
             seen.insert(episode.clone()).then_some((episode, h))
         })
