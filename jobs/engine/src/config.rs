@@ -1,7 +1,7 @@
 //! Configuration: defaults, then a TOML file, then `ENGRAM_*` environment variables, then
 //! command-line flags (each overriding the one before).
 
-use crate::ingest::kafka::KafkaConfig;
+use engram_connectors::kafka::KafkaConfig;
 use engram_connectors::{EmbedderConfig, IndexPolicy};
 use engram_dataflows::{EngineClock, HierarchyParams, SkillParams};
 use serde::{Deserialize, Serialize};
