@@ -6,7 +6,7 @@ pub mod gdpr;
 pub mod health;
 
 use crate::config::Config;
-use crate::ingest::log_source::LogSource;
+use crate::ingest::log_source::{LogSource, PipelineFailures};
 use crate::ingest::Ingestor;
 use crate::pipeline::archiver::{attach_archive, spawn_event_archiver, Discard};
 use crate::pipeline::episode_writer::{spawn_episode_writer, PassageSink, SideTables};
@@ -50,6 +50,8 @@ pub struct Engine {
     /// Pipeline health, sampled once a second for the dashboards that follow it
     /// ([`health`]); `None` until the first sample.
     pub health: tokio::sync::watch::Sender<Option<Arc<serde_json::Value>>>,
+    /// Input the pipeline could not use (each is also logged).
+    pub failures: Arc<PipelineFailures>,
 }
 
 #[derive(Debug, Serialize)]
@@ -70,6 +72,17 @@ pub struct Status {
     pub indexes: Vec<IndexStatus>,
     pub unindexed_rows: usize,
     pub uptime_seconds: f64,
+    /// Input the pipeline could not use.
+    pub failures: FailureCounts,
+}
+
+/// [`PipelineFailures`] as counted so far.
+#[derive(Debug, Serialize)]
+pub struct FailureCounts {
+    /// Corrections whose embedding failed (they are not clustered).
+    pub corrections_not_embedded: u64,
+    /// Event-log records that could not be read (skipped).
+    pub unreadable_records: u64,
 }
 
 /// The log end and how far the views and Lance have got.
@@ -214,15 +227,20 @@ impl Engine {
         );
         let source_log = log.clone();
         let source_embedder = embedder.clone();
+        let failures = Arc::new(PipelineFailures::default());
+        let source_failures = failures.clone();
         let dataflow = run_memory_dataflow(
             config.workers,
             move |index, peers| {
-                Box::new(LogSource::new(
-                    source_log.clone(),
-                    Some(source_embedder.clone()),
-                    index,
-                    peers,
-                )) as Box<dyn InputSource>
+                Box::new(
+                    LogSource::new(
+                        source_log.clone(),
+                        Some(source_embedder.clone()),
+                        index,
+                        peers,
+                    )
+                    .with_failures(source_failures.clone()),
+                ) as Box<dyn InputSource>
             },
             config.clock,
             engram_dataflows::DataflowParams {
@@ -284,6 +302,7 @@ impl Engine {
             episodes_at_open,
             closing: tokio::sync::watch::channel(false).0,
             health: tokio::sync::watch::channel(None).0,
+            failures,
             config,
         });
         health::spawn_health_sampler(&engine);
@@ -383,6 +402,13 @@ impl Engine {
                 .collect(),
             unindexed_rows,
             uptime_seconds: self.started.elapsed().as_secs_f64(),
+            failures: FailureCounts {
+                corrections_not_embedded: self
+                    .failures
+                    .corrections_not_embedded
+                    .load(Ordering::Relaxed),
+                unreadable_records: self.failures.unreadable_records.load(Ordering::Relaxed),
+            },
         }
     }
 

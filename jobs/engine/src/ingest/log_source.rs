@@ -9,10 +9,20 @@ use engram_connectors::{Embedder, EventLog};
 use engram_dataflows::{correction_text, InputRecord, InputSource};
 use engram_schemas::{Body, ControlAction, ControlScope, Event, Redacted};
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Records read per poll: bounds memory and keeps the views publishing while catching up.
 const READ_CHUNK: usize = 512;
+
+/// Input the pipeline could not use, counted (and logged) for `/v1/status` and `/metrics`.
+#[derive(Debug, Default)]
+pub struct PipelineFailures {
+    /// Corrections whose embedding failed: they are not clustered.
+    pub corrections_not_embedded: AtomicU64,
+    /// Records of the event log that could not be read: they are skipped.
+    pub unreadable_records: AtomicU64,
+}
 
 pub struct LogSource {
     log: Arc<EventLog>,
@@ -30,6 +40,7 @@ pub struct LogSource {
     /// The scopes restricted by the control events read so far: `(tenant, user)`, or
     /// `(tenant, "")` for a whole tenant. Their users' records are out of the dataflow.
     restricted: HashSet<(String, String)>,
+    failures: Arc<PipelineFailures>,
 }
 
 impl LogSource {
@@ -48,7 +59,14 @@ impl LogSource {
             sent_corrections: HashMap::new(),
             erased_at: HashMap::new(),
             restricted: HashSet::new(),
+            failures: Arc::default(),
         }
+    }
+
+    /// Counts what this source cannot use in `failures` (shared by the workers' sources).
+    pub fn with_failures(mut self, failures: Arc<PipelineFailures>) -> Self {
+        self.failures = failures;
+        self
     }
 }
 
@@ -81,6 +99,9 @@ impl LogSource {
                 .collect(),
             Err(err) => {
                 tracing::error!(%err, count = corrections.len(), "embedding corrections failed; they are not clustered");
+                self.failures
+                    .corrections_not_embedded
+                    .fetch_add(corrections.len() as u64, Ordering::Relaxed);
                 Vec::new()
             }
         }
@@ -304,7 +325,10 @@ impl InputSource for LogSource {
                     }
                 }
                 Err(err) => {
-                    tracing::error!(offset, %err, "unreadable record in the event log; skipped")
+                    tracing::error!(offset, %err, "unreadable record in the event log; skipped");
+                    self.failures
+                        .unreadable_records
+                        .fetch_add(1, Ordering::Relaxed);
                 }
             }
         }

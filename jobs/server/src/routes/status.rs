@@ -25,13 +25,19 @@ pub(crate) async fn get_metrics(State(engine): State<Arc<Engine>>) -> Response {
          # HELP engram_events_rejected_total Inputs rejected to the reject log.\n\
          # TYPE engram_events_rejected_total counter\nengram_events_rejected_total {}\n\
          # HELP engram_unindexed_rows Episodes not yet folded into the indexes.\n\
-         # TYPE engram_unindexed_rows gauge\nengram_unindexed_rows {}\n",
+         # TYPE engram_unindexed_rows gauge\nengram_unindexed_rows {}\n\
+         # HELP engram_corrections_not_embedded_total Corrections whose embedding failed (not clustered).\n\
+         # TYPE engram_corrections_not_embedded_total counter\nengram_corrections_not_embedded_total {}\n\
+         # HELP engram_unreadable_records_total Event-log records that could not be read (skipped).\n\
+         # TYPE engram_unreadable_records_total counter\nengram_unreadable_records_total {}\n",
         s.log_end,
         s.views_as_of,
         s.log_end.saturating_sub(s.views_as_of),
         s.episodes,
         s.rejected,
         s.unindexed_rows,
+        s.failures.corrections_not_embedded,
+        s.failures.unreadable_records,
     );
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
 }
