@@ -134,61 +134,13 @@ impl Engine {
         let embedder = Arc::new(embedder);
         tracing::info!(dim = embedder.dim(), model = %emb_cfg.model.display(), "embedder loaded");
 
-        let store = Arc::new(
-            EpisodeStore::open(&config.episodes_dir(), embedder.dim(), config.index.clone())
-                .await?,
-        );
-        {
-            // searches load a user's vectors on demand until this has loaded them all
-            let store = store.clone();
-            tokio::spawn(async move {
-                let started = std::time::Instant::now();
-                match store.warm_vector_cache().await {
-                    Ok(users) => tracing::info!(
-                        users,
-                        seconds = started.elapsed().as_secs_f64(),
-                        "episode vectors loaded into memory"
-                    ),
-                    Err(e) => {
-                        tracing::warn!(error = %e, "loading episode vectors into memory failed; searches load them as needed")
-                    }
-                }
-            });
-        }
+        let Stores {
+            store,
+            passages,
+            facts,
+            summaries,
+        } = open_stores(&config, embedder.dim(), log.end_offset()).await?;
         let episodes_at_open = store.row_count();
-        tracing::info!(rows = episodes_at_open, watermark = ?store.watermark(), log_end = log.end_offset(),
-            "episode store opened");
-        let passages = if config.passages.enabled {
-            let p = Arc::new(
-                EpisodeStore::open(
-                    &config.passages_dir(),
-                    embedder.dim(),
-                    IndexPolicy {
-                        full_text: false, // passages are only searched by vector
-                        ..config.index.clone()
-                    },
-                )
-                .await?,
-            );
-            tracing::info!(rows = p.row_count(), watermark = ?p.watermark(), "passage store opened");
-            Some(p)
-        } else {
-            None
-        };
-
-        let facts = Arc::new(
-            EpisodeStore::open(&config.facts_dir(), embedder.dim(), config.index.clone()).await?,
-        );
-        tracing::info!(rows = facts.row_count(), watermark = ?facts.watermark(), "fact store opened");
-        let summaries = Arc::new(
-            EpisodeStore::open(
-                &config.summaries_dir(),
-                embedder.dim(),
-                config.index.clone(),
-            )
-            .await?,
-        );
-        tracing::info!(rows = summaries.row_count(), watermark = ?summaries.watermark(), "summary store opened");
 
         let views = Arc::new(SharedViews::default());
         let (tx, rx) = std::sync::mpsc::channel();
@@ -253,29 +205,8 @@ impl Engine {
         .map_err(|e| anyhow::anyhow!("starting the timely workers: {e}"))?;
 
         let tenants = Arc::new(TenantRegistry::open(&config.data_dir)?);
-        let chat_template = {
-            let dir = config.models_dir.clone();
-            tokio::task::spawn_blocking(move || {
-                engram_connectors::chat_template::Qwen3Chat::from_models_dir(&dir)
-            })
-            .await?
-            .map(Arc::new)
-            .map_err(|e| {
-                tracing::warn!(err = %e, "the Qwen3 tokenizer is not loaded; prompts are refused");
-                e.to_string()
-            })
-        };
-        let llm = match &config.llm.url {
-            Some(url) => Some(
-                crate::llm::ChatClient::new(
-                    url,
-                    &config.llm.model,
-                    std::time::Duration::from_secs(config.llm.timeout_secs),
-                )
-                .context("the LLM client")?,
-            ),
-            None => None,
-        };
+        let chat_template = load_chat_template(config.models_dir.clone()).await?;
+        let llm = llm_client(&config)?;
         let recall = Recall {
             store: store.clone(),
             passages,
@@ -443,4 +374,96 @@ impl Engine {
             let _ = a.join();
         }
     }
+}
+
+/// The stores [`Engine::start`] opens beside the episodes.
+struct Stores {
+    store: Arc<EpisodeStore>,
+    passages: Option<Arc<EpisodeStore>>,
+    facts: Arc<EpisodeStore>,
+    summaries: Arc<EpisodeStore>,
+}
+
+/// Opens the Lance stores of episodes (and starts loading their vectors into memory),
+/// passages (when on), facts and summaries.
+async fn open_stores(config: &Config, dim: usize, log_end: u64) -> anyhow::Result<Stores> {
+    let store =
+        Arc::new(EpisodeStore::open(&config.episodes_dir(), dim, config.index.clone()).await?);
+    {
+        // searches load a user's vectors on demand until this has loaded them all
+        let store = store.clone();
+        tokio::spawn(async move {
+            let started = std::time::Instant::now();
+            match store.warm_vector_cache().await {
+                Ok(users) => tracing::info!(
+                    users,
+                    seconds = started.elapsed().as_secs_f64(),
+                    "episode vectors loaded into memory"
+                ),
+                Err(e) => {
+                    tracing::warn!(error = %e, "loading episode vectors into memory failed; searches load them as needed")
+                }
+            }
+        });
+    }
+    tracing::info!(rows = store.row_count(), watermark = ?store.watermark(), log_end,
+        "episode store opened");
+    let passages = if config.passages.enabled {
+        let p = Arc::new(
+            EpisodeStore::open(
+                &config.passages_dir(),
+                dim,
+                IndexPolicy {
+                    full_text: false, // passages are only searched by vector
+                    ..config.index.clone()
+                },
+            )
+            .await?,
+        );
+        tracing::info!(rows = p.row_count(), watermark = ?p.watermark(), "passage store opened");
+        Some(p)
+    } else {
+        None
+    };
+
+    let facts = Arc::new(EpisodeStore::open(&config.facts_dir(), dim, config.index.clone()).await?);
+    tracing::info!(rows = facts.row_count(), watermark = ?facts.watermark(), "fact store opened");
+    let summaries =
+        Arc::new(EpisodeStore::open(&config.summaries_dir(), dim, config.index.clone()).await?);
+    tracing::info!(rows = summaries.row_count(), watermark = ?summaries.watermark(), "summary store opened");
+    Ok(Stores {
+        store,
+        passages,
+        facts,
+        summaries,
+    })
+}
+
+/// The Qwen3 chat template and tokenizer, or why they could not be loaded (logged).
+async fn load_chat_template(
+    dir: std::path::PathBuf,
+) -> anyhow::Result<Result<Arc<engram_connectors::chat_template::Qwen3Chat>, String>> {
+    let loaded = tokio::task::spawn_blocking(move || {
+        engram_connectors::chat_template::Qwen3Chat::from_models_dir(&dir)
+    })
+    .await?;
+    Ok(loaded.map(Arc::new).map_err(|e| {
+        tracing::warn!(err = %e, "the Qwen3 tokenizer is not loaded; prompts are refused");
+        e.to_string()
+    }))
+}
+
+/// The chat client of `llm.url`, when configured.
+fn llm_client(config: &Config) -> anyhow::Result<Option<crate::llm::ChatClient>> {
+    Ok(match &config.llm.url {
+        Some(url) => Some(
+            crate::llm::ChatClient::new(
+                url,
+                &config.llm.model,
+                std::time::Duration::from_secs(config.llm.timeout_secs),
+            )
+            .context("the LLM client")?,
+        ),
+        None => None,
+    })
 }
