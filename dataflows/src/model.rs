@@ -123,7 +123,9 @@ pub fn memory_model<'scope>(
         user_teams: teams,
         styles: style_preferences_of(votes.clone()),
         skill_confidences: skill_confidences_of(votes.clone()),
-        discounted_skill_tallies: (params.skills.half_life_secs())
+        discounted_skill_tallies: params
+            .skills
+            .half_life_secs()
             .map(|half_life| discounted_skill_feedback_of(votes, half_life)),
         skill_tallies,
         population_tallies,

@@ -39,11 +39,12 @@ pub(crate) fn parse_for_tenant<T: serde::de::DeserializeOwned>(
     Ok(req)
 }
 
+/// A body naming one user of the key's tenant.
 #[derive(serde::Deserialize)]
-struct UserRequest {
+pub(crate) struct UserRequest {
     #[serde(default)]
-    tenant: String,
-    user: String,
+    pub(crate) tenant: String,
+    pub(crate) user: String,
 }
 
 pub(crate) fn user_request(
