@@ -87,22 +87,7 @@ pub struct LlmOptions {
 }
 
 pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
-    let text =
-        std::fs::read(&opts.data).with_context(|| format!("reading {}", opts.data.display()))?;
-    let mut questions: Vec<Question> = serde_json::from_slice(&text)
-        .with_context(|| format!("parsing {}", opts.data.display()))?;
-    questions.retain(|q| !q.question_id.ends_with("_abs"));
-    if let Some(n) = opts.limit.filter(|n| *n > 0 && *n < questions.len()) {
-        // evenly spaced, so a sample keeps the file's mix of question types
-        let step = questions.len() as f64 / n as f64;
-        let keep: HashSet<usize> = (0..n).map(|i| (i as f64 * step) as usize).collect();
-        questions = questions
-            .into_iter()
-            .enumerate()
-            .filter(|(i, _)| keep.contains(i))
-            .map(|(_, q)| q)
-            .collect();
-    }
+    let questions = load_questions(&opts)?;
     let _temp_dir;
     config.data_dir = match &opts.work_dir {
         Some(dir) => dir.clone(),
@@ -222,8 +207,48 @@ pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
             }
         }
     }
+    let report = mean_report(&sums, &counts, questions.len(), ingest_seconds);
+    print_table(&report, &counts);
+    if let Some(path) = &opts.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&Value::Object(report))?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    engine.stop().await?;
+    Ok(())
+}
+
+/// The questions of `opts.data` (abstention questions left out), or `opts.limit` of them evenly
+/// spaced through the file.
+fn load_questions(opts: &BenchOptions) -> anyhow::Result<Vec<Question>> {
+    let text =
+        std::fs::read(&opts.data).with_context(|| format!("reading {}", opts.data.display()))?;
+    let mut questions: Vec<Question> = serde_json::from_slice(&text)
+        .with_context(|| format!("parsing {}", opts.data.display()))?;
+    questions.retain(|q| !q.question_id.ends_with("_abs"));
+    if let Some(n) = opts.limit.filter(|n| *n > 0 && *n < questions.len()) {
+        // evenly spaced, so a sample keeps the file's mix of question types
+        let step = questions.len() as f64 / n as f64;
+        let keep: HashSet<usize> = (0..n).map(|i| (i as f64 * step) as usize).collect();
+        questions = questions
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| keep.contains(i))
+            .map(|(_, q)| q)
+            .collect();
+    }
+    Ok(questions)
+}
+
+/// Each metric's mean per granularity, overall and per question type, with the number of
+/// questions and the ingest time.
+fn mean_report(
+    sums: &BTreeMap<&str, BTreeMap<String, BTreeMap<String, f64>>>,
+    counts: &BTreeMap<String, usize>,
+    questions: usize,
+    ingest_seconds: f64,
+) -> Map<String, Value> {
     let mut report = Map::new();
-    for (granularity, groups) in &sums {
+    for (granularity, groups) in sums {
         let mut by_type = Map::new();
         let mut overall = Value::Null;
         for (group, metrics) in groups {
@@ -243,15 +268,9 @@ pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
             json!({"overall": overall, "by_type": by_type}),
         );
     }
-    report.insert("n".into(), json!(questions.len()));
+    report.insert("n".into(), json!(questions));
     report.insert("ingest_seconds".into(), json!(ingest_seconds));
-    print_table(&report, &counts);
-    if let Some(path) = &opts.json {
-        std::fs::write(path, serde_json::to_vec_pretty(&Value::Object(report))?)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    engine.stop().await?;
-    Ok(())
+    report
 }
 
 /// The question's haystack as interaction events: sessions in list order, each at its date,
