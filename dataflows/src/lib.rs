@@ -18,8 +18,8 @@ mod worker;
 
 pub use clock::EngineClock;
 pub use input::{correction_text, InputRecord, InputSource};
-pub use memory::{
-    run_memory_dataflow, DataflowHandle, DataflowParams, EpisodeBatch, HierarchyParams, SkillParams,
-};
+pub use memory::{run_memory_dataflow, DataflowHandle};
 pub use model::{memory_model, MemoryInputs, MemoryModel};
+pub use params::{DataflowParams, HierarchyParams, SkillParams};
+pub use publish::EpisodeBatch;
 pub use views::{MemoryViews, SharedViews};

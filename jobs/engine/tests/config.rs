@@ -1,4 +1,4 @@
-use engram_jobs::config::{Config, ConfigError};
+use engram_engine::config::{Config, ConfigError};
 use std::collections::HashMap;
 
 #[test]

@@ -1,6 +1,6 @@
 //! The OpenAPI document of the HTTP API, served at `GET /v1/openapi.json`.
 
-/// OpenAPI 3.1, written by hand next to the routes (`server.rs`); a test checks that every
+/// OpenAPI 3.1, written by hand next to the routes (`lib.rs`); a test checks that every
 /// route is documented and every documented path is routed.
 pub const OPENAPI_JSON: &str = include_str!("openapi.json");
 
@@ -21,8 +21,8 @@ mod tests {
                     .map(move |method| format!("{} {path}", method.to_uppercase()))
             })
             .collect();
-        // the routes as server.rs declares them
-        let source = include_str!("server.rs");
+        // the routes as lib.rs declares them
+        let source = include_str!("lib.rs");
         let mut routed = std::collections::BTreeSet::new();
         for chunk in source.split(".route(").skip(1) {
             // a route's definition ends at the first line that closes it

@@ -7,16 +7,16 @@ use super::*;
 /// One optional piece of the prompt, in the order pieces are tried.
 #[derive(Debug, Clone)]
 pub(super) struct Piece {
-    kind: &'static str,
+    pub(super) kind: &'static str,
     /// The chat role of a recent turn (other pieces go into the context message).
-    role: &'static str,
+    pub(super) role: &'static str,
     /// Where the piece goes among the kept pieces of its kind (recalled episodes are chosen by
     /// score but shown in time order).
-    order: i64,
+    pub(super) order: i64,
     /// Index into the candidates of its kind.
-    index: usize,
-    text: String,
-    tokens: usize,
+    pub(super) index: usize,
+    pub(super) text: String,
+    pub(super) tokens: usize,
 }
 
 /// Which pieces fit: walks `pieces` in order and keeps each one whose token count still fits

@@ -29,7 +29,7 @@ pub use skills::select_skill;
 use crate::config::PromptConfig;
 use crate::engine::Engine;
 use crate::query::recall::{FactHit, RecallError, RecallHit, RecallRequest, SummaryHit, Why};
-use budget::{account, fit, fit_to_budget, Piece};
+use budget::{account, fit_to_budget, Piece};
 use engram_connectors::chat_template::{ChatTemplateError, Qwen3Chat, TemplateMessage};
 use engram_connectors::embedder::cosine;
 use engram_connectors::EpisodeRow;

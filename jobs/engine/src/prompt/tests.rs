@@ -1,5 +1,6 @@
 //! Prompt assembly's pure parts: contexts, skill selection, instructions, fitting.
 
+use super::budget::fit;
 use super::*;
 
 fn note(id: &str, corrected: Option<&str>, expected: Option<&str>) -> CorrectionNote {

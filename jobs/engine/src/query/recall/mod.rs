@@ -14,7 +14,6 @@ use graph::add_graph_hits;
 pub use graph::{graph_expansion, GRAPH_WEIGHT};
 use ranking::fuse_two;
 pub use ranking::{fuse, passage_ranking, score_mrs, score_relevance};
-use search::search_both;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
