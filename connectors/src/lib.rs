@@ -1,5 +1,6 @@
 //! engram's connections to the outside: the embedded event log (and its reject log), the Lance
-//! events table behind it, the Lance episode store, the embedder (ONNX Runtime + tokenizers), and historical event files.
+//! events table behind it, the Lance episode store, the embedder (ONNX Runtime + tokenizers),
+//! historical event files, and the Kafka client.
 
 pub mod chat_template;
 pub mod embedder;
@@ -8,6 +9,7 @@ pub mod event_files;
 pub mod event_log;
 pub mod event_table;
 pub mod held_table;
+pub mod kafka;
 pub mod own_runtime;
 pub mod table_archive;
 pub mod vector_cache;

@@ -1,7 +1,31 @@
 //! Updates the dataflow's outputs emit, held by time until the views are published up to a
 //! frontier.
 
+use crate::views::ViewUpdate;
+use engram_operators::correction_clusters::UserKey;
+use engram_operators::facts::{FactAssertion, FactKey};
+use engram_operators::lifecycle::PreferenceKey;
+use engram_operators::math::decay::LifecycleState;
+use engram_operators::summaries::SummaryNode;
+use engram_operators::{Episode, SessionKey};
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+pub(crate) type Captured = Arc<Mutex<CapturedUpdates<ViewUpdate>>>;
+pub(crate) type CapturedEpisodes = Arc<Mutex<CapturedUpdates<(SessionKey, Episode)>>>;
+pub(crate) type CapturedFacts = Arc<Mutex<CapturedUpdates<(FactKey, FactAssertion)>>>;
+pub(crate) type CapturedSummaries = Arc<Mutex<CapturedUpdates<(UserKey, SummaryNode)>>>;
+pub(crate) type CapturedStates = Arc<Mutex<CapturedUpdates<(PreferenceKey, LifecycleState)>>>;
+
+/// Everything the dataflows' outputs capture for publication.
+#[derive(Clone, Default)]
+pub(crate) struct CapturedOutputs {
+    pub(crate) views: Captured,
+    pub(crate) episodes: CapturedEpisodes,
+    pub(crate) facts: CapturedFacts,
+    pub(crate) summaries: CapturedSummaries,
+    pub(crate) states: CapturedStates,
+}
 
 /// Captured updates of one kind, bucketed by their timestamp.
 ///

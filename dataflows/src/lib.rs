@@ -5,14 +5,21 @@
 //! implemented by the caller); results leave as consistent [`views::MemoryViews`] snapshots and as
 //! batches of new episodes for the caller to store.
 
+mod capture;
 mod captured;
+pub mod clock;
 pub mod input;
 pub mod memory;
+pub mod model;
+pub mod params;
+mod publish;
 pub mod views;
+mod worker;
 
+pub use clock::EngineClock;
 pub use input::{correction_text, InputRecord, InputSource};
-pub use memory::{
-    run_memory_dataflow, CorrectionParams, DataflowHandle, DataflowParams, EngineClock,
-    EpisodeBatch, HierarchyParams, SkillParams,
-};
+pub use memory::{run_memory_dataflow, DataflowHandle};
+pub use model::{memory_model, MemoryInputs, MemoryModel};
+pub use params::{CorrectionParams, DataflowParams, HierarchyParams, SkillParams};
+pub use publish::EpisodeBatch;
 pub use views::{MemoryViews, SharedViews};

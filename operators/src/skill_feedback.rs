@@ -130,9 +130,10 @@ where
 /// Input: `((tenant, user, message_id), vote)` records. Output: for every message with a vote
 /// of positive summed multiplicity, `(message, vote)` with multiplicity 1, where `vote` is the
 /// greatest such [`FeedbackVote`] (event time, then event id). Every view of feedback reads
-/// these; derive them once and hand them to the `_of` variants ([`skill_feedback_of`],
-/// [`crate::style_preferences::style_preferences_of`], …) rather than have each arrange every
-/// vote twice again.
+/// these; derive them once and hand them to the `_of` variants ([`skill_feedback_of`], the style
+/// preferences' [`style_preferences_of`](super::style_preferences::style_preferences_of), …)
+/// rather than have each arrange every vote twice again. (A doc link only: this module is below
+/// `style_preferences`, which reads its votes.)
 pub fn latest_votes<'scope, T>(
     votes: VecCollection<'scope, T, (MessageKey, FeedbackVote)>,
 ) -> VecCollection<'scope, T, (MessageKey, FeedbackVote)>

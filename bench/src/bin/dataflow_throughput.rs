@@ -318,7 +318,8 @@ fn main() -> anyhow::Result<()> {
     let mut loaded_episodes = 0u64;
     let mut noise = StdRng::seed_from_u64(5);
     for (offset, event) in events.iter().enumerate() {
-        let share = &mut shares[engram_jobs::log_source::worker_for(&event.key(), workers)];
+        let share =
+            &mut shares[engram_engine::ingest::log_source::worker_for(&event.key(), workers)];
         let records = match &event.body {
             Body::Correction(c) => {
                 let embedding =

@@ -15,8 +15,8 @@
 //! - Kafka → Lance: until every episode is embedded and committed to Lance as well.
 
 use engram_bench::{numeric_args, sentence};
-use engram_jobs::kafka::{run_kafka_source, KafkaConfig};
-use engram_jobs::{Config, Engine};
+use engram_engine::ingest::kafka::{run_kafka_source, KafkaConfig};
+use engram_engine::{Config, Engine};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rdkafka::config::ClientConfig;

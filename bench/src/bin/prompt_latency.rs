@@ -9,8 +9,8 @@
 //! it, and the prompt sizes, measured in the same run.
 
 use engram_bench::{numeric_args, percentile, question, sentence};
-use engram_jobs::prompt::PromptRequest;
-use engram_jobs::{Config, Engine};
+use engram_engine::prompt::PromptRequest;
+use engram_engine::{Config, Engine};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
@@ -109,7 +109,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let mut recall = Vec::new();
     for r in &requests {
-        let req = engram_jobs::recall::RecallRequest {
+        let req = engram_engine::query::recall::RecallRequest {
             tenant: r.tenant.clone(),
             user: r.user.clone(),
             query: r.query.clone(),

@@ -14,8 +14,8 @@
 use engram_bench::{numeric_args, percentile, question, sentence};
 use engram_connectors::{Embedder, EmbedderConfig, EpisodeRow, EpisodeStore, IndexPolicy};
 use engram_dataflows::SharedViews;
-use engram_jobs::config::RecallConfig;
-use engram_jobs::recall::{Recall, RecallRequest};
+use engram_engine::config::RecallConfig;
+use engram_engine::query::recall::{Recall, RecallRequest};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;

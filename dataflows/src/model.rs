@@ -1,0 +1,136 @@
+//! The memory model: the views engram maintains, as one function from the input collections
+//! to named view collections. Everything else in this crate (the timely workers, the engine
+//! clock, capture and publication) only wires this function to the log and to the readers.
+
+use crate::params::DataflowParams;
+use differential_dataflow::VecCollection;
+use engram_operators::correction_clusters::{
+    cluster_measures, correction_clusters, present_corrections, promoted_patterns,
+    similarity_links, ClusterMeasure, CorrectionPoint, PatternRecord, UserKey,
+};
+use engram_operators::correction_notes::{correction_notes, CorrectionNote};
+use engram_operators::entities::{
+    co_mentions_of, entity_stats_of, episode_entities, CoMentionKey, EntityKey, EntityStats,
+};
+use engram_operators::facts::{facts_over_time, FactAssertion, FactKey, FactVersion};
+use engram_operators::lifecycle::{preference_traces, PreferenceKey, PreferenceTrace};
+use engram_operators::memory_marks::{memory_marks_of, MemoryKey, MemoryMark, MemoryUse};
+use engram_operators::preference_contradictions::{preference_contradictions, Contradiction};
+use engram_operators::skill_confidence::{
+    discounted_skill_feedback_of, skill_confidences_of, DiscountedTally, SkillConfidence,
+    UserSkillKey,
+};
+use engram_operators::skill_feedback::{
+    latest_votes, skill_feedback_of, FeedbackTally, FeedbackVote, MessageKey, PopulationKey,
+    SkillKey,
+};
+use engram_operators::style_preferences::{style_preferences_of, UserStyle};
+use engram_operators::summaries::{user_summaries, SummaryNode};
+use engram_operators::team_preferences::{
+    org_preferences, team_preferences, user_teams, OrgPreference, TeamAssignment, TeamKey,
+    TeamPreference,
+};
+use engram_operators::{next_edges, Episode, SessionKey};
+
+/// A collection of the memory dataflow: its timestamps are input-log offsets.
+pub type Coll<'scope, D> = VecCollection<'scope, u64, D>;
+
+/// The input collections, one per kind of record the log holds.
+pub struct MemoryInputs<'scope> {
+    pub episodes: Coll<'scope, (SessionKey, Episode)>,
+    pub facts: Coll<'scope, (FactKey, FactAssertion)>,
+    pub votes: Coll<'scope, (MessageKey, FeedbackVote)>,
+    pub corrections: Coll<'scope, (UserKey, CorrectionPoint)>,
+    pub notes: Coll<'scope, (UserKey, CorrectionNote)>,
+    pub assignments: Coll<'scope, (UserKey, TeamAssignment)>,
+    pub uses: Coll<'scope, (MessageKey, MemoryUse)>,
+    pub summaries: Coll<'scope, (UserKey, SummaryNode)>,
+}
+
+/// The views, by name (each becomes one kind of [`crate::views::ViewUpdate`]), and the inputs
+/// the caller stores as they came (episodes and fact assertions).
+pub struct MemoryModel<'scope> {
+    pub episodes: Coll<'scope, (SessionKey, Episode)>,
+    pub facts: Coll<'scope, (FactKey, FactAssertion)>,
+    /// `NEXT` edges between a session's episodes.
+    pub next_edges: Coll<'scope, (SessionKey, (u128, u128))>,
+    pub fact_versions: Coll<'scope, (FactKey, FactVersion)>,
+    pub entity_stats: Coll<'scope, (EntityKey, EntityStats)>,
+    pub co_mentions: Coll<'scope, (CoMentionKey, u64)>,
+    pub summaries: Coll<'scope, (UserKey, SummaryNode)>,
+    pub memory_marks: Coll<'scope, (MemoryKey, MemoryMark)>,
+    pub correction_notes: Coll<'scope, (UserKey, CorrectionNote)>,
+    /// `(user, (correction_id, cluster_id))`.
+    pub cluster_members: Coll<'scope, (UserKey, (String, String))>,
+    pub cluster_measures: Coll<'scope, (UserKey, ClusterMeasure)>,
+    pub patterns: Coll<'scope, (UserKey, PatternRecord)>,
+    pub contradictions: Coll<'scope, (PreferenceKey, Contradiction)>,
+    /// What the lifecycle dataflow (engine time) turns into preference states.
+    pub preference_traces: Coll<'scope, (PreferenceKey, PreferenceTrace)>,
+    pub user_teams: Coll<'scope, (UserKey, String)>,
+    pub team_preferences: Coll<'scope, (TeamKey, TeamPreference)>,
+    pub org_preferences: Coll<'scope, (String, OrgPreference)>,
+    pub styles: Coll<'scope, (UserKey, UserStyle)>,
+    pub skill_confidences: Coll<'scope, (UserSkillKey, SkillConfidence)>,
+    /// Only with a feedback half-life ([`crate::SkillParams`]).
+    pub discounted_skill_tallies: Option<Coll<'scope, (SkillKey, DiscountedTally)>>,
+    pub skill_tallies: Coll<'scope, (SkillKey, FeedbackTally)>,
+    pub population_tallies: Coll<'scope, (PopulationKey, FeedbackTally)>,
+}
+
+/// The memory model (SPEC §4): every view as a composition of `engram-operators`.
+pub fn memory_model<'scope>(
+    input: MemoryInputs<'scope>,
+    params: DataflowParams,
+) -> MemoryModel<'scope> {
+    // each message's latest vote, derived once for every view of feedback (each derivation
+    // arranges every vote twice)
+    let votes = latest_votes(input.votes);
+    // one arrangement of the present corrections for every operator that reads them
+    let present = present_corrections(input.corrections);
+    let links = similarity_links(present.clone(), params.corrections.link_cosine);
+    let clusters = correction_clusters(present.clone(), links);
+    let measures = cluster_measures(present.clone(), clusters.clone());
+    let patterns = promoted_patterns(measures.clone());
+    let teams = user_teams(input.assignments);
+    let team_prefs = team_preferences(
+        measures.clone(),
+        teams.clone(),
+        params.hierarchy.team_min_users,
+    );
+    // extracted once for both entity views
+    let entities = episode_entities(input.episodes.clone());
+    let (skill_tallies, population_tallies) = skill_feedback_of(votes.clone());
+    MemoryModel {
+        next_edges: next_edges(
+            input
+                .episodes
+                .clone()
+                .map(|(session, e)| (session, e.node())),
+        ),
+        fact_versions: facts_over_time(input.facts.clone()),
+        entity_stats: entity_stats_of(entities.clone()),
+        co_mentions: co_mentions_of(entities),
+        summaries: user_summaries(input.summaries),
+        memory_marks: memory_marks_of(input.uses, votes.clone()),
+        correction_notes: correction_notes(input.notes),
+        contradictions: preference_contradictions(present.clone(), measures.clone()),
+        preference_traces: preference_traces(present, clusters.clone(), patterns.clone()),
+        cluster_members: clusters,
+        cluster_measures: measures,
+        patterns,
+        org_preferences: org_preferences(team_prefs.clone(), params.hierarchy.org_min_teams),
+        team_preferences: team_prefs,
+        user_teams: teams,
+        styles: style_preferences_of(votes.clone()),
+        skill_confidences: skill_confidences_of(votes.clone()),
+        discounted_skill_tallies: params
+            .skills
+            .half_life_secs()
+            .map(|half_life| discounted_skill_feedback_of(votes, half_life)),
+        skill_tallies,
+        population_tallies,
+        episodes: input.episodes,
+        facts: input.facts,
+    }
+}

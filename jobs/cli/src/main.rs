@@ -1,0 +1,375 @@
+use clap::{Parser, Subcommand};
+use engram_engine::{Config, Engine};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tracing_subscriber::EnvFilter;
+
+/// The dataflow's arrangements and views are many small allocations, made and freed in bursts:
+/// mimalloc spends less time per allocation than glibc's malloc and returns freed memory to the
+/// system sooner.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// engram: a streaming long-term memory engine for LLM agents.
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    /// TOML configuration file (see README); `ENGRAM_*` variables and flags override it.
+    #[arg(long, global = true, env = "ENGRAM_CONFIG")]
+    config: Option<PathBuf>,
+    /// Log as JSON lines instead of text.
+    #[arg(long, global = true)]
+    log_json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Send JSON-lines event files to the Kafka topics (each event to its kind's topic, keyed
+    /// tenant/user; lines that are not valid events to --invalid-to, so engram rejects them to
+    /// the DLQ). Brokers and topic prefix come from the configuration (`kafka.*`,
+    /// `ENGRAM_KAFKA_BROKERS`) unless given here.
+    Produce {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[arg(long)]
+        brokers: Option<String>,
+        /// Topic for lines that are not valid events (default: the interactions topic).
+        #[arg(long)]
+        invalid_to: Option<String>,
+    },
+    /// Run the main job: ingest from the embedded log, maintain the views, store episodes in
+    /// Lance, and serve the HTTP API.
+    Serve {
+        /// Data folder (embedded log, reject log, Lance datasets).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// HTTP listen address.
+        #[arg(long)]
+        http_addr: Option<SocketAddr>,
+        /// Timely worker threads.
+        #[arg(long)]
+        workers: Option<usize>,
+        /// Do not load the bundled demo conversation.
+        #[arg(long)]
+        no_demo: bool,
+        /// What moves engine time, by which preferences decay: `wall` or `events` (the latest
+        /// event time read).
+        #[arg(long)]
+        clock: Option<engram_dataflows::EngineClock>,
+    },
+    /// Replay historical event files (JSON lines, or Parquet with the same columns) through the
+    /// same path as live input into the data folder. Resumable: run it again after an
+    /// interruption and it stores what is missing, nothing twice.
+    Replay {
+        /// Event files, replayed in the order given.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Data folder (embedded log, reject log, Lance datasets).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// Timely worker threads.
+        #[arg(long)]
+        workers: Option<usize>,
+        /// No progress bars (a log line every 10 s instead when not on a terminal).
+        #[arg(long)]
+        no_progress: bool,
+        /// Texts of the replay the bare embedder is timed on at the end (0: skip).
+        #[arg(long, default_value_t = 512)]
+        measure_sample: usize,
+        /// Also write the summary as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// Print the effective configuration (file + environment) as TOML.
+    Config,
+    /// Tenants and their API keys (kept in DATA_DIR/tenants.json; a running server picks up
+    /// changes at once).
+    Tenant {
+        /// Data folder.
+        #[arg(long, global = true)]
+        data_dir: Option<PathBuf>,
+        #[command(subcommand)]
+        action: TenantCommand,
+    },
+    /// Offline benchmarks.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Subcommand)]
+enum TenantCommand {
+    /// Create a tenant and print its first API key (shown this once; only a digest is kept).
+    Create { tenant: String },
+    /// Issue another key for a tenant (to rotate: issue, switch clients over, revoke the old).
+    Key { tenant: String },
+    /// Revoke a key by its id (as `list` shows it) or the key itself.
+    Revoke { tenant: String, key_id: String },
+    /// List tenants and their key ids.
+    List,
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// LongMemEval retrieval: ingest each question's haystack as one user's memory, recall for
+    /// the question, and report the official retrieval metrics (session and turn level).
+    Longmemeval {
+        /// A LongMemEval JSON file (e.g. ../shared/longmemeval/longmemeval_s_dev.json).
+        #[arg(long)]
+        data: PathBuf,
+        /// Also write the metrics as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Only N (non-abstention) questions, evenly spaced through the file.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Keep the ingested memory here (reruns reuse it instead of ingesting again).
+        #[arg(long)]
+        work_dir: Option<PathBuf>,
+        /// Write each question's candidates and gold ids as JSON lines (error analysis).
+        #[arg(long)]
+        dump: Option<PathBuf>,
+        /// Also answer each question with an OpenAI-compatible chat server at this URL (vLLM,
+        /// llama.cpp, Ollama) and write `{question_id, hypothesis}` JSON lines to --answers.
+        #[arg(long, requires = "answers")]
+        llm: Option<String>,
+        /// Model name to ask the --llm server for.
+        #[arg(long, default_value = "Qwen/Qwen3-8B")]
+        llm_model: String,
+        /// Where the --llm answers go (the official judge's input format).
+        #[arg(long)]
+        answers: Option<PathBuf>,
+        /// Characters of recalled memory in each --llm prompt.
+        #[arg(long, default_value_t = 16_000)]
+        context_chars: usize,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let filter = EnvFilter::try_from_env("ENGRAM_LOG")
+        .unwrap_or_else(|_| EnvFilter::new("info,lance=warn,datafusion=warn"));
+    if cli.log_json {
+        tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .init();
+    } else {
+        tracing_subscriber::fmt().with_env_filter(filter).init();
+    }
+    let mut config = Config::load(cli.config.as_deref())?;
+    match cli.command {
+        Command::Config => {
+            print!("{}", toml::to_string_pretty(&config)?);
+            Ok(())
+        }
+        Command::Tenant { data_dir, action } => {
+            if let Some(d) = data_dir {
+                config.data_dir = d;
+            }
+            let registry = engram_engine::tenants::TenantRegistry::open(&config.data_dir)?;
+            match action {
+                TenantCommand::Create { tenant } => println!("{}", registry.create(&tenant)?),
+                TenantCommand::Key { tenant } => println!("{}", registry.issue_key(&tenant)?),
+                TenantCommand::Revoke { tenant, key_id } => {
+                    registry.revoke_key(&tenant, &key_id)?
+                }
+                TenantCommand::List => {
+                    for (name, t) in registry.list() {
+                        let ids: Vec<_> = t.keys.iter().map(|k| k.id.as_str()).collect();
+                        println!("{name}\tcreated {}\tkeys {}", t.created, ids.join(" "));
+                    }
+                }
+            }
+            Ok(())
+        }
+        Command::Bench(BenchCommand::Longmemeval {
+            data,
+            json,
+            limit,
+            work_dir,
+            dump,
+            llm,
+            llm_model,
+            answers,
+            context_chars,
+        }) => runtime()?.block_on(engram_engine::longmemeval::run(
+            config,
+            engram_engine::longmemeval::BenchOptions {
+                data,
+                json,
+                limit,
+                work_dir,
+                dump,
+                llm: llm.map(|url| engram_engine::longmemeval::LlmOptions {
+                    url,
+                    model: llm_model,
+                    answers: answers.expect("clap requires --answers with --llm"),
+                    context_chars,
+                }),
+            },
+        )),
+        Command::Produce {
+            files,
+            brokers,
+            invalid_to,
+        } => {
+            if let Some(b) = brokers {
+                config.kafka.brokers = b;
+            }
+            anyhow::ensure!(
+                !config.kafka.brokers.is_empty(),
+                "no Kafka brokers: pass --brokers or set ENGRAM_KAFKA_BROKERS"
+            );
+            let report = runtime()?.block_on(engram_engine::ingest::kafka::produce_files(
+                &config.kafka,
+                &files,
+                invalid_to.as_deref(),
+            ))?;
+            println!("{}", serde_json::to_string(&report)?);
+            Ok(())
+        }
+        Command::Replay {
+            files,
+            data_dir,
+            workers,
+            no_progress,
+            measure_sample,
+            json,
+        } => {
+            if let Some(d) = data_dir {
+                config.data_dir = d;
+            }
+            if let Some(w) = workers {
+                config.workers = w;
+            }
+            config.demo = false;
+            // a replay decays memories by the events' own time, so it is deterministic
+            config.clock = engram_dataflows::EngineClock::Events;
+            runtime()?.block_on(replay(
+                config,
+                engram_engine::replay::ReplayOptions {
+                    files,
+                    measure_sample,
+                    progress: !no_progress,
+                    ..Default::default()
+                },
+                json,
+            ))
+        }
+        Command::Serve {
+            data_dir,
+            http_addr,
+            workers,
+            no_demo,
+            clock,
+        } => {
+            if let Some(c) = clock {
+                config.clock = c;
+            }
+            if let Some(d) = data_dir {
+                config.data_dir = d;
+            }
+            if let Some(a) = http_addr {
+                config.http_addr = a;
+            }
+            if let Some(w) = workers {
+                config.workers = w;
+            }
+            if no_demo {
+                config.demo = false;
+            }
+            runtime()?.block_on(serve(config))
+        }
+    }
+}
+
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
+    let addr = config.http_addr;
+    let kafka_config = config.kafka.clone();
+    let engine = Engine::start(config).await?;
+    let kafka_stop = Arc::new(AtomicBool::new(false));
+    let kafka = (!kafka_config.brokers.is_empty()).then(|| {
+        let (sink, stop) = (engine.kafka_sink(), kafka_stop.clone());
+        let members = engine.config.workers;
+        tokio::spawn(async move {
+            if let Err(err) =
+                engram_engine::ingest::kafka::run_kafka_source(kafka_config, sink, members, stop)
+                    .await
+            {
+                tracing::error!(%err, "the Kafka source stopped");
+            }
+        })
+    });
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    tracing::info!(addr = %local, "engram listening");
+    // Tests and scripts read this line to find the port when started with port 0.
+    println!("engram listening on http://{local}");
+    let closing = engine.clone();
+    axum::serve(listener, engram_server::router(engine.clone()))
+        .with_graceful_shutdown(async move {
+            let _ = tokio::signal::ctrl_c().await;
+            tracing::info!("shutting down");
+            closing.begin_closing();
+        })
+        .await?;
+    kafka_stop.store(true, Ordering::Release);
+    if let Some(kafka) = kafka {
+        kafka.await?;
+    }
+    engine.stop().await?;
+    Ok(())
+}
+
+async fn replay(
+    mut config: Config,
+    opts: engram_engine::replay::ReplayOptions,
+    json: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    // Each distinct text is embedded once per run (histories repeat texts).
+    let mut emb = config.embedder_config();
+    emb.cache_entries = emb.cache_entries.max(200_000);
+    config.embedder = Some(emb);
+    let engine = Engine::start(config).await?;
+    let result = engram_engine::replay::run(engine.clone(), opts).await;
+    engine.stop().await?;
+    let s = result?;
+    println!(
+        "replayed {} records from {} file(s) in {:.1} s: {} accepted, {} accepted before, {} rejected",
+        s.records, s.files, s.seconds, s.accepted, s.duplicates, s.rejected
+    );
+    for r in &s.rejections {
+        println!(
+            "  rejected {} {}: {}: {}",
+            r.file, r.position, r.field, r.reason
+        );
+    }
+    println!(
+        "episodes stored: {} ({:.1}/s); texts through the model: {}",
+        s.episodes_stored, s.episodes_per_second, s.texts_embedded
+    );
+    if let (Some(bare), Some(ratio), Some(n)) = (
+        s.bare_embedder_episodes_per_second,
+        s.ratio_to_bare_embedder,
+        s.sample_episodes,
+    ) {
+        println!(
+            "bare embedder on {n} of the same episodes: {bare:.1} episodes/s; replay at {:.0}% of it",
+            ratio * 100.0
+        );
+    }
+    if let Some(path) = json {
+        std::fs::write(&path, serde_json::to_vec_pretty(&s)?)?;
+    }
+    Ok(())
+}

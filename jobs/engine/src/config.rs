@@ -1,0 +1,427 @@
+//! Configuration: defaults, then a TOML file, then `ENGRAM_*` environment variables, then
+//! command-line flags (each overriding the one before).
+
+use engram_connectors::kafka::KafkaConfig;
+use engram_connectors::{EmbedderConfig, IndexPolicy};
+use engram_dataflows::{EngineClock, HierarchyParams, SkillParams};
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Where the embedded log, the reject log and the Lance datasets live.
+    pub data_dir: PathBuf,
+    /// HTTP listen address.
+    pub http_addr: SocketAddr,
+    /// Timely workers.
+    pub workers: usize,
+    /// Folder the set-up script fills with the ONNX Runtime library, model and tokenizer.
+    pub models_dir: PathBuf,
+    /// Explicit embedder paths; when absent they are derived from `models_dir`.
+    pub embedder: Option<EmbedderConfig>,
+    /// Load the bundled demo conversation on start (idempotent: its event ids are fixed).
+    pub demo: bool,
+    pub index: IndexPolicy,
+    pub recall: RecallConfig,
+    pub passages: PassageConfig,
+    /// What moves engine time, by which preferences decay: `wall` (serving) or `events` (the
+    /// latest event time read; `replay` and the benchmarks always use it).
+    pub clock: EngineClock,
+    /// The Kafka source (off while `kafka.brokers` is empty).
+    pub kafka: KafkaConfig,
+    /// Key of the admin API (`/v1/admin/…`: create tenants, issue and revoke their keys); the
+    /// admin API is off while it is unset. Prefer `ENGRAM_ADMIN_KEY` to writing it in a file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admin_key: Option<String>,
+    pub prompt: PromptConfig,
+    /// The OpenAI-compatible chat server `/v1/chat` forwards prompts to.
+    pub llm: LlmConfig,
+    /// When a team, and an organisation, hold a preference their members hold.
+    pub hierarchy: HierarchyParams,
+    /// How skill feedback is weighed: `skills.feedback_half_life_days` discounts old votes.
+    pub skills: SkillParams,
+    pub log: LogConfig,
+}
+
+/// The embedded log, the write-ahead buffer in front of the Lance `events` table.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    /// Once this many bytes of the log file are in the `events` table and read by the views,
+    /// they leave the file (reads below it go to the table). `0` keeps everything in the file.
+    pub discard_after_bytes: u64,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            discard_after_bytes: 64 << 20,
+        }
+    }
+}
+
+/// Prompt assembly (`/v1/prompt`, `/v1/chat`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PromptConfig {
+    /// The procedural memory at the top of every system message.
+    pub persona: String,
+    /// Budget of a prompt whose request names none, in Qwen3 tokens.
+    pub default_budget_tokens: usize,
+    pub max_budget_tokens: usize,
+    /// Preferences below this confidence are not instructions.
+    pub min_preference_confidence: f64,
+    /// Few-shot correction examples, at most.
+    pub few_shot: usize,
+    /// Episodes recalled into the memory part, at most.
+    pub memories: usize,
+    /// Current facts in the memory part, at most.
+    pub facts: usize,
+    /// Characters of one recalled episode shown, at most.
+    pub max_memory_chars: usize,
+    /// The session's last turns shown verbatim.
+    pub recent_turns: usize,
+    /// How long a prompt waits for what was accepted before it to reach the views and Lance.
+    pub consistency_wait_ms: u64,
+    /// Recall the tenant's domain-wide memories (those of user `_domain`) into prompts too.
+    pub domain_memories: bool,
+}
+
+impl Default for PromptConfig {
+    fn default() -> Self {
+        PromptConfig {
+            persona: "You are a helpful assistant with a long-term memory of this user. Use what \
+                      you remember when it helps, and follow the user's preferences."
+                .into(),
+            default_budget_tokens: 4096,
+            max_budget_tokens: 131_072,
+            min_preference_confidence: 0.75,
+            few_shot: 4,
+            memories: 12,
+            facts: 20,
+            max_memory_chars: 1200,
+            recent_turns: 6,
+            consistency_wait_ms: 2000,
+            domain_memories: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmConfig {
+    /// Base URL (e.g. `http://127.0.0.1:8000/v1`); `/v1/chat` answers 503 while unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    pub model: String,
+    pub timeout_secs: u64,
+    /// Largest answer, in tokens (`max_tokens`).
+    pub max_tokens: u32,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            url: None,
+            model: "Qwen/Qwen3-8B".into(),
+            timeout_secs: 120,
+            max_tokens: 1024,
+        }
+    }
+}
+
+/// Texts whose vectors `serve` keeps (about 1.6 KiB each).
+pub const SERVE_EMBEDDING_CACHE: usize = 20_000;
+
+/// Sentences of long episodes embedded on their own (see `passages.rs`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PassageConfig {
+    pub enabled: bool,
+    /// Roles whose episodes get passages (what the user said is what memory is asked about).
+    pub roles: Vec<String>,
+    /// The most passages one episode gets.
+    pub max_per_episode: usize,
+}
+
+impl Default for PassageConfig {
+    fn default() -> Self {
+        PassageConfig {
+            enabled: true,
+            roles: vec!["user".into()],
+            max_per_episode: 16,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RecallConfig {
+    /// Results when a request gives no `k`.
+    pub default_k: usize,
+    /// The largest `k` a request may ask for.
+    pub max_k: usize,
+    /// Candidates taken from each retriever before fusion, as a multiple of `k`.
+    pub candidates_per_k: usize,
+    /// Reciprocal-rank-fusion constant.
+    pub rrf_k: f32,
+    /// Graph expansion's limits: neighbours per query entity (0 turns it off), path depth
+    /// and the entity kinds it may go through.
+    pub graph: GraphLimits,
+    /// `fusion` (reciprocal ranks) or `relevance` (SPEC §5: 0.7·similarity + 0.2·recency +
+    /// 0.1·importance); both are reported in every result's `why`.
+    pub rank_by: RankBy,
+    /// Recency time scale λ of the §5 score, in days.
+    pub recency_scale_days: f64,
+    /// The MARK weights `rank_by = "mrs"` uses: one of the paper's presets (`default`,
+    /// `core_blend`, `similarity_freshness`, `popularity_similarity`, `feedback_freshness`,
+    /// `similarity_feedback`, `balanced`, `similarity_only`).
+    pub mrs_weights: String,
+}
+
+impl Default for RecallConfig {
+    fn default() -> Self {
+        RecallConfig {
+            default_k: 10,
+            max_k: 200,
+            candidates_per_k: 4,
+            rrf_k: 60.0,
+            graph: Default::default(),
+            rank_by: RankBy::Fusion,
+            recency_scale_days: 7.0,
+            mrs_weights: "default".into(),
+        }
+    }
+}
+
+/// How far graph expansion may go from the query's entities, and through which vertices.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GraphLimits {
+    /// The heaviest co-mentioned neighbours taken per entity of the query (0 turns the
+    /// expansion off).
+    pub neighbours: usize,
+    /// The longest path followed, in edges: 1 takes the query entities' neighbours; 2 also the
+    /// entities joining two query entities (q₁ – c – q₂); 3 also both inner entities of paths
+    /// q₁ – x – y – q₂. At most 3.
+    pub depth: u8,
+    /// The kinds of entity expansion may pass through or add (`named`, `noun_phrase`); empty:
+    /// every kind.
+    pub entity_kinds: Vec<engram_operators::entities::EntityKind>,
+}
+
+impl Default for GraphLimits {
+    fn default() -> Self {
+        GraphLimits {
+            neighbours: 5,
+            depth: 2,
+            entity_kinds: Vec::new(),
+        }
+    }
+}
+
+/// How recall orders its results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum RankBy {
+    /// By the fused reciprocal ranks (every retriever's vote).
+    #[default]
+    Fusion,
+    /// By the SPEC §5 score (similarity, recency, importance), fusion breaking ties.
+    Relevance,
+    /// By MARK's memory relevance score (recall count, recency, similarity, feedback; weights
+    /// `recall.mrs_weights`), min–max normalised over the candidates, fusion breaking ties;
+    /// memories the retention policy no longer keeps are left out.
+    Mrs,
+}
+
+/// Where `scripts/setup` puts the model: `$ENGRAM_MODELS_DIR`, else `~/.cache/engram/models`.
+fn default_models_dir() -> PathBuf {
+    match std::env::var_os("HOME") {
+        Some(home) => PathBuf::from(home).join(".cache/engram/models"),
+        None => PathBuf::from(".engram/models"),
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            data_dir: PathBuf::from("data"),
+            http_addr: "127.0.0.1:8687".parse().unwrap(),
+            workers: 1,
+            models_dir: default_models_dir(),
+            embedder: None,
+            demo: true,
+            index: IndexPolicy::default(),
+            recall: RecallConfig::default(),
+            passages: PassageConfig::default(),
+            clock: EngineClock::Wall,
+            kafka: KafkaConfig::default(),
+            admin_key: None,
+            prompt: PromptConfig::default(),
+            llm: LlmConfig::default(),
+            hierarchy: HierarchyParams::default(),
+            skills: SkillParams::default(),
+            log: LogConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("config file {path}: {reason}")]
+    File { path: PathBuf, reason: String },
+    #[error("environment variable {name}={value:?}: {reason}")]
+    Env {
+        name: &'static str,
+        value: String,
+        reason: String,
+    },
+    #[error("{key}: {reason}")]
+    Invalid { key: &'static str, reason: String },
+}
+
+impl Config {
+    /// Defaults, overridden by `file` (if given) and then by the environment.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        let mut cfg = match file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+                    path: path.to_path_buf(),
+                    reason: e.to_string(),
+                })?;
+                toml::from_str(&text).map_err(|e| ConfigError::File {
+                    path: path.to_path_buf(),
+                    reason: e.to_string(),
+                })?
+            }
+            None => Config::default(),
+        };
+        cfg.apply_env(|name| std::env::var(name).ok())?;
+        cfg.check()?;
+        Ok(cfg)
+    }
+
+    /// Values the types alone do not rule out.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        use engram_operators::math::mark::MrsWeights;
+        if MrsWeights::preset(&self.recall.mrs_weights).is_none() {
+            let names: Vec<&str> = MrsWeights::PRESETS.iter().map(|(n, _)| *n).collect();
+            return Err(ConfigError::Invalid {
+                key: "recall.mrs_weights",
+                reason: format!(
+                    "{:?} is not one of {}",
+                    self.recall.mrs_weights,
+                    names.join(", ")
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Applies `ENGRAM_DATA_DIR`, `ENGRAM_HTTP_ADDR`, `ENGRAM_WORKERS`, `ENGRAM_MODELS_DIR`,
+    /// `ENGRAM_DEMO`, `ENGRAM_CLOCK`, `ENGRAM_KAFKA_BROKERS`, `ENGRAM_KAFKA_GROUP`,
+    /// `ENGRAM_ADMIN_KEY`, `ENGRAM_LLM_URL`, `ENGRAM_LLM_MODEL`, `ENGRAM_LOG_DISCARD_AFTER_BYTES`
+    /// as read by `get`.
+    pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+        fn parse<T: std::str::FromStr>(name: &'static str, value: String) -> Result<T, ConfigError>
+        where
+            T::Err: std::fmt::Display,
+        {
+            value.parse().map_err(|e: T::Err| ConfigError::Env {
+                name,
+                reason: e.to_string(),
+                value,
+            })
+        }
+        if let Some(v) = get("ENGRAM_DATA_DIR") {
+            self.data_dir = v.into();
+        }
+        if let Some(v) = get("ENGRAM_HTTP_ADDR") {
+            self.http_addr = parse("ENGRAM_HTTP_ADDR", v)?;
+        }
+        if let Some(v) = get("ENGRAM_WORKERS") {
+            self.workers = parse("ENGRAM_WORKERS", v)?;
+        }
+        if let Some(v) = get("ENGRAM_MODELS_DIR") {
+            self.models_dir = v.into();
+        }
+        if let Some(v) = get("ENGRAM_DEMO") {
+            self.demo = parse("ENGRAM_DEMO", v)?;
+        }
+        if let Some(v) = get("ENGRAM_CLOCK") {
+            self.clock = parse("ENGRAM_CLOCK", v)?;
+        }
+        if let Some(v) = get("ENGRAM_KAFKA_BROKERS") {
+            self.kafka.brokers = v;
+        }
+        if let Some(v) = get("ENGRAM_KAFKA_GROUP") {
+            self.kafka.group_id = v;
+        }
+        if let Some(v) = get("ENGRAM_ADMIN_KEY") {
+            if v.len() < 16 {
+                return Err(ConfigError::Env {
+                    name: "ENGRAM_ADMIN_KEY",
+                    value: "(hidden)".into(),
+                    reason: "an admin key needs at least 16 characters".into(),
+                });
+            }
+            self.admin_key = Some(v);
+        }
+        if let Some(v) = get("ENGRAM_LLM_URL") {
+            self.llm.url = Some(v);
+        }
+        if let Some(v) = get("ENGRAM_LLM_MODEL") {
+            self.llm.model = v;
+        }
+        if let Some(v) = get("ENGRAM_LOG_DISCARD_AFTER_BYTES") {
+            self.log.discard_after_bytes = parse("ENGRAM_LOG_DISCARD_AFTER_BYTES", v)?;
+        }
+        Ok(())
+    }
+
+    /// The embedder configuration: as given, else derived from `models_dir` with a cache of
+    /// [`SERVE_EMBEDDING_CACHE`] texts (a prompt embeds its query, the preferences and the
+    /// correction examples it compares, again and again; the recall before it has just
+    /// embedded the same query).
+    pub fn embedder_config(&self) -> EmbedderConfig {
+        self.embedder.clone().unwrap_or_else(|| EmbedderConfig {
+            cache_entries: SERVE_EMBEDDING_CACHE,
+            ..EmbedderConfig::from_models_dir(&self.models_dir)
+        })
+    }
+
+    pub fn log_dir(&self) -> PathBuf {
+        self.data_dir.join("log")
+    }
+
+    pub fn episodes_dir(&self) -> PathBuf {
+        self.data_dir.join("lance").join("episodes.lance")
+    }
+
+    /// The Lance `events` table: every accepted event (the store of record behind the log).
+    /// The events of restricted users, until the restriction is lifted.
+    pub fn held_dir(&self) -> PathBuf {
+        self.data_dir.join("lance").join("held.lance")
+    }
+
+    pub fn events_dir(&self) -> PathBuf {
+        self.data_dir.join("lance").join("events.lance")
+    }
+
+    pub fn passages_dir(&self) -> PathBuf {
+        self.data_dir.join("lance").join("passages.lance")
+    }
+
+    /// The Lance `facts` table: every fact assertion with its embedding, for recall.
+    pub fn facts_dir(&self) -> PathBuf {
+        self.data_dir.join("lance").join("facts.lance")
+    }
+
+    /// The summaries table: one row per summary event, embedded by its content.
+    pub fn summaries_dir(&self) -> PathBuf {
+        self.data_dir.join("lance").join("summaries.lance")
+    }
+}

@@ -1,0 +1,153 @@
+//! Kafka in (SPEC §2): a consumer in a consumer group reads `engram.interactions`,
+//! `engram.corrections`, `engram.feedback` and `engram.control`, and hands each batch to the
+//! same [`Ingestor`] as the HTTP API. Bad messages go to `engram.dlq` with their original bytes
+//! as the payload and the reason in headers.
+//!
+//! Exactly once into Lance: a batch's offsets are committed only after its events are appended
+//! to the log (which syncs them to disk) and committed to the Lance `events` table behind it,
+//! and its rejects are acknowledged by the DLQ. A crash before the commit redelivers the batch,
+//! and the ingestor, which knows every event id the log holds, stores nothing twice.
+//!
+//! The Kafka client itself (settings, batches, commits, the DLQ, `engram produce`) is
+//! [`engram_connectors::kafka`].
+
+use crate::ingest::Ingestor;
+use crate::tenants::TenantRegistry;
+use engram_connectors::kafka::{commit, next_batch, offsets_after, send_to_dlq, wait_in_lance};
+pub use engram_connectors::kafka::{produce_files, KafkaConfig, ProduceReport};
+use engram_connectors::EventTable;
+use engram_schemas::{parse_event, Event, EventError, EventKind};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long a failed offset commit is retried.
+const COMMIT_RETRY: Duration = Duration::from_secs(30);
+
+/// What a Kafka source feeds and answers to.
+#[derive(Clone)]
+pub struct KafkaSink {
+    pub ingestor: Arc<Ingestor>,
+    /// Offsets are committed once this table holds the events they cover.
+    pub events: Arc<EventTable>,
+    pub tenants: Arc<TenantRegistry>,
+}
+
+/// Consumes the input topics into the ingestor until `stop` is set, with `members` consumers in
+/// the group (one per timely worker): the group shares the partitions out among them, and among
+/// the members of other engram instances, and moves them on a rebalance. Waits out broker
+/// outages (librdkafka reconnects; nothing is committed meanwhile).
+pub async fn run_kafka_source(
+    config: KafkaConfig,
+    sink: KafkaSink,
+    members: usize,
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<()> {
+    let tasks: Vec<_> = (0..members.max(1))
+        .map(|member| {
+            let (config, sink, stop) = (config.clone(), sink.clone(), stop.clone());
+            tokio::spawn(async move { consume(member, config, sink, stop).await })
+        })
+        .collect();
+    let mut first_error = None;
+    for task in tasks {
+        if let Err(err) = task.await.map_err(anyhow::Error::from).and_then(|r| r) {
+            tracing::error!(%err, "a Kafka consumer stopped");
+            stop.store(true, Ordering::Release);
+            first_error.get_or_insert(err);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// One member of the consumer group.
+async fn consume(
+    member: usize,
+    config: KafkaConfig,
+    sink: KafkaSink,
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<()> {
+    let KafkaSink {
+        ingestor,
+        events,
+        tenants,
+    } = sink;
+    let kinds: BTreeMap<String, EventKind> = config.input_topics().into_iter().collect();
+    let consumer = config.consumer(member)?;
+    let topics: Vec<&str> = kinds.keys().map(String::as_str).collect();
+    let dlq = config.producer()?;
+    tracing::info!(member, brokers = %config.brokers, group = %config.group_id, ?topics, "kafka consumer started");
+    while !stop.load(Ordering::Acquire) {
+        let batch = next_batch(&consumer).await;
+        if batch.is_empty() {
+            continue;
+        }
+        let parsed = batch
+            .iter()
+            .map(|m| {
+                parse_event(&m.payload, kinds.get(&m.topic).copied())
+                    .and_then(|event| known_tenant(&tenants, event))
+            })
+            .collect();
+        let originals: Vec<String> = batch
+            .iter()
+            .map(|m| String::from_utf8_lossy(&m.payload).into_owned())
+            .collect();
+        let ing = ingestor.clone();
+        let report =
+            tokio::task::spawn_blocking(move || ing.ingest_parsed("kafka", parsed, &originals))
+                .await??;
+        let mut all_in_dlq = true;
+        for rejected in &report.rejected {
+            let m = &batch[rejected.index];
+            all_in_dlq &= send_to_dlq(&dlq, &config.dlq_topic(), m, &rejected.error, &stop).await;
+        }
+        if !all_in_dlq {
+            // stopping: without a commit the batch comes again after the restart; its good
+            // events are recognised, its bad ones go to the DLQ then
+            break;
+        }
+        // The batch is in the log; commit once it is in the Lance events table too.
+        if !wait_in_lance(&events, report.log_end, &stop).await {
+            break;
+        }
+        // Retry the commit for a while (a short broker outage). If it
+        // does not succeed (a long outage, the partitions moved to another instance, stopping),
+        // the batch is redelivered later and the log recognises its event ids.
+        let give_up = Instant::now() + COMMIT_RETRY;
+        let offsets = offsets_after(&batch);
+        while let Err(err) = commit(&consumer, &offsets).await {
+            if stop.load(Ordering::Acquire) || Instant::now() > give_up {
+                tracing::warn!(%err, "Kafka offsets not committed; the batch will be redelivered and recognised");
+                break;
+            }
+            tracing::warn!(%err, "committing Kafka offsets failed; retrying");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        tracing::debug!(
+            messages = batch.len(),
+            accepted = report.accepted,
+            duplicates = report.duplicates,
+            rejected = report.rejected.len(),
+            "kafka batch committed"
+        );
+    }
+    Ok(())
+}
+
+/// `event` if its tenant exists (`engram tenant create`, or the admin API), else why not: an
+/// event of an unknown tenant goes to the DLQ like any bad input.
+fn known_tenant(tenants: &TenantRegistry, event: Event) -> Result<Event, EventError> {
+    if tenants.contains(&event.header.tenant) {
+        Ok(event)
+    } else {
+        Err(EventError::new(
+            "tenant",
+            format!(
+                "unknown tenant {:?}: create it first (`engram tenant create`, or POST /v1/admin/tenants)",
+                event.header.tenant
+            ),
+        ))
+    }
+}

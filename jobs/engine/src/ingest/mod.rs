@@ -1,0 +1,8 @@
+//! Events in: validated and appended to the log ([`ingestor`]), and the log read into the
+//! dataflow ([`log_source`]); Kafka topics feed the same ingestor ([`kafka`]).
+
+pub mod ingestor;
+pub mod kafka;
+pub mod log_source;
+
+pub use ingestor::*;

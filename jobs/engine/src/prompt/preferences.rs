@@ -1,0 +1,220 @@
+//! Preferences in the prompt: the user's own active ones, and those their team and
+//! organisation hold, worded as instructions.
+
+use super::*;
+
+/// An active preference of the user: a promoted pattern whose preference is `active` and whose
+/// confidence reaches the threshold, worded by its newest correction that says what it wants.
+#[derive(Debug, Clone)]
+pub struct ActivePreference {
+    /// The user's cluster, or the id of the team or organisation preference.
+    pub cluster_id: String,
+    pub confidence: f64,
+    pub line: String,
+    /// The user's corrections it was learned from (none for an inherited one: those are other
+    /// users' corrections).
+    pub corrections: Vec<String>,
+    /// `user`, or `team` / `org` for one inherited from the user's team or organisation.
+    pub level: &'static str,
+    /// How later corrections contradicted it (SPEC §4.5), when they did: `split` (it applies
+    /// outside the contexts it was contradicted in), `contested` (it stands), or `deactivated`
+    /// (then this entry is the newest contradicting correction that took its place).
+    pub contradiction: Option<&'static str>,
+}
+
+/// The user's active preferences for a request made in `situation` (trimmed, lowercased;
+/// empty for none), with contradictions applied (SPEC §4.5): a deactivated preference is
+/// replaced by the newest of the corrections that contradicted it; a split one applies outside
+/// the contexts it was contradicted in (and there, too, the newest contradicting correction
+/// made in that context takes its place); a contested one stands.
+pub fn active_preferences(
+    memory: &UserMemory,
+    min_confidence: f64,
+    situation: &str,
+) -> Vec<ActivePreference> {
+    let mut members: BTreeMap<&String, Vec<&String>> = BTreeMap::new();
+    for (correction, cluster) in &memory.correction_clusters {
+        members.entry(cluster).or_default().push(correction);
+    }
+    let newest_instruction = |ids: &mut dyn Iterator<Item = &String>| {
+        ids.filter_map(|id| memory.corrections.get(id))
+            .filter(|n| n.instruction().is_some())
+            .max_by_key(|n| (n.ts_micros, n.correction_id.clone()))
+    };
+    memory
+        .patterns
+        .iter()
+        .filter(|(cluster, _)| {
+            memory.preference_states.get(*cluster) == Some(&LifecycleState::Active)
+        })
+        .filter_map(|(cluster, pattern)| {
+            let confidence = f64::from(pattern.confidence_milli) / 1000.0;
+            if confidence < min_confidence {
+                return None;
+            }
+            let ids = members.get(cluster)?;
+            let contradiction = memory.contradictions.get(cluster);
+            if let Some(c) = contradiction.filter(|c| !c.applies_in(situation)) {
+                // the user's later word on it: the newest contradicting correction that applies
+                let newest = newest_instruction(&mut c.by.iter().filter(|id| {
+                    c.resolution == Resolution::Deactivated
+                        || memory
+                            .corrections
+                            .get(*id)
+                            .is_some_and(|n| n.context == situation)
+                }))?;
+                return Some(ActivePreference {
+                    cluster_id: cluster.clone(),
+                    confidence: f64::from(newest.confidence_milli) / 1000.0,
+                    line: format!(
+                        "{} (this replaces an earlier preference)",
+                        instruction_line(newest)?
+                    ),
+                    corrections: vec![newest.correction_id.clone()],
+                    level: "user",
+                    contradiction: Some(match c.resolution {
+                        Resolution::Deactivated => "deactivated",
+                        _ => "split",
+                    }),
+                });
+            }
+            let newest = newest_instruction(&mut ids.iter().copied())?;
+            let mut line = instruction_line(newest)?;
+            match contradiction.map(|c| c.resolution) {
+                Some(Resolution::Split) => {
+                    let c = contradiction.expect("matched");
+                    line.push_str(&format!(
+                        " (when {}; not when {})",
+                        c.holds_in.join(" or "),
+                        c.contradicted_in.join(" or ")
+                    ));
+                }
+                Some(Resolution::Contested) => {
+                    line.push_str(" (a later correction said otherwise; check with the user)")
+                }
+                _ => {}
+            }
+            Some(ActivePreference {
+                cluster_id: cluster.clone(),
+                confidence,
+                line,
+                corrections: ids.iter().map(|s| s.to_string()).collect(),
+                level: "user",
+                contradiction: contradiction.map(|c| match c.resolution {
+                    Resolution::Split => "split",
+                    Resolution::Contested => "contested",
+                    Resolution::Deactivated => "deactivated",
+                }),
+            })
+        })
+        .collect()
+}
+
+/// How a shared preference is worded: what the newest correction of `member`'s cluster
+/// `cluster` asks for (its `expected_behavior`; never the answers, which are that user's own).
+pub fn preference_wording(
+    views: &MemoryViews,
+    tenant: &str,
+    member: &str,
+    cluster: &str,
+) -> Option<String> {
+    let m = views.users.get(&(tenant.to_string(), member.to_string()))?;
+    let newest = m
+        .correction_clusters
+        .iter()
+        .filter(|(_, c)| c.as_str() == cluster)
+        .filter_map(|(id, _)| m.corrections.get(id))
+        .filter(|n| {
+            n.expected_behavior
+                .as_deref()
+                .is_some_and(|t| !t.trim().is_empty())
+        })
+        .max_by_key(|n| (n.ts_micros, n.correction_id.clone()))?;
+    Some(shorten(newest.expected_behavior.as_deref()?.trim(), 300))
+}
+
+/// The preferences a user inherits (SPEC §4.4): those their team holds, then those their
+/// organisation (tenant) holds, at `min_confidence` or more, except where the user already
+/// has a pattern of their own on the same thing (individual beats team beats organisation:
+/// an organisation preference is also left out where the team's covers it). Worded by what the
+/// corrections behind it ask for (`expected_behavior`, never another user's answers).
+pub fn inherited_preferences(
+    views: &MemoryViews,
+    tenant: &str,
+    user: &str,
+    min_confidence: f64,
+) -> Vec<ActivePreference> {
+    let key = (tenant.to_string(), user.to_string());
+    let empty = UserMemory::default();
+    let memory = views.users.get(&key).unwrap_or(&empty);
+    // what is already covered: the user's own patterns, then each level taken
+    let mut covered: Vec<Vec<f32>> = memory
+        .cluster_measures
+        .values()
+        .filter(|m| m.promoted)
+        .map(|m| m.centroid.to_f32())
+        .collect();
+    let is_covered =
+        |covered: &[Vec<f32>], c: &[f32]| covered.iter().any(|o| same_preference(o, c));
+    let wording = |member: &str, cluster: &str| preference_wording(views, tenant, member, cluster);
+    let mut out = Vec::new();
+    let team = views.user_teams.get(&key);
+    let team_held = team
+        .and_then(|t| views.team_preferences.get(&(tenant.to_string(), t.clone())))
+        .into_iter()
+        .flat_map(|held| held.values());
+    for p in team_held {
+        let centroid = p.centroid.to_f32();
+        let confidence = f64::from(p.confidence_milli) / 1000.0;
+        if p.users.iter().any(|u| u == user) || is_covered(&covered, &centroid) {
+            covered.push(centroid);
+            continue;
+        }
+        covered.push(centroid);
+        if confidence < min_confidence {
+            continue;
+        }
+        if let Some(line) = p.members.iter().find_map(|(u, c)| wording(u, c)) {
+            out.push(ActivePreference {
+                cluster_id: p.id.clone(),
+                confidence,
+                line,
+                corrections: Vec::new(),
+                level: "team",
+                contradiction: None,
+            });
+        }
+    }
+    let org_held = views
+        .org_preferences
+        .get(tenant)
+        .into_iter()
+        .flat_map(|h| h.values());
+    for p in org_held {
+        let centroid = p.centroid.to_f32();
+        let confidence = f64::from(p.confidence_milli) / 1000.0;
+        if confidence < min_confidence || is_covered(&covered, &centroid) {
+            continue;
+        }
+        let line = p.members.iter().find_map(|(team, id)| {
+            let held = views
+                .team_preferences
+                .get(&(tenant.to_string(), team.clone()))?;
+            held.get(id)?
+                .members
+                .iter()
+                .find_map(|(u, c)| wording(u, c))
+        });
+        if let Some(line) = line {
+            out.push(ActivePreference {
+                cluster_id: p.id.clone(),
+                confidence,
+                line,
+                corrections: Vec::new(),
+                level: "org",
+                contradiction: None,
+            });
+        }
+    }
+    out
+}

@@ -1,0 +1,270 @@
+//! The searches recall fuses: episodes (vector, full text, best span with passages), facts
+//! and summaries.
+
+use super::*;
+
+impl Recall {
+    /// The user's facts found by vector and full-text search of the facts table (the top
+    /// `candidates` of each, fused by reciprocal rank), as the views hold them: each version
+    /// once, those valid at `as_of` (or now) first, then by fused score. With `as_of`, only
+    /// facts asserted by then are searched. Empty without a facts table.
+    pub async fn fact_hits(
+        &self,
+        tenant: &str,
+        user: &str,
+        query: &str,
+        vector: Vec<f32>,
+        candidates: usize,
+        as_of: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> Result<Vec<FactHit>, RecallError> {
+        let Some((by_vector, by_text)) =
+            search_both(&self.facts, tenant, user, query, vector, candidates, as_of).await?
+        else {
+            return Ok(Vec::new());
+        };
+        let views = self.views.read();
+        let Some(memory) = views.users.get(&(tenant.to_string(), user.to_string())) else {
+            return Ok(Vec::new());
+        };
+        // the user's fact versions by id (a row's id is its assertion's: a version's own, or
+        // that of an assertion which repeated a value and so made no version of its own)
+        let versions: HashMap<&str, (&(String, String), &engram_operators::facts::FactVersion)> =
+            memory
+                .facts
+                .iter()
+                .flat_map(|(key, versions)| {
+                    versions.iter().map(move |v| (v.fact_id.as_str(), (key, v)))
+                })
+                .collect();
+        let version_of = |hit: &EpisodeHit| -> Option<String> {
+            if versions.contains_key(hit.episode.id.as_str()) {
+                return Some(hit.episode.id.clone());
+            }
+            // a repeated assertion: the latest version by then with the same text, compared as
+            // the dataflow compares values (case and spacing aside)
+            versions
+                .values()
+                .filter(|(k, v)| {
+                    let text = crate::pipeline::episode_writer::fact_text(&k.0, &k.1, &v.value);
+                    engram_operators::facts::same_fact_value(&text, &hit.episode.content)
+                        && v.valid_from <= hit.episode.ts.timestamp_micros()
+                })
+                .max_by_key(|(_, v)| v.valid_from)
+                .map(|(_, v)| v.fact_id.clone())
+        };
+        // fact version id → (fused score, why): a version counts once per ranking
+        let fused = fuse_two(&by_vector, &by_text, self.config.rrf_k, version_of);
+        let at = as_of.map(|t| t.timestamp_micros());
+        let time =
+            |micros: i64| chrono::DateTime::from_timestamp_micros(micros).unwrap_or_default();
+        let mut hits: Vec<FactHit> = fused
+            .into_iter()
+            .filter_map(|(id, (score, why))| {
+                let ((subject, attribute), v) = versions.get(id.as_str())?;
+                // as of a time, a version closed later still held then
+                let valid_to = v.valid_to.filter(|to| at.is_none_or(|t| *to <= t));
+                Some(FactHit {
+                    fact_id: id,
+                    subject: subject.clone(),
+                    attribute: attribute.clone(),
+                    value: v.value.clone(),
+                    valid_from: time(v.valid_from),
+                    valid_to: valid_to.map(time),
+                    superseded_by: valid_to.and(v.superseded_by.clone()),
+                    current: valid_to.is_none(),
+                    score,
+                    why,
+                    domain: false,
+                })
+            })
+            .collect();
+        hits.sort_by(FactHit::current_then_best);
+        Ok(hits)
+    }
+
+    /// The user's summaries found by vector and full-text search of the summaries table (the
+    /// top `candidates` of each, fused by reciprocal rank), best first, each with the episodes
+    /// it covers as the views hold them; only summaries present in the views (not erased). With
+    /// `as_of`, only summaries written by then are searched. Empty without a summaries table.
+    pub async fn summary_hits(
+        &self,
+        tenant: &str,
+        user: &str,
+        query: &str,
+        vector: Vec<f32>,
+        candidates: usize,
+        as_of: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> Result<Vec<SummaryHit>, RecallError> {
+        let Some((by_vector, by_text)) = search_both(
+            &self.summaries,
+            tenant,
+            user,
+            query,
+            vector,
+            candidates,
+            as_of,
+        )
+        .await?
+        else {
+            return Ok(Vec::new());
+        };
+        let views = self.views.read();
+        let Some(memory) = views.users.get(&(tenant.to_string(), user.to_string())) else {
+            return Ok(Vec::new());
+        };
+        let fused = fuse_two(&by_vector, &by_text, self.config.rrf_k, |hit| {
+            Some(hit.episode.event_id.clone())
+        });
+        let mut hits: Vec<SummaryHit> = fused
+            .into_iter()
+            .filter_map(|(event_id, (score, why))| {
+                let node = memory.summaries.get(&event_id)?;
+                Some(SummaryHit {
+                    id: node.id.clone(),
+                    event_id: node.event_id.clone(),
+                    ts: chrono::DateTime::from_timestamp_micros(node.ts_micros).unwrap_or_default(),
+                    content: node.content.clone(),
+                    covers: node.covers.clone(),
+                    score,
+                    why,
+                    domain: false,
+                })
+            })
+            .collect();
+        hits.sort_by(SummaryHit::best_first);
+        Ok(hits)
+    }
+
+    /// The user's episodes found by embedding `query` and taking the top `candidates` of vector
+    /// search, of full-text search and (when passages are kept) of passage vector search, fused
+    /// by reciprocal rank (best first, not truncated). With `as_of`, only episodes whose event
+    /// time is at or before it are searched.
+    pub async fn fused_candidates(
+        &self,
+        tenant: &str,
+        user: &str,
+        query: &str,
+        candidates: usize,
+        as_of: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> Result<Vec<RecallHit>, RecallError> {
+        let vector = self.embed_query(query).await?;
+        self.fused_candidates_for(tenant, user, query, vector, candidates, as_of)
+            .await
+    }
+
+    /// The query's embedding (on a blocking thread: the model runs for milliseconds).
+    pub async fn embed_query(&self, query: &str) -> Result<Vec<f32>, RecallError> {
+        let embedder = self.embedder.clone();
+        let text = query.to_string();
+        Ok(
+            tokio::task::spawn_blocking(move || embedder.embed(&[text.as_str()]))
+                .await
+                .expect("embedding task")?
+                .remove(0),
+        )
+    }
+
+    /// [`Recall::fused_candidates`] with the query already embedded (`vector`).
+    pub async fn fused_candidates_for(
+        &self,
+        tenant: &str,
+        user: &str,
+        query: &str,
+        vector: Vec<f32>,
+        candidates: usize,
+        as_of: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> Result<Vec<RecallHit>, RecallError> {
+        // Graph expansion: episodes naming what the query's entities are connected to.
+        let expansion = {
+            let views = self.views.read();
+            views
+                .users
+                .get(&(tenant.to_string(), user.to_string()))
+                .map(|m| graph_expansion(m, query, &self.config.graph))
+                .unwrap_or_default()
+        };
+        // Each search is a task of its own: a Lance search does much of its work inside its
+        // future's poll, so searches polled together on one task take turns on one core (at
+        // 1M episodes, vector and full-text search took their sum, not their maximum).
+        let vector = Arc::new(vector);
+        let by_vector_of = |store: Arc<EpisodeStore>| {
+            let (tenant, user, vector) = (tenant.to_string(), user.to_string(), vector.clone());
+            tokio::spawn(async move {
+                store
+                    .search_vector(&tenant, &user, &vector, candidates, as_of)
+                    .await
+            })
+        };
+        let by_text_of = |words: String| {
+            let (store, tenant, user) = (self.store.clone(), tenant.to_string(), user.to_string());
+            tokio::spawn(async move {
+                store
+                    .search_text(&tenant, &user, &words, candidates, as_of)
+                    .await
+            })
+        };
+        let by_vector = by_vector_of(self.store.clone());
+        let by_text = by_text_of(query.to_string());
+        let by_passage = self.passages.clone().map(by_vector_of);
+        let by_graph = (!expansion.is_empty()).then(|| {
+            let terms: Vec<&str> = expansion.iter().map(|(e, _)| e.as_str()).collect();
+            by_text_of(terms.join(" "))
+        });
+        let by_vector = by_vector.await.expect("vector search task")?;
+        let by_text = by_text.await.expect("full-text search task")?;
+        let by_passage = match by_passage {
+            Some(task) => passage_ranking(task.await.expect("passage search task")?),
+            None => Vec::new(),
+        };
+        // Episodes found only through a passage are read from the episode store.
+        let known: std::collections::HashSet<&str> = by_vector
+            .iter()
+            .chain(&by_text)
+            .map(|h| h.episode.id.as_str())
+            .collect();
+        let missing: Vec<String> = by_passage
+            .iter()
+            .filter(|(id, _)| !known.contains(id.as_str()))
+            .map(|(id, _)| id.clone())
+            .collect();
+        let found = self.store.episodes_by_id(tenant, user, &missing).await?;
+        let mut fused = fuse(by_vector, by_text, by_passage, found, self.config.rrf_k);
+        if let Some(task) = by_graph {
+            let hits = task.await.expect("graph expansion search task")?;
+            add_graph_hits(&mut fused, hits, &expansion, self.config.rrf_k);
+        }
+        Ok(fused)
+    }
+}
+
+/// The top `candidates` rows of `user` in `table` by vector and by full-text search (the two
+/// run concurrently); `None` without a table or when the user has no rows in it.
+pub(super) async fn search_both(
+    table: &Option<Arc<EpisodeStore>>,
+    tenant: &str,
+    user: &str,
+    query: &str,
+    vector: Vec<f32>,
+    candidates: usize,
+    as_of: Option<chrono::DateTime<chrono::Utc>>,
+) -> Result<Option<(Vec<EpisodeHit>, Vec<EpisodeHit>)>, RecallError> {
+    let Some(store) = table.clone() else {
+        return Ok(None);
+    };
+    if store.user_row_count(tenant, user) == 0 {
+        return Ok(None);
+    }
+    let by_vector = {
+        let (store, tenant, user) = (store.clone(), tenant.to_string(), user.to_string());
+        tokio::spawn(async move {
+            store
+                .search_vector(&tenant, &user, &vector, candidates, as_of)
+                .await
+        })
+    };
+    let by_text = store
+        .search_text(tenant, user, query, candidates, as_of)
+        .await?;
+    let by_vector = by_vector.await.expect("vector search task")?;
+    Ok(Some((by_vector, by_text)))
+}

@@ -1,0 +1,254 @@
+//! Recall's pure parts: scores, graph expansion, passages.
+
+use super::*;
+use engram_connectors::EpisodeRow;
+
+#[test]
+fn relevance_is_the_spec_score_of_similarity_recency_and_importance() {
+    let at = chrono::DateTime::parse_from_rfc3339("2025-01-08T00:00:00Z")
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    let mut hits = fuse(
+        vec![hit("new", "a", 0.8), hit("old", "b", 0.6)],
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        60.0,
+    );
+    hits[0].ts = at; // "new": now
+    hits[1].ts = at - chrono::Duration::days(7); // "old": one time scale ago
+    score_relevance(&mut hits, at, 7.0);
+    assert!((hits[0].why.relevance - (0.7 * 0.8 + 0.2 * 1.0 + 0.1 * 0.5)).abs() < 1e-6);
+    let e_minus_1 = 0.367_879_441_171_442;
+    assert!((hits[1].why.recency - e_minus_1).abs() < 1e-9);
+    assert!((hits[1].why.relevance - (0.7 * 0.6 + 0.2 * e_minus_1 + 0.1 * 0.5)).abs() < 1e-6);
+}
+
+#[test]
+fn mrs_weighs_recall_count_recency_similarity_and_feedback() {
+    use engram_operators::math::mark::MrsWeights;
+    use engram_operators::memory_marks::MemoryMark;
+    let at = chrono::DateTime::parse_from_rfc3339("2025-01-08T00:00:00Z")
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    let mut hits = fuse(
+        vec![hit("used", "a", 0.5), hit("fresh", "b", 0.9)],
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        60.0,
+    );
+    // fusion put the more similar first
+    assert_eq!(
+        (hits[0].id.as_str(), hits[1].id.as_str()),
+        ("fresh", "used")
+    );
+    hits[0].ts = at - chrono::Duration::days(1);
+    hits[1].ts = at - chrono::Duration::days(1);
+    let mut memory = engram_dataflows::views::UserMemory::default();
+    let mark = MemoryMark {
+        recalls: 4,
+        correct: 3,
+        incorrect: 0,
+        last_recalled_micros: 0,
+        trust_micro: 300_000,
+        persistence_micro: 1_000_000,
+        retained: true,
+    };
+    memory.marks.insert("used".into(), mark);
+    // a = 0.3 for the recall count: "used" wins despite its lower similarity
+    let w = MrsWeights::POPULARITY_SIMILARITY;
+    score_mrs(&mut hits, &memory, &w, at);
+    let raw = |rc: f64, ss: f64, fs: f64| {
+        w.recall_count * rc + w.recency / (1.0 + 0.01) + w.similarity * ss + w.feedback * fs
+    };
+    assert!(raw(4.0, 0.5, 1.0) > raw(0.0, 0.9, 0.0));
+    assert_eq!((hits[0].why.mrs, hits[1].why.mrs), (Some(0.0), Some(1.0)));
+    assert_eq!((hits[0].why.mark, hits[1].why.mark), (None, Some(mark)));
+    // similarity only: the more similar wins
+    score_mrs(&mut hits, &memory, &MrsWeights::SIMILARITY_ONLY, at);
+    assert_eq!((hits[0].why.mrs, hits[1].why.mrs), (Some(1.0), Some(0.0)));
+}
+
+fn limits(neighbours: usize, depth: u8) -> GraphLimits {
+    GraphLimits {
+        neighbours,
+        depth,
+        entity_kinds: Vec::new(),
+    }
+}
+
+#[test]
+fn graph_expansion_follows_co_mentions_of_the_query_entities() {
+    let mut m = engram_dataflows::views::UserMemory::default();
+    for name in ["mara", "lisbon", "porto", "rex", "berlin"] {
+        let stats = engram_operators::entities::EntityStats {
+            first_seen_micros: 0,
+            last_seen_micros: 0,
+            mention_count: 1,
+            kind: engram_operators::entities::EntityKind::Named,
+        };
+        m.entities.insert(name.into(), stats);
+    }
+    for (a, b, w) in [
+        ("lisbon", "mara", 3),
+        ("mara", "porto", 1),
+        ("berlin", "rex", 2),
+        ("lisbon", "rex", 1),
+        ("berlin", "lisbon", 1),
+    ] {
+        m.co_mentions.insert(a.into(), b.into(), w);
+    }
+    let got = graph_expansion(&m, "Where does Mara live now?", &limits(5, 2));
+    assert_eq!(
+        got,
+        vec![
+            (
+                "lisbon".to_string(),
+                "co-mentioned with mara (3×)".to_string()
+            ),
+            (
+                "porto".to_string(),
+                "co-mentioned with mara (1×)".to_string()
+            ),
+        ]
+    );
+    // one neighbour per entity at most, and what joins two query entities
+    let got = graph_expansion(&m, "Did Rex like Lisbon?", &limits(1, 2));
+    let names: Vec<&str> = got.iter().map(|(e, _)| e.as_str()).collect();
+    assert_eq!(names, ["berlin", "mara"]);
+    assert!(got[0].1.contains("joins lisbon and rex") || got[0].1.contains("joins rex and lisbon"));
+    assert!(graph_expansion(&m, "nothing known here", &limits(5, 2)).is_empty());
+}
+
+#[test]
+fn graph_expansion_keeps_to_its_depth_and_entity_kinds() {
+    use engram_operators::entities::{EntityKind, EntityStats};
+    let mut m = engram_dataflows::views::UserMemory::default();
+    // ana – clinic – dr ruiz – oslo – bo: the query names ana and bo
+    for (name, kind) in [
+        ("ana", EntityKind::Named),
+        ("clinic", EntityKind::NounPhrase),
+        ("dr ruiz", EntityKind::Named),
+        ("oslo", EntityKind::Named),
+        ("bo", EntityKind::Named),
+    ] {
+        let stats = EntityStats {
+            first_seen_micros: 0,
+            last_seen_micros: 0,
+            mention_count: 1,
+            kind,
+        };
+        m.entities.insert(name.into(), stats);
+    }
+    for (a, b) in [
+        ("ana", "clinic"),
+        ("clinic", "dr ruiz"),
+        ("dr ruiz", "oslo"),
+    ] {
+        m.co_mentions.insert(a.into(), b.into(), 1);
+    }
+    m.co_mentions.insert("bo".into(), "oslo".into(), 1);
+    let names = |m: &engram_dataflows::views::UserMemory, limits: &GraphLimits| {
+        let mut got: Vec<String> = graph_expansion(m, "Did Ana meet Bo?", limits)
+            .into_iter()
+            .map(|(e, _)| e)
+            .collect();
+        got.sort();
+        got
+    };
+    // depth 1 and 2: the neighbours only (no entity joins ana and bo directly)
+    assert_eq!(names(&m, &limits(5, 1)), ["clinic", "oslo"]);
+    assert_eq!(names(&m, &limits(5, 2)), ["clinic", "oslo"]);
+    // ana – clinic – dr ruiz – oslo – bo is 4 edges: depth 3 finds no path either
+    assert_eq!(names(&m, &limits(5, 3)), ["clinic", "oslo"]);
+    // with clinic – oslo co-mentioned, ana – clinic – oslo – bo is a 3-edge path
+    m.co_mentions.insert("clinic".into(), "oslo".into(), 1);
+    let got = graph_expansion(&m, "Did Ana meet Bo?", &limits(5, 3));
+    let clinic = &got.iter().find(|(e, _)| e == "clinic").unwrap().1;
+    assert!(
+        clinic.contains("on the path ana – clinic – oslo – bo"),
+        "{clinic}"
+    );
+    // named entities only: the noun phrase is neither added nor passed through
+    let named = GraphLimits {
+        entity_kinds: vec![EntityKind::Named],
+        ..limits(5, 3)
+    };
+    assert_eq!(names(&m, &named), ["oslo"]);
+    let got = graph_expansion(&m, "Did Ana meet Bo?", &named);
+    assert!(!got[0].1.contains("path"), "{got:?}");
+    // off
+    assert!(names(&m, &limits(0, 3)).is_empty());
+}
+
+fn row(id: &str, content: &str) -> EpisodeRow {
+    EpisodeRow {
+        id: id.into(),
+        event_id: format!("ev-{id}"),
+        tenant: "t".into(),
+        user: "u".into(),
+        session: Some("s".into()),
+        role: "user".into(),
+        content: content.into(),
+        ts: "2024-01-01T00:00:00Z".parse().unwrap(),
+        turn: None,
+        importance: None,
+        log_offset: 0,
+        vector: Vec::new(),
+    }
+}
+
+fn hit(id: &str, content: &str, score: f32) -> EpisodeHit {
+    EpisodeHit {
+        episode: row(id, content),
+        score,
+    }
+}
+
+#[test]
+fn best_span_is_the_closer_of_the_episode_and_its_passages() {
+    // "long" matches weakly as a whole but one of its sentences matches well; "short" has
+    // no passages and competes with its own vector.
+    let by_vector = vec![
+        hit("short", "short turn", 0.6),
+        hit("long", "long turn", 0.3),
+    ];
+    let by_passage = passage_ranking(vec![
+        hit("long#p2", "the telling sentence", 0.8),
+        hit("long#p0", "another sentence", 0.5),
+    ]);
+    assert_eq!(by_passage.len(), 1, "an episode once, at its best passage");
+    let fused = fuse(by_vector, Vec::new(), by_passage, Vec::new(), 60.0);
+    let long = fused.iter().find(|h| h.id == "long").unwrap();
+    let short = fused.iter().find(|h| h.id == "short").unwrap();
+    assert_eq!(long.why.span_rank, Some(1));
+    assert_eq!(long.why.span_similarity, Some(0.8));
+    assert_eq!(long.why.passage.as_deref(), Some("the telling sentence"));
+    assert_eq!(
+        long.content, "long turn",
+        "the episode, not the passage, is returned"
+    );
+    assert_eq!(short.why.span_rank, Some(2));
+    assert_eq!(short.why.passage, None);
+    // long: 1/62 (vector rank 2) + 1/61 (span rank 1); short: 1/61 + 1/62
+    assert!((long.score - short.score).abs() < 1e-7);
+}
+
+#[test]
+fn an_episode_found_only_through_a_passage_comes_back_whole() {
+    let by_passage = passage_ranking(vec![hit("e1#p0", "a sentence", 0.7)]);
+    let fused = fuse(
+        Vec::new(),
+        Vec::new(),
+        by_passage,
+        vec![row("e1", "the whole turn")],
+        60.0,
+    );
+    assert_eq!(fused.len(), 1);
+    assert_eq!(fused[0].content, "the whole turn");
+    assert!((fused[0].score - 1.0 / 61.0).abs() < 1e-7);
+    // a passage whose episode is gone is dropped
+    let orphan = passage_ranking(vec![hit("gone#p0", "x", 0.9)]);
+    assert!(fuse(Vec::new(), Vec::new(), orphan, Vec::new(), 60.0).is_empty());
+}

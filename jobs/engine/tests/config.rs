@@ -1,0 +1,82 @@
+use engram_engine::config::{Config, ConfigError};
+use std::collections::HashMap;
+
+#[test]
+fn file_then_environment_override_the_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("engram.toml");
+    std::fs::write(
+        &path,
+        "data_dir = \"/srv/engram\"\nworkers = 4\n[recall]\ndefault_k = 7\n[index]\nann_min_rows = 1000\n",
+    )
+    .unwrap();
+    let mut cfg = Config::load(Some(&path)).unwrap();
+    assert_eq!(cfg.data_dir.to_str(), Some("/srv/engram"));
+    assert_eq!(cfg.workers, 4);
+    assert_eq!(cfg.recall.default_k, 7);
+    assert_eq!(cfg.recall.max_k, 200, "unset keys keep their defaults");
+    assert_eq!(cfg.index.ann_min_rows, 1000);
+    assert_eq!(cfg.index.reindex_after_rows, 5000);
+
+    let env: HashMap<&str, &str> = [
+        ("ENGRAM_WORKERS", "2"),
+        ("ENGRAM_HTTP_ADDR", "127.0.0.1:9999"),
+        ("ENGRAM_DEMO", "false"),
+    ]
+    .into_iter()
+    .collect();
+    cfg.apply_env(|k| env.get(k).map(|v| v.to_string()))
+        .unwrap();
+    assert_eq!(cfg.workers, 2);
+    assert_eq!(cfg.http_addr.port(), 9999);
+    assert!(!cfg.demo);
+    assert_eq!(cfg.log_dir(), std::path::Path::new("/srv/engram/log"));
+}
+
+#[test]
+fn bad_settings_are_errors_that_say_where() {
+    let mut cfg = Config::default();
+    let err = cfg
+        .apply_env(|k| (k == "ENGRAM_WORKERS").then(|| "many".to_string()))
+        .unwrap_err();
+    match err {
+        ConfigError::Env { name, value, .. } => {
+            assert_eq!(name, "ENGRAM_WORKERS");
+            assert_eq!(value, "many");
+        }
+        other => panic!("{other}"),
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("engram.toml");
+    std::fs::write(&path, "wrokers = 3\n").unwrap();
+    let err = Config::load(Some(&path)).unwrap_err().to_string();
+    assert!(
+        err.contains("engram.toml") && err.contains("wrokers"),
+        "{err}"
+    );
+    let missing = Config::load(Some(&dir.path().join("nope.toml")))
+        .unwrap_err()
+        .to_string();
+    assert!(missing.contains("nope.toml"), "{missing}");
+}
+
+#[test]
+fn mrs_weights_must_name_a_preset() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("engram.toml");
+    std::fs::write(
+        &path,
+        "[recall]\nrank_by = \"mrs\"\nmrs_weights = \"balanced\"\n",
+    )
+    .unwrap();
+    let cfg = Config::load(Some(&path)).unwrap();
+    assert_eq!(cfg.recall.mrs_weights, "balanced");
+    std::fs::write(&path, "[recall]\nmrs_weights = \"loudest\"\n").unwrap();
+    match Config::load(Some(&path)) {
+        Err(ConfigError::Invalid { key, reason }) => {
+            assert_eq!(key, "recall.mrs_weights");
+            assert!(reason.contains("similarity_feedback"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+}

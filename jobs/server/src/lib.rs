@@ -1,0 +1,67 @@
+//! The HTTP API of engram (see README) over [`engram_engine::Engine`]: one module per route
+//! group in [`routes`], API keys in [`auth`], every error's HTTP status in [`error`], the
+//! dashboard page and stream in [`dashboard`].
+
+pub mod auth;
+pub mod dashboard;
+pub mod error;
+pub mod openapi;
+pub mod request;
+pub mod routes;
+
+use auth::{require_admin_key, require_tenant_key};
+use axum::extract::DefaultBodyLimit;
+use axum::middleware;
+use axum::routing::{delete, get, post};
+use axum::Router;
+use engram_engine::Engine;
+use routes::{admin, chat, events, gdpr, memory, prompt, status};
+use std::sync::Arc;
+
+/// Largest request body accepted (an array of events).
+pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
+
+/// The routes. Tenant routes need a tenant's API key (`Authorization: Bearer …` or
+/// `X-API-Key`); admin routes need the admin key; health, status and metrics (no tenant data)
+/// need none.
+pub fn router(engine: Arc<Engine>) -> Router {
+    let tenant_routes = Router::new()
+        .route("/v1/events", post(events::post_events))
+        .route("/v1/recall", post(memory::post_recall))
+        .route("/v1/memory", post(memory::post_memory))
+        .route("/v1/prompt", post(prompt::post_prompt))
+        .route("/v1/chat", post(chat::post_chat))
+        .route("/v1/feedback", post(events::post_feedback))
+        .route("/v1/export", post(gdpr::post_export))
+        .route("/v1/erase", post(gdpr::post_erase))
+        .route("/v1/dashboard/stream", get(dashboard::get_stream))
+        .route_layer(middleware::from_fn_with_state(
+            engine.clone(),
+            require_tenant_key,
+        ));
+    let admin_routes = Router::new()
+        .route(
+            "/v1/admin/tenants",
+            post(admin::create_tenant).get(admin::list_tenants),
+        )
+        .route("/v1/admin/tenants/{tenant}", delete(admin::erase_tenant))
+        .route("/v1/admin/tenants/{tenant}/keys", post(admin::issue_key))
+        .route(
+            "/v1/admin/tenants/{tenant}/keys/{key_id}",
+            delete(admin::revoke_key),
+        )
+        .route_layer(middleware::from_fn_with_state(
+            engine.clone(),
+            require_admin_key,
+        ));
+    Router::new()
+        .merge(tenant_routes)
+        .merge(admin_routes)
+        .route("/v1/status", get(status::get_status))
+        .route("/v1/openapi.json", get(status::get_openapi))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/dashboard", get(dashboard::get_page))
+        .route("/metrics", get(status::get_metrics))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(engine)
+}

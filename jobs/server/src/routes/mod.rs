@@ -1,0 +1,9 @@
+//! The routes, one module per group; [`crate::router`] wires them.
+
+pub mod admin;
+pub mod chat;
+pub mod events;
+pub mod gdpr;
+pub mod memory;
+pub mod prompt;
+pub mod status;
