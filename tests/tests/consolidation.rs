@@ -1,6 +1,8 @@
-//! Consolidation of corrections as people phrase them, through the real server: paraphrases of
-//! one request become one cluster, one pattern and one preference; different or opposite
-//! requests never merge; asking for the opposite without a negation word contradicts.
+//! Consolidation of corrections as people phrase them, and preferences stated in ordinary
+//! messages, through the real server. Paraphrases of one request become one cluster, one
+//! pattern and one preference; different or opposite requests never merge; asking for the
+//! opposite without a negation word contradicts; "please keep answers short" said in passing is
+//! remembered, with its message, and steers the next prompt and its skill.
 
 use engram_tests::correction_sets::{load, send_and_score};
 use engram_tests::Server;
@@ -55,9 +57,10 @@ fn five_ways_of_asking_for_the_same_thing_over_five_days_become_one_preference()
         correction("c3", 3, "Way too wordy. Three bullet points, please."),
         correction("c4", 4, "cut it down to 3 bullets"),
         correction("c5", 5, "Give me the short version in three bullet points"),
-        // another request, and its opposite: neither joins
-        correction("c6", 5, "Answer in German from now on."),
-        correction("c7", 5, "Don't use bullet points, write prose."),
+        // another request, and its opposite (made before the last paraphrase, so it does not
+        // contradict the preference either): neither joins
+        correction("c6", 4, "Answer in German from now on."),
+        correction("c7", 4, "Don't use bullet points, write prose."),
     ]);
     assert_eq!(server.post("/v1/events", &events).0, 200);
     server.wait_caught_up(Duration::from_secs(60));
@@ -74,7 +77,17 @@ fn five_ways_of_asking_for_the_same_thing_over_five_days_become_one_preference()
     let preferences = m["preferences"].as_array().unwrap();
     assert_eq!(preferences.len(), 1, "{m}");
     assert_eq!(preferences[0]["cluster_id"], "c1", "{m}");
-    assert_eq!(preferences[0]["state"], "active", "{m}");
+    assert!(preferences[0]["contradiction"].is_null(), "{m}");
+    // the lifecycle follows the engine's clock in a dataflow of its own: give it a moment
+    let start = std::time::Instant::now();
+    let state = loop {
+        let state = memory(&server)["preferences"][0]["state"].clone();
+        if !state.is_null() || start.elapsed() > Duration::from_secs(30) {
+            break state;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(state, "active", "{m}");
 }
 
 #[test]
@@ -107,4 +120,102 @@ fn asking_for_the_opposite_without_a_negation_contradicts_the_preference() {
     let contradiction = &preference["contradiction"];
     assert_eq!(contradiction["by"], json!(["c9"]), "{m}");
     assert_eq!(contradiction["resolution"], "deactivated", "{m}");
+}
+
+fn said(id: &str, minutes: i64, text: &str) -> Value {
+    let ts = chrono::Utc::now() - chrono::Duration::minutes(60 - minutes);
+    json!({"kind": "interaction", "event_id": id, "tenant": "acme", "user": "alice",
+           "session": "s1", "ts": ts.to_rfc3339(), "role": "user", "content": text})
+}
+
+fn prompt(server: &Server, query: &str) -> Value {
+    let (status, p) = server.post(
+        "/v1/prompt",
+        &json!({"tenant": "acme", "user": "alice", "session": "s1", "query": query, "seed": 3}),
+    );
+    assert_eq!(status, 200, "{p}");
+    p
+}
+
+#[test]
+fn a_preference_stated_in_a_message_is_remembered_and_steers_the_next_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let events = json!([
+        said(
+            "m1",
+            1,
+            "Please keep answers short, I read them on my phone."
+        ),
+        // about other people and things, not how to answer: no preference
+        said(
+            "m2",
+            2,
+            "My boss wants long, detailed reports every Friday."
+        ),
+    ]);
+    assert_eq!(server.post("/v1/events", &events).0, 200);
+    server.wait_caught_up(Duration::from_secs(60));
+    let m = memory(&server);
+    assert_eq!(
+        m["stated_preferences"],
+        json!([{"aspect": "length", "value": "less", "instruction": "Keep answers short and concise.",
+                "fact_id": m["stated_preferences"][0]["fact_id"], "stated_in": "m1",
+                "since": m["stated_preferences"][0]["since"]}]),
+        "{m}"
+    );
+    let evidence = m["edges"].as_array().unwrap().iter().any(|e| {
+        e["type"] == "EVIDENCE_FOR"
+            && e["from"] == "m1"
+            && e["to"] == m["stated_preferences"][0]["fact_id"]
+    });
+    assert!(evidence, "{m}");
+
+    // "explain … why" is what the Detailed skill is triggered by; the preference rules it out
+    let query = "Can you explain in detail why the sky is blue?";
+    let p = prompt(&server, query);
+    let system = p["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("- Keep answers short and concise."),
+        "{system}"
+    );
+    let stated: Vec<&Value> = p["provenance"]["preferences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["stated_in"] == "m1")
+        .collect();
+    assert_eq!(stated.len(), 1, "{p}");
+    let skill = &p["provenance"]["skill"];
+    assert_ne!(skill["skill_id"], "detailed", "{skill}");
+    let candidates = skill["candidates"].as_array().unwrap();
+    assert!(
+        candidates.iter().all(|c| c["skill_id"] != "detailed"),
+        "{skill}"
+    );
+
+    // the user changes their mind: the later statement replaces the earlier one
+    let later = json!([said(
+        "m3",
+        30,
+        "Actually, give me detailed answers from now on."
+    )]);
+    assert_eq!(server.post("/v1/events", &later).0, 200);
+    server.wait_caught_up(Duration::from_secs(60));
+    let m = memory(&server);
+    let stated = m["stated_preferences"].as_array().unwrap();
+    assert_eq!(stated.len(), 1, "{m}");
+    assert_eq!(
+        (&stated[0]["value"], &stated[0]["stated_in"]),
+        (&json!("more"), &json!("m3"))
+    );
+    let system = prompt(&server, query)["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        system.contains("- Give detailed, thorough answers."),
+        "{system}"
+    );
+    assert!(!system.contains("Keep answers short"), "{system}");
 }

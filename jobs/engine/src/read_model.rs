@@ -3,9 +3,11 @@
 
 use engram_dataflows::views::UserMemory;
 use engram_dataflows::MemoryViews;
+use engram_operators::facts::USER_SUBJECT;
 use engram_operators::math::beta::{discounted_user_posterior, ShrinkageParams};
 use engram_operators::math::decay::{LifecycleState, LifecycleThresholds};
 use engram_operators::math::skills::STYLE_DIMENSION_NAMES;
+use engram_operators::requests::Request;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -29,6 +31,7 @@ pub fn memory_json(views: &MemoryViews, tenant: &str, user: &str) -> Value {
     let correction_clusters = correction_clusters_json(memory);
     let now = views.engine_time_secs as i64;
     let preferences = preferences_json(memory, now);
+    let stated_preferences = stated_preferences_json(memory);
     let marks: Vec<_> = memory
         .marks
         .iter()
@@ -81,7 +84,27 @@ pub fn memory_json(views: &MemoryViews, tenant: &str, user: &str) -> Value {
         "engine_time": micros_to_rfc3339(now * 1_000_000),
         "facts": facts, "entities": entities, "co_mentions": co_mentions, "skills": skills,
         "correction_clusters": correction_clusters, "preferences": preferences,
+        "stated_preferences": stated_preferences,
     })
+}
+
+/// The preferences the user stated in ordinary messages: each current fact
+/// `preference: <aspect>` as the instruction it gives, with the message it was said in.
+fn stated_preferences_json(memory: &UserMemory) -> Vec<Value> {
+    memory
+        .facts
+        .iter()
+        .filter(|((subject, _), _)| subject == USER_SUBJECT)
+        .filter_map(|((_, attribute), versions)| {
+            let current = versions.iter().find(|v| v.valid_to.is_none())?;
+            let request = Request::from_fact(attribute, &current.value)?;
+            Some(json!({
+                "aspect": request.aspect.name(), "value": current.value,
+                "instruction": request.to_string(), "fact_id": current.fact_id,
+                "stated_in": current.evidence, "since": micros_to_rfc3339(current.valid_from),
+            }))
+        })
+        .collect()
 }
 
 /// Every version of every fact.
@@ -96,6 +119,7 @@ fn facts_json(memory: &UserMemory) -> Vec<Value> {
                     "valid_from": micros_to_rfc3339(v.valid_from),
                     "valid_to": v.valid_to.map(micros_to_rfc3339),
                     "superseded_by": v.superseded_by, "current": v.valid_to.is_none(),
+                    "evidence": (!v.evidence.is_empty()).then_some(&v.evidence),
                 })
             })
         })
@@ -211,7 +235,7 @@ fn preferences_json(memory: &UserMemory, now: i64) -> Vec<Value> {
 fn edges_and_summaries(memory: &UserMemory) -> (Vec<Value>, Vec<Value>) {
     // The typed edges of the consolidation graph (SPEC §3): a promoted cluster's corrections
     // CORRECT its pattern, which EVOLVES_TO its preference; a closed fact is SUPERSEDED_BY the
-    // version that closed it.
+    // version that closed it; the message a fact was learned from is EVIDENCE_FOR it.
     let mut edges = Vec::new();
     for (correction, cluster) in &memory.correction_clusters {
         if memory.patterns.contains_key(cluster) {
@@ -232,6 +256,9 @@ fn edges_and_summaries(memory: &UserMemory) -> (Vec<Value>, Vec<Value>) {
         for v in versions {
             if let Some(next) = &v.superseded_by {
                 edges.push(json!({"type": "SUPERSEDED_BY", "from": v.fact_id, "to": next}));
+            }
+            if !v.evidence.is_empty() {
+                edges.push(json!({"type": "EVIDENCE_FOR", "from": v.evidence, "to": v.fact_id}));
             }
         }
     }

@@ -117,6 +117,7 @@ pub(super) fn account(
                 confidence: p.confidence,
                 relevance: *relevance,
                 corrections: p.corrections.clone(),
+                stated_in: p.stated_in.clone(),
                 contradiction: p.contradiction,
             })
             .collect(),

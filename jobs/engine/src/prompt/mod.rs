@@ -21,7 +21,8 @@ mod sections;
 mod skills;
 
 pub use preferences::{
-    active_preferences, inherited_preferences, preference_wording, ActivePreference,
+    active_preferences, inherited_preferences, preference_wording, stated_preferences,
+    without_overridden, ActivePreference,
 };
 pub use sections::{few_shot_example, full_context, instruction_line, shorten, time_of_day};
 pub use skills::select_skill;
@@ -36,6 +37,7 @@ use engram_connectors::EpisodeRow;
 use engram_dataflows::views::UserMemory;
 use engram_dataflows::MemoryViews;
 use engram_operators::correction_notes::CorrectionNote;
+use engram_operators::facts::USER_SUBJECT;
 use engram_operators::math::beta::{context_bucket, discounted_user_posterior, ShrinkageParams};
 use engram_operators::math::decay::LifecycleState;
 use engram_operators::math::skills::{
@@ -43,6 +45,7 @@ use engram_operators::math::skills::{
     trigger_match, BaseSkill, StyleVector, BASE_SKILLS, NEUTRAL_STYLE, TRIGGER_MATCH_THRESHOLD,
 };
 use engram_operators::preference_contradictions::Resolution;
+use engram_operators::requests::{requests_of, Request, RequestSet};
 use engram_operators::skill_confidence::DiscountedTally;
 use engram_operators::skill_feedback::FeedbackTally;
 use engram_operators::team_preferences::same_preference;
@@ -107,6 +110,9 @@ pub struct PreferenceUsed {
     pub relevance: f64,
     /// The corrections the preference was learned from.
     pub corrections: Vec<String>,
+    /// The message the user stated it in, for a preference stated in an ordinary message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stated_in: Option<String>,
     /// `split`, `contested` or `deactivated` when later corrections contradicted it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub contradiction: Option<&'static str>,
@@ -339,7 +345,13 @@ impl Engine {
             .collect();
         preferences.sort_by(|a, b| b.1.total_cmp(&a.1));
 
-        let (pick, skill) = skills::pick_skill(req, &context, &memory, &population, engine_secs);
+        // a skill whose style goes against an active preference is not chosen
+        let asked: Vec<Request> = preferences
+            .iter()
+            .flat_map(|(p, _)| p.requests.0.iter().copied())
+            .collect();
+        let (pick, skill) =
+            skills::pick_skill(req, &context, &memory, &population, engine_secs, &asked);
         let system = sections::system_message(&cfg.persona, &preferences, &session_notes, skill);
 
         // Optional pieces, in priority order.
@@ -479,7 +491,9 @@ fn candidates<'m>(
         .map(|t| t.trim().to_lowercase())
         .unwrap_or_default();
     let mut preferences = active_preferences(memory, cfg.min_preference_confidence, &situation);
+    preferences.extend(stated_preferences(memory));
     preferences.extend(inherited);
+    let preferences = without_overridden(preferences);
     let session = req.session.clone().unwrap_or_default();
     let in_preferences: HashSet<&String> =
         preferences.iter().flat_map(|p| &p.corrections).collect();

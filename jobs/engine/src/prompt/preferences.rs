@@ -20,6 +20,62 @@ pub struct ActivePreference {
     /// outside the contexts it was contradicted in), `contested` (it stands), or `deactivated`
     /// (then this entry is the newest contradicting correction that took its place).
     pub contradiction: Option<&'static str>,
+    /// What it asks for, where that is recognised (empty otherwise): how preferences that ask
+    /// for one aspect two ways are told apart, and which skills it rules out.
+    pub requests: RequestSet,
+    /// When it was last taught (its newest correction, or the message that stated it),
+    /// microseconds since the Unix epoch; 0 for an inherited one.
+    pub since_micros: i64,
+    /// The message that stated it ("please keep answers short"), for a stated preference.
+    pub stated_in: Option<String>,
+}
+
+/// The preferences the user stated in ordinary messages ("Please keep answers short"): the
+/// current facts `preference: <aspect>` about the user, each worded as an instruction, with the
+/// message it was said in. A later statement about the same aspect has superseded an earlier
+/// one in the facts view already.
+pub fn stated_preferences(memory: &UserMemory) -> Vec<ActivePreference> {
+    memory
+        .facts
+        .iter()
+        .filter(|((subject, _), _)| subject == USER_SUBJECT)
+        .filter_map(|((_, attribute), versions)| {
+            let current = versions.iter().find(|v| v.valid_to.is_none())?;
+            let request = Request::from_fact(attribute, &current.value)?;
+            Some(ActivePreference {
+                cluster_id: format!("stated:{}", request.aspect.name()),
+                // said in so many words: as sure as a preference gets
+                confidence: 1.0,
+                line: request.to_string(),
+                corrections: Vec::new(),
+                level: "user",
+                contradiction: None,
+                requests: RequestSet(vec![request]),
+                since_micros: current.valid_from,
+                stated_in: (!current.evidence.is_empty()).then(|| current.evidence.clone()),
+            })
+        })
+        .collect()
+}
+
+/// Leaves out every preference that asks for an aspect another way than one of the user's
+/// own that was taught later ("give me more detail" said after a pattern of "keep it short"),
+/// or than any of the user's own when it is inherited (individual beats team beats
+/// organisation).
+pub fn without_overridden(preferences: Vec<ActivePreference>) -> Vec<ActivePreference> {
+    let overridden = |p: &ActivePreference| {
+        preferences.iter().any(|q| {
+            q.level == "user"
+                && q.requests.conflicts_with(&p.requests)
+                && (p.level != "user" || q.since_micros > p.since_micros)
+        })
+    };
+    let keep: Vec<bool> = preferences.iter().map(|p| !overridden(p)).collect();
+    preferences
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(p, keep)| keep.then_some(p))
+        .collect()
 }
 
 /// The user's active preferences for a request made in `situation` (trimmed, lowercased;
@@ -64,6 +120,9 @@ pub fn active_preferences(
                             .is_some_and(|n| n.context == situation)
                 }))?;
                 return Some(ActivePreference {
+                    requests: requests_of(newest.instruction().unwrap_or_default()),
+                    since_micros: newest.ts_micros,
+                    stated_in: None,
                     cluster_id: cluster.clone(),
                     confidence: f64::from(newest.confidence_milli) / 1000.0,
                     line: format!(
@@ -94,7 +153,11 @@ pub fn active_preferences(
                 }
                 _ => {}
             }
+            let measure = memory.cluster_measures.get(cluster);
             Some(ActivePreference {
+                requests: measure.map(|m| m.requests.clone()).unwrap_or_default(),
+                since_micros: measure.map_or(0, |m| m.latest_micros),
+                stated_in: None,
                 cluster_id: cluster.clone(),
                 confidence,
                 line,
@@ -178,10 +241,13 @@ pub fn inherited_preferences(
             out.push(ActivePreference {
                 cluster_id: p.id.clone(),
                 confidence,
+                requests: requests_of(&line),
                 line,
                 corrections: Vec::new(),
                 level: "team",
                 contradiction: None,
+                since_micros: 0,
+                stated_in: None,
             });
         }
     }
@@ -209,10 +275,13 @@ pub fn inherited_preferences(
             out.push(ActivePreference {
                 cluster_id: p.id.clone(),
                 confidence,
+                requests: requests_of(&line),
                 line,
                 corrections: Vec::new(),
                 level: "org",
                 contradiction: None,
+                since_micros: 0,
+                stated_in: None,
             });
         }
     }

@@ -7,8 +7,10 @@ use super::*;
 /// votes discounted by age as of `now_secs` where `discounted` holds them) + 0.3·style
 /// alignment with the user's style. Candidates are the skills whose trigger match reaches
 /// [`TRIGGER_MATCH_THRESHOLD`] (all skills when none does); one is chosen ε-greedily with
-/// ε = [`exploration_rate`] of the user's feedback count. Returns the pick with every
-/// candidate's score, best first.
+/// ε = [`exploration_rate`] of the user's feedback count. A skill whose style goes against one
+/// of `asked` (the requests of the active preferences, [`Request::contradicts_style`]) is no
+/// candidate, unless every skill does. Returns the pick with every candidate's score, best
+/// first.
 #[allow(clippy::too_many_arguments)]
 pub fn select_skill(
     query: &str,
@@ -19,6 +21,7 @@ pub fn select_skill(
     population: impl Fn(u32, &str) -> Option<FeedbackTally>,
     user_style: Option<&StyleVector>,
     feedback_count: u64,
+    asked: &[Request],
     uniform: &mut impl FnMut() -> f64,
 ) -> SkillPick {
     let bucket = context_bucket(&context.intent, &context.sentiment, &context.time_of_day);
@@ -39,13 +42,24 @@ pub fn select_skill(
             (i, t)
         })
         .collect();
-    let mut candidates: Vec<(usize, f64)> = triggers
+    let fits = |i: usize| {
+        !asked
+            .iter()
+            .any(|r| r.contradicts_style(&BASE_SKILLS[i].style))
+    };
+    let fitting: Vec<(usize, f64)> = triggers.iter().copied().filter(|(i, _)| fits(*i)).collect();
+    let pool = if fitting.is_empty() {
+        triggers
+    } else {
+        fitting
+    };
+    let mut candidates: Vec<(usize, f64)> = pool
         .iter()
         .copied()
         .filter(|(_, t)| *t >= TRIGGER_MATCH_THRESHOLD)
         .collect();
     if candidates.is_empty() {
-        candidates = triggers;
+        candidates = pool;
     }
     let scored: Vec<(usize, SkillScore)> = candidates
         .into_iter()
@@ -105,6 +119,7 @@ pub(super) fn pick_skill(
     memory: &UserMemory,
     population: &HashMap<(u32, String), FeedbackTally>,
     engine_secs: i64,
+    asked: &[Request],
 ) -> (SkillPick, &'static BaseSkill) {
     let mut rng = match req.seed {
         Some(seed) => <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(seed),
@@ -121,6 +136,7 @@ pub(super) fn pick_skill(
         |bucket, skill| population.get(&(bucket, skill.to_string())).copied(),
         style.as_ref(),
         memory.style.map_or(0, |s| s.feedback_count),
+        asked,
         &mut uniform,
     );
     if let Some(id) = &req.skill_id {

@@ -107,6 +107,7 @@ fn a_skill_with_many_successes_wins_over_one_with_many_failures() {
             |_, _| None,
             None,
             120,
+            &[],
             &mut uniform,
         );
         assert!(!pick.candidates.is_empty());
