@@ -430,7 +430,7 @@ pub(super) const CUES: &[Cue] = &[
     cue(&["feelings"], A::Empathy, M, T),
     cue(&["how", "im", "feeling"], A::Empathy, M, T),
     cue(&["understanding"], A::Empathy, M, G),
-    cue(&["kind"], A::Empathy, M, G),
+    cue(&["be", "kind"], A::Empathy, M, G),
     cue(&["kinder"], A::Empathy, M, G),
     cue(&["cold"], A::Empathy, M, C),
     cue(&["practical", "tips"], A::Empathy, L, T),

@@ -14,7 +14,7 @@ const DIRECTIVE_STARTS: &[&str] = &[
 /// Words that may come before a directive without making it something else.
 const LEAD_INS: &[&str] = &[
     "please", "pls", "plz", "ok", "okay", "so", "and", "also", "oh", "hey", "hi", "just",
-    "actually", "btw", "again", "but", "now", "then", "yes", "yeah", "thanks", "thank", "you",
+    "actually", "btw", "again", "but", "now", "then", "yes", "yeah", "thanks",
 ];
 
 /// Phrases that make a statement about the user's own liking: "I prefer …", "I'd like …".
@@ -79,40 +79,64 @@ const STANDING: &[&[&str]] = &[
 /// metric system used in the US?" do not.
 pub fn stated_requests(text: &str) -> RequestSet {
     let mut requests = Vec::new();
-    for (words, question) in sentence_texts(text) {
-        let found = requests_of(&words.join(" "));
-        if found.is_empty() {
+    // "tl;dr" is one word, not two sentences
+    let lower = text.to_lowercase().replace("tl;dr", "tldr");
+    for sentence in lower.split_inclusive(['.', '!', '?', ';', '\n']) {
+        // Most sentences people write are not requests to the assistant: their first words
+        // tell, before the sentence is read for cues (this runs on every message the user
+        // sends).
+        let head: Vec<String> = sentence
+            .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '\u{2019}'))
+            .filter(|w| !w.is_empty())
+            .take(HEAD_WORDS)
+            .map(|w| w.replace(['\'', '\u{2019}'], ""))
+            .collect();
+        if !is_directive(&head, sentence.trim_end().ends_with('?')) {
             continue;
         }
-        // past lead-ins, and "from now on" said first
-        let mut start = 0;
-        while start < words.len() {
-            if LEAD_INS.contains(&words[start].as_str()) || words[start] == "," {
-                start += 1;
-            } else if let Some(p) = STANDING[..4].iter().find(|p| matches_at(&words, start, p)) {
-                start += p.len();
-            } else {
-                break;
-            }
-        }
-        let liking = LIKINGS.iter().any(|p| matches_at(&words, start, p));
-        let imperative = !question
-            && words
-                .get(start)
-                .is_some_and(|w| DIRECTIVE_STARTS.contains(&w.as_str()));
-        let directive = liking || imperative;
+        let Some(words) = sentence_texts(sentence).into_iter().next().map(|(w, _)| w) else {
+            continue;
+        };
         let standing = (0..words.len()).any(|i| STANDING.iter().any(|p| matches_at(&words, i, p)));
-        for request in found.0 {
+        for request in requests_of(sentence).0 {
             let stands_alone = matches!(
                 request.aspect,
                 Aspect::Language | Aspect::Units | Aspect::Spelling | Aspect::Titles
             );
-            if directive && (standing || stands_alone) {
+            if standing || stands_alone {
                 requests.push(request);
             }
         }
     }
     RequestSet::from_requests(requests)
+}
+
+/// How many words of a sentence [`is_directive`] looks at.
+const HEAD_WORDS: usize = 10;
+
+/// Whether a sentence starting with `head` (lowercase words, apostrophes dropped) is a request
+/// to the assistant: past lead-ins ("please", "ok", "thank you", and "from now on" said
+/// first), an imperative, or a liking ("I prefer", "can you"; the only form a question may
+/// take).
+fn is_directive(head: &[String], question: bool) -> bool {
+    let mut start = 0;
+    while start < head.len() {
+        if matches_at(head, start, &["thank", "you"]) {
+            start += 2;
+        } else if LEAD_INS.contains(&head[start].as_str()) {
+            start += 1;
+        } else if let Some(p) = STANDING[..4].iter().find(|p| matches_at(head, start, p)) {
+            start += p.len();
+        } else {
+            break;
+        }
+    }
+    let liking = LIKINGS.iter().any(|p| matches_at(head, start, p));
+    let imperative = !question
+        && head
+            .get(start)
+            .is_some_and(|w| DIRECTIVE_STARTS.contains(&w.as_str()));
+    liking || imperative
 }
 
 impl Request {
@@ -191,6 +215,7 @@ mod tests {
             "Keep the report short.",
             "We watched a long movie about German history",
             "Why are bullet points popular?",
+            "You never know the difference a kind gesture can make.",
         ] {
             assert_eq!(stated(text), Vec::<String>::new(), "{text:?}");
         }
