@@ -146,6 +146,17 @@ enum BenchCommand {
         #[arg(long, default_value_t = 16_000)]
         context_chars: usize,
     },
+    /// LoCoMo turn-level retrieval: each conversation is one user's memory, each question of
+    /// categories 1–4 one recall as `POST /v1/recall` performs it; recall_any/all@{5,10,50}
+    /// overall and per category.
+    Locomo {
+        /// A LoCoMo JSON file (e.g. ../shared/locomo/locomo_dev.json).
+        #[arg(long)]
+        data: PathBuf,
+        /// Also write the metrics as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -212,6 +223,9 @@ fn main() -> anyhow::Result<()> {
                 }),
             },
         )),
+        Command::Bench(BenchCommand::Locomo { data, json }) => runtime()?.block_on(
+            engram_engine::locomo::run(config, engram_engine::locomo::BenchOptions { data, json }),
+        ),
         Command::Produce {
             files,
             brokers,

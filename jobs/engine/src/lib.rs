@@ -14,6 +14,7 @@ pub mod config;
 pub mod engine;
 pub mod ingest;
 pub mod llm;
+pub mod locomo;
 pub mod longmemeval;
 pub mod pipeline;
 pub mod prompt;
