@@ -3,6 +3,7 @@
 
 use engram_dataflows::views::UserMemory;
 use engram_dataflows::MemoryViews;
+use engram_operators::facts::FactVersion;
 use engram_operators::facts::USER_SUBJECT;
 use engram_operators::math::beta::{discounted_user_posterior, ShrinkageParams};
 use engram_operators::math::decay::{LifecycleState, LifecycleThresholds};
@@ -89,20 +90,29 @@ pub fn memory_json(views: &MemoryViews, tenant: &str, user: &str) -> Value {
 }
 
 /// The preferences the user stated in ordinary messages: each current fact
-/// `preference: <aspect>` as the instruction it gives, with the message it was said in.
-fn stated_preferences_json(memory: &UserMemory) -> Vec<Value> {
+/// `preference: <aspect>` about the user, with what it asks for.
+pub fn stated_preference_facts(memory: &UserMemory) -> Vec<(Request, &FactVersion)> {
     memory
         .facts
         .iter()
         .filter(|((subject, _), _)| subject == USER_SUBJECT)
         .filter_map(|((_, attribute), versions)| {
             let current = versions.iter().find(|v| v.valid_to.is_none())?;
-            let request = Request::from_fact(attribute, &current.value)?;
-            Some(json!({
+            Some((Request::from_fact(attribute, &current.value)?, current))
+        })
+        .collect()
+}
+
+/// The stated preferences as the instruction each gives, with the message it was said in.
+fn stated_preferences_json(memory: &UserMemory) -> Vec<Value> {
+    stated_preference_facts(memory)
+        .into_iter()
+        .map(|(request, current)| {
+            json!({
                 "aspect": request.aspect.name(), "value": current.value,
                 "instruction": request.to_string(), "fact_id": current.fact_id,
                 "stated_in": current.evidence, "since": micros_to_rfc3339(current.valid_from),
-            }))
+            })
         })
         .collect()
 }

@@ -37,7 +37,6 @@ use engram_connectors::EpisodeRow;
 use engram_dataflows::views::UserMemory;
 use engram_dataflows::MemoryViews;
 use engram_operators::correction_notes::CorrectionNote;
-use engram_operators::facts::USER_SUBJECT;
 use engram_operators::math::beta::{context_bucket, discounted_user_posterior, ShrinkageParams};
 use engram_operators::math::decay::LifecycleState;
 use engram_operators::math::skills::{

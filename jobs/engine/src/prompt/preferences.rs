@@ -35,25 +35,19 @@ pub struct ActivePreference {
 /// message it was said in. A later statement about the same aspect has superseded an earlier
 /// one in the facts view already.
 pub fn stated_preferences(memory: &UserMemory) -> Vec<ActivePreference> {
-    memory
-        .facts
-        .iter()
-        .filter(|((subject, _), _)| subject == USER_SUBJECT)
-        .filter_map(|((_, attribute), versions)| {
-            let current = versions.iter().find(|v| v.valid_to.is_none())?;
-            let request = Request::from_fact(attribute, &current.value)?;
-            Some(ActivePreference {
-                cluster_id: format!("stated:{}", request.aspect.name()),
-                // said in so many words: as sure as a preference gets
-                confidence: 1.0,
-                line: request.to_string(),
-                corrections: Vec::new(),
-                level: "user",
-                contradiction: None,
-                requests: RequestSet(vec![request]),
-                since_micros: current.valid_from,
-                stated_in: (!current.evidence.is_empty()).then(|| current.evidence.clone()),
-            })
+    crate::read_model::stated_preference_facts(memory)
+        .into_iter()
+        .map(|(request, current)| ActivePreference {
+            cluster_id: format!("stated:{}", request.aspect.name()),
+            // said in so many words: as sure as a preference gets
+            confidence: 1.0,
+            line: request.to_string(),
+            corrections: Vec::new(),
+            level: "user",
+            contradiction: None,
+            requests: RequestSet(vec![request]),
+            since_micros: current.valid_from,
+            stated_in: (!current.evidence.is_empty()).then(|| current.evidence.clone()),
         })
         .collect()
 }
