@@ -30,6 +30,23 @@ pub struct ActivePreference {
     pub stated_in: Option<String>,
 }
 
+impl ActivePreference {
+    /// A preference inherited from the user's team or organisation (`level`), worded by `line`.
+    fn inherited(id: &str, confidence: f64, line: String, level: &'static str) -> Self {
+        ActivePreference {
+            cluster_id: id.to_string(),
+            confidence,
+            requests: requests_of(&line),
+            line,
+            corrections: Vec::new(),
+            level,
+            contradiction: None,
+            since_micros: 0,
+            stated_in: None,
+        }
+    }
+}
+
 /// The preferences the user stated in ordinary messages ("Please keep answers short"): the
 /// current facts `preference: <aspect>` about the user, each worded as an instruction, with the
 /// message it was said in. A later statement about the same aspect has superseded an earlier
@@ -232,17 +249,7 @@ pub fn inherited_preferences(
             continue;
         }
         if let Some(line) = p.members.iter().find_map(|(u, c)| wording(u, c)) {
-            out.push(ActivePreference {
-                cluster_id: p.id.clone(),
-                confidence,
-                requests: requests_of(&line),
-                line,
-                corrections: Vec::new(),
-                level: "team",
-                contradiction: None,
-                since_micros: 0,
-                stated_in: None,
-            });
+            out.push(ActivePreference::inherited(&p.id, confidence, line, "team"));
         }
     }
     let org_held = views
@@ -266,17 +273,7 @@ pub fn inherited_preferences(
                 .find_map(|(u, c)| wording(u, c))
         });
         if let Some(line) = line {
-            out.push(ActivePreference {
-                cluster_id: p.id.clone(),
-                confidence,
-                requests: requests_of(&line),
-                line,
-                corrections: Vec::new(),
-                level: "org",
-                contradiction: None,
-                since_micros: 0,
-                stated_in: None,
-            });
+            out.push(ActivePreference::inherited(&p.id, confidence, line, "org"));
         }
     }
     out
