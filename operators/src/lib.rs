@@ -20,6 +20,7 @@ pub mod skill_feedback;
 pub mod style_preferences;
 pub mod summaries;
 pub mod team_preferences;
+pub mod turn_text;
 
 pub use episodes::{
     episode_key, next_edges, uuid_bits, uuid_text, Episode, EpisodeNode, SessionKey,

@@ -674,7 +674,13 @@ fn interaction_at(tenant: &str, user: &str, id: &str, ts: &str, content: &str) -
 #[test]
 fn graph_expansion_brings_in_what_the_query_entities_are_connected_to() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path());
+    // off by default: five neighbours per query entity, paths of two edges
+    let config = dir.path().join("engram.toml");
+    std::fs::write(&config, "[recall.graph]\nneighbours = 5\ndepth = 2\n").unwrap();
+    let server = Server::start_with(
+        &dir.path().join("data"),
+        &["--config", config.to_str().unwrap()],
+    );
     let notes = [
         "My friend Mara moved to Lisbon last spring.",
         "Lisbon has the best pastries at Manteigaria, right by the tram stop.",

@@ -14,6 +14,7 @@ use engram_dataflows::EpisodeBatch;
 use engram_operators::correction_clusters::UserKey;
 use engram_operators::facts::{FactAssertion, FactKey};
 use engram_operators::summaries::SummaryNode;
+use engram_operators::turn_text::embedding_text;
 use engram_operators::{Episode, SessionKey};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
@@ -252,13 +253,20 @@ fn embed_stage(
             continue;
         }
         let fresh: Vec<&(SessionKey, Episode)> = chunk.iter().filter(|(_, e)| !stored(e)).collect();
-        let mut texts: Vec<&str> = fresh.iter().map(|(_, e)| e.content.as_str()).collect();
+        // a turn is embedded by its body: a speaker prefix would dominate a short turn's vector
+        let mut texts: Vec<&str> = fresh
+            .iter()
+            .map(|(_, e)| embedding_text(&e.content))
+            .collect();
         // (episode in chunk, passage number, text)
         let mut split: Vec<(usize, usize, String)> = Vec::new();
         if let Some(p) = passages {
             for (i, (_, e)) in chunk.iter().enumerate() {
                 if p.wants(e) {
-                    let parts = crate::pipeline::passages::passages(&e.content, p.max_per_episode);
+                    let parts = crate::pipeline::passages::passages(
+                        embedding_text(&e.content),
+                        p.max_per_episode,
+                    );
                     split.extend(parts.into_iter().enumerate().map(|(n, t)| (i, n, t)));
                 }
             }

@@ -65,7 +65,8 @@ fn unit_days(word: &str) -> Option<f64> {
     })
 }
 
-fn month(word: &str) -> Option<u32> {
+/// The month a lower-case month name names (1–12).
+pub(crate) fn month(word: &str) -> Option<u32> {
     const NAMES: [&str; 12] = [
         "january",
         "february",

@@ -94,39 +94,3 @@ pub fn graph_expansion(
     }
     out
 }
-
-/// Adds the graph expansion's ranking to fused results and sorts them again. Its reciprocal
-/// ranks count half: it is indirect evidence (an episode about a neighbour of what was asked),
-/// so it reorders close calls and brings in what the direct retrievers missed, without
-/// outvoting them.
-pub const GRAPH_WEIGHT: f32 = 0.5;
-
-/// See [`GRAPH_WEIGHT`].
-pub(super) fn add_graph_hits(
-    fused: &mut Vec<RecallHit>,
-    hits: Vec<EpisodeHit>,
-    expansion: &[(String, String)],
-    rrf_k: f32,
-) {
-    for (i, hit) in hits.into_iter().enumerate() {
-        let rank = i + 1;
-        let content = hit.episode.content.to_lowercase();
-        let via: Vec<String> = expansion
-            .iter()
-            .filter(|(e, _)| content.contains(e.as_str()))
-            .map(|(e, why)| format!("{e}: {why}"))
-            .collect();
-        let pos = match fused.iter().position(|h| h.id == hit.episode.id) {
-            Some(p) => p,
-            None => {
-                fused.push(RecallHit::from_row(&hit.episode));
-                fused.len() - 1
-            }
-        };
-        let entry = &mut fused[pos];
-        entry.score += GRAPH_WEIGHT / (rrf_k + rank as f32);
-        entry.why.graph_rank = Some(rank);
-        entry.why.graph_via = via;
-    }
-    fused.sort_by(RecallHit::by_fused_score);
-}

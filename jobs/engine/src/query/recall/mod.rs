@@ -1,19 +1,21 @@
-//! Hybrid recall over a user's episodes: vector (ANN / exact) and full-text (BM25) candidates
-//! from Lance, fused by reciprocal rank, with the `NEXT` neighbours from the views.
+//! Hybrid recall over a user's episodes: vector (ANN / exact), passage and full-text (BM25)
+//! candidates from Lance, scored as turns of conversations ([`turn_scoring`]: fused scores,
+//! speakers, `NEXT` neighbours, sessions, dates), with the neighbours' ids from the views.
 
 use crate::config::RecallConfig;
+pub mod bm25;
 mod graph;
 mod ranking;
 mod search;
+pub mod turn_scoring;
 
 pub use crate::config::{GraphLimits, RankBy};
 use engram_connectors::{Embedder, EpisodeHit, EpisodeStore};
 use engram_dataflows::SharedViews;
 use engram_schemas::{validate_name, EventError};
-use graph::add_graph_hits;
-pub use graph::{graph_expansion, GRAPH_WEIGHT};
+pub use graph::graph_expansion;
 use ranking::fuse_two;
-pub use ranking::{fuse, passage_ranking, score_mrs, score_relevance};
+pub use ranking::{gather_candidates, passage_ranking, rank_turns, score_mrs, score_relevance};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -64,6 +66,9 @@ pub struct Why {
     /// lead to in the user's co-mention graph.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub graph_rank: Option<usize>,
+    /// BM25 in the graph expansion's search.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graph_bm25: Option<f32>,
     /// How the graph expansion reached this episode ("Rex: co-mentioned with Berlin", …).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub graph_via: Vec<String>,
@@ -80,6 +85,10 @@ pub struct Why {
     /// With `rank_by = "mrs"`: the normalised memory relevance score it was ranked by.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mrs: Option<f64>,
+    /// How the turn's score was made: fused retrievers, neighbour and session shares, and the
+    /// speaker, date and event factor ([`turn_scoring::score_turns`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signals: Option<turn_scoring::TurnScore>,
 }
 
 impl Why {
@@ -102,7 +111,7 @@ pub struct RecallHit {
     pub role: String,
     pub content: String,
     pub ts: chrono::DateTime<chrono::Utc>,
-    /// Fused score (sum of 1 / (rrf_k + rank) over the retrievers).
+    /// The turn's score ([`turn_scoring::score_turns`]); comparable within one recall only.
     pub score: f32,
     pub why: Why,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -346,7 +355,7 @@ impl Recall {
         summaries.sort_by(SummaryHit::best_first);
         summaries.truncate(k);
         let mut results = own?;
-        // Both lists are scored by the same reciprocal-rank fusion, so they merge by score.
+        // Both lists are scored alike (shares of their best), so they merge by score.
         results.extend(domain?.into_iter().map(|mut h| {
             h.domain = true;
             h

@@ -1,6 +1,12 @@
-//! Ranking as pure functions: reciprocal-rank fusion, the SPEC §5 relevance score, MARK's
-//! memory relevance score, and passages folded into their episodes.
+//! Ranking as pure functions: the candidate turns gathered from the searches and scored
+//! ([`turn_scoring`]), reciprocal-rank fusion of facts and summaries, the SPEC §5 relevance
+//! score, MARK's memory relevance score, and passages folded into their episodes.
 
+use super::bm25;
+use super::turn_scoring::{
+    is_aggregation, known_speakers, named_speaker, order_turns, question_date, score_turns,
+    QuestionSignals, TurnEvidence, TurnWeights,
+};
 use super::*;
 
 /// Reciprocal-rank fusion of a vector and a full-text ranking, by `key` (rows it gives `None`
@@ -89,69 +95,177 @@ pub fn passage_ranking(hits: Vec<EpisodeHit>) -> Vec<(String, EpisodeHit)> {
         .collect()
 }
 
-/// Reciprocal rank fusion: score(d) = Σ 1 / (rrf_k + rank(d)) over three rankings (ranks from
-/// 1): episode vectors, full text, and best span, where an episode's best span is whichever of
-/// the episode itself and its passages is most similar to the query (so an episode without
-/// passages, short or not split, competes with its own vector). `episodes` holds the rows of
-/// episodes that only a passage found. Ties are broken by the more recent episode, then by id,
-/// so the order is deterministic.
-pub fn fuse(
+/// The candidate turns of one recall, each once, with what each search said of it in `why`
+/// (rank and raw score in vector search, full-text search, best span, graph expansion) and no
+/// score yet: the union of the rankings. The best span of a turn is whichever of the turn
+/// itself and its passages is most similar to the query (so a turn without passages competes
+/// with its own vector). `episodes` holds the rows of turns that only a passage found; a
+/// passage whose turn is in none of the lists (deleted since) is left out. Graph hits add
+/// their rows and `graph_via`: which expansion entities the turn names, and why.
+pub fn gather_candidates(
     by_vector: Vec<EpisodeHit>,
     by_text: Vec<EpisodeHit>,
     by_passage: Vec<(String, EpisodeHit)>,
     episodes: Vec<engram_connectors::EpisodeRow>,
-    rrf_k: f32,
+    by_graph: Vec<EpisodeHit>,
+    expansion: &[(String, String)],
 ) -> Vec<RecallHit> {
-    // episode id → (similarity, passage text when the span is a passage)
-    let mut spans: HashMap<String, (f32, Option<String>)> = HashMap::new();
-    for h in &by_vector {
-        spans.insert(h.episode.id.clone(), (h.score, None));
+    let mut out: Vec<RecallHit> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut entry = |row: &engram_connectors::EpisodeRow, out: &mut Vec<RecallHit>| -> usize {
+        *index.entry(row.id.clone()).or_insert_with(|| {
+            out.push(RecallHit::from_row(row));
+            out.len() - 1
+        })
+    };
+    for (rank, hit) in by_vector.iter().enumerate() {
+        let i = entry(&hit.episode, &mut out);
+        out[i].why.vector_rank = Some(rank + 1);
+        out[i].why.vector_similarity = Some(hit.score);
     }
-    for (episode, h) in &by_passage {
-        let e = spans
-            .entry(episode.clone())
-            .or_insert((f32::NEG_INFINITY, None));
-        if h.score > e.0 {
-            *e = (h.score, Some(h.episode.content.clone()));
+    for (rank, hit) in by_text.iter().enumerate() {
+        let i = entry(&hit.episode, &mut out);
+        out[i].why.text_rank = Some(rank + 1);
+        out[i].why.text_bm25 = Some(hit.score);
+    }
+    for row in &episodes {
+        entry(row, &mut out);
+    }
+    for (rank, hit) in by_graph.iter().enumerate() {
+        let i = entry(&hit.episode, &mut out);
+        let content = hit.episode.content.to_lowercase();
+        out[i].why.graph_rank = Some(rank + 1);
+        out[i].why.graph_bm25 = Some(hit.score);
+        out[i].why.graph_via = expansion
+            .iter()
+            .filter(|(e, _)| content.contains(e.as_str()))
+            .map(|(e, why)| format!("{e}: {why}"))
+            .collect();
+    }
+    let index: HashMap<String, usize> = out
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (h.id.clone(), i))
+        .collect();
+    // best span: the turn's own vector, or a closer passage
+    let mut spans: Vec<(usize, f32, Option<String>)> = Vec::new();
+    let mut span_of: HashMap<usize, usize> = HashMap::new();
+    for (i, h) in out.iter().enumerate() {
+        if let Some(similarity) = h.why.vector_similarity {
+            span_of.insert(i, spans.len());
+            spans.push((i, similarity, None));
         }
     }
-    let mut spans: Vec<(String, (f32, Option<String>))> = spans.into_iter().collect();
-    spans.sort_by(|a, b| b.1 .0.total_cmp(&a.1 .0).then(a.0.cmp(&b.0)));
-
-    let mut fused: HashMap<String, RecallHit> = HashMap::new();
-    let hit_of = RecallHit::from_row;
-    for (list, vector) in [(by_vector, true), (by_text, false)] {
-        for (i, hit) in list.into_iter().enumerate() {
-            let rank = i + 1;
-            let entry = fused
-                .entry(hit.episode.id.clone())
-                .or_insert_with(|| hit_of(&hit.episode));
-            entry.score += 1.0 / (rrf_k + rank as f32);
-            if vector {
-                entry.why.vector_rank = Some(rank);
-                entry.why.vector_similarity = Some(hit.score);
-            } else {
-                entry.why.text_rank = Some(rank);
-                entry.why.text_bm25 = Some(hit.score);
+    for (episode, hit) in &by_passage {
+        let Some(&i) = index.get(episode) else {
+            continue;
+        };
+        match span_of.get(&i) {
+            Some(&s) if spans[s].1 >= hit.score => {}
+            Some(&s) => spans[s] = (i, hit.score, Some(hit.episode.content.clone())),
+            None => {
+                span_of.insert(i, spans.len());
+                spans.push((i, hit.score, Some(hit.episode.content.clone())));
             }
         }
     }
-    for e in &episodes {
-        fused.entry(e.id.clone()).or_insert_with(|| hit_of(e));
+    spans.sort_by(|a, b| b.1.total_cmp(&a.1).then(out[a.0].id.cmp(&out[b.0].id)));
+    for (rank, (i, similarity, passage)) in spans.into_iter().enumerate() {
+        let why = &mut out[i].why;
+        why.span_rank = Some(rank + 1);
+        why.span_similarity = Some(similarity);
+        why.passage = passage;
     }
-    let mut rank = 0;
-    for (episode, (similarity, passage)) in spans {
-        // an episode deleted since its passage was found is left out
-        let Some(entry) = fused.get_mut(&episode) else {
-            continue;
-        };
-        rank += 1;
-        entry.score += 1.0 / (rrf_k + rank as f32);
-        entry.why.span_rank = Some(rank);
-        entry.why.span_similarity = Some(similarity);
-        entry.why.passage = passage;
-    }
-    let mut out: Vec<RecallHit> = fused.into_values().collect();
-    out.sort_by(RecallHit::by_fused_score);
     out
+}
+
+/// Scores and orders the candidate turns of a question ([`turn_scoring`]), best first, each with
+/// its `score` and `why.signals`. A turn's cosine is its best span's similarity; a turn vector
+/// search did not return counts the lowest similarity it did return (it ranked below all of
+/// them), unless a passage of it is closer. Who speaks is the speaker prefix of the content, or
+/// else the role; the known speakers are the prefixes of at least two candidates. `neighbours`
+/// gives a turn's previous and next turn ids in its session (the views' `NEXT` edges). When
+/// `complete` (the hits are every turn of the user in scope), their BM25 is computed among
+/// them ([`bm25`]) in place of the full-text search's, and `why.text_rank` follows it.
+pub fn rank_turns(
+    mut hits: Vec<RecallHit>,
+    question: &str,
+    complete: bool,
+    neighbours: impl Fn(&str) -> (Option<String>, Option<String>),
+    weights: &TurnWeights,
+) -> Vec<RecallHit> {
+    use engram_operators::turn_text::{reports_own_event, speaker_prefix};
+    if complete {
+        let documents: Vec<Vec<String>> = hits.iter().map(|h| bm25::analyse(&h.content)).collect();
+        let scores = bm25::scores(&documents, &bm25::analyse(question));
+        let mut matched: Vec<usize> = (0..hits.len()).filter(|i| scores[*i] > 0.0).collect();
+        matched.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
+        for h in hits.iter_mut() {
+            (h.why.text_rank, h.why.text_bm25) = (None, None);
+        }
+        for (rank, i) in matched.into_iter().enumerate() {
+            hits[i].why.text_rank = Some(rank + 1);
+            hits[i].why.text_bm25 = Some(scores[i] as f32);
+        }
+    }
+    let floor = hits
+        .iter()
+        .filter_map(|h| h.why.vector_similarity)
+        .map(f64::from)
+        .reduce(f64::min)
+        .unwrap_or(0.0);
+    let index: HashMap<&str, usize> = hits
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (h.id.as_str(), i))
+        .collect();
+    let speakers: Vec<String> = hits
+        .iter()
+        .map(|h| speaker_prefix(&h.content).map_or_else(|| h.role.clone(), |(n, _)| n.to_string()))
+        .collect();
+    let known = known_speakers(hits.iter().map(|h| h.content.as_str()));
+    let signals = QuestionSignals {
+        speaker: named_speaker(question, known.iter().map(String::as_str)),
+        date: question_date(question),
+        aggregation: is_aggregation(question),
+    };
+    let evidence: Vec<TurnEvidence> = hits
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let (prev, next) = neighbours(&h.id);
+            // a neighbour is the turn's prompt or reply: another speaker's
+            let other = |id: Option<String>| {
+                let j = *index.get(id?.as_str())?;
+                (speakers[j] != speakers[i]).then_some(j)
+            };
+            TurnEvidence {
+                cosine: h
+                    .why
+                    .vector_similarity
+                    .map_or(floor, f64::from)
+                    .max(h.why.span_similarity.map_or(f64::MIN, f64::from)),
+                bm25: h.why.text_bm25.map_or(0.0, f64::from),
+                graph_bm25: h.why.graph_bm25.map_or(0.0, f64::from),
+                speaker: speakers[i].clone(),
+                session: h.session.clone(),
+                ts: h.ts,
+                prev: other(prev),
+                next: other(next),
+                own_event: reports_own_event(&h.content),
+            }
+        })
+        .collect();
+    let scores = score_turns(&evidence, &signals, weights);
+    let order = {
+        let values: Vec<f64> = scores.iter().map(|s| s.score).collect();
+        let sessions: Vec<Option<&str>> = hits.iter().map(|h| h.session.as_deref()).collect();
+        order_turns(&values, &sessions, signals.aggregation, weights)
+    };
+    for (h, s) in hits.iter_mut().zip(&scores) {
+        h.score = s.score as f32;
+        h.why.signals = Some(*s);
+    }
+    let mut slots: Vec<Option<RecallHit>> = hits.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
 }

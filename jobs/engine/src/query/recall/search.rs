@@ -1,6 +1,7 @@
 //! The searches recall fuses: episodes (vector, full text, best span with passages), facts
 //! and summaries.
 
+use super::turn_scoring::{known_speakers, without_speakers, TurnWeights};
 use super::*;
 
 impl Recall {
@@ -135,10 +136,10 @@ impl Recall {
         Ok(hits)
     }
 
-    /// The user's episodes found by embedding `query` and taking the top `candidates` of vector
-    /// search, of full-text search and (when passages are kept) of passage vector search, fused
-    /// by reciprocal rank (best first, not truncated). With `as_of`, only episodes whose event
-    /// time is at or before it are searched.
+    /// The user's episodes found by embedding `query`, scored as turns ([`rank_turns`]), best
+    /// first (not truncated): the union of the best `max(candidates, scored_turns)` of vector
+    /// search, full-text search, passage vector search (when passages are kept) and graph
+    /// expansion. With `as_of`, only episodes whose event time is at or before it are searched.
     pub async fn fused_candidates(
         &self,
         tenant: &str,
@@ -164,6 +165,35 @@ impl Recall {
         )
     }
 
+    /// The user's `depth` turns nearest to `vector` (vector search) and, when passages are kept,
+    /// the turns of the `depth` nearest passages (each turn once, at its best passage).
+    async fn nearest_turns(
+        &self,
+        tenant: &str,
+        user: &str,
+        vector: Vec<f32>,
+        depth: usize,
+        as_of: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> Result<(Vec<EpisodeHit>, Vec<(String, EpisodeHit)>), RecallError> {
+        let vector = Arc::new(vector);
+        let search = |store: Arc<EpisodeStore>| {
+            let (tenant, user, vector) = (tenant.to_string(), user.to_string(), vector.clone());
+            tokio::spawn(async move {
+                store
+                    .search_vector(&tenant, &user, &vector, depth, as_of)
+                    .await
+            })
+        };
+        let by_vector = search(self.store.clone());
+        let by_passage = self.passages.clone().map(search);
+        let by_vector = by_vector.await.expect("vector search task")?;
+        let by_passage = match by_passage {
+            Some(task) => passage_ranking(task.await.expect("passage search task")?),
+            None => Vec::new(),
+        };
+        Ok((by_vector, by_passage))
+    }
+
     /// [`Recall::fused_candidates`] with the query already embedded (`vector`).
     pub async fn fused_candidates_for(
         &self,
@@ -174,6 +204,7 @@ impl Recall {
         candidates: usize,
         as_of: Option<chrono::DateTime<chrono::Utc>>,
     ) -> Result<Vec<RecallHit>, RecallError> {
+        let depth = candidates.max(self.config.scored_turns);
         // Graph expansion: episodes naming what the query's entities are connected to.
         let expansion = {
             let views = self.views.read();
@@ -186,40 +217,42 @@ impl Recall {
         // Each search is a task of its own: a Lance search does much of its work inside its
         // future's poll, so searches polled together on one task take turns on one core (at
         // 1M episodes, vector and full-text search took their sum, not their maximum).
-        let vector = Arc::new(vector);
-        let by_vector_of = |store: Arc<EpisodeStore>| {
-            let (tenant, user, vector) = (tenant.to_string(), user.to_string(), vector.clone());
-            tokio::spawn(async move {
-                store
-                    .search_vector(&tenant, &user, &vector, candidates, as_of)
-                    .await
-            })
-        };
         let by_text_of = |words: String| {
             let (store, tenant, user) = (self.store.clone(), tenant.to_string(), user.to_string());
             tokio::spawn(async move {
                 store
-                    .search_text(&tenant, &user, &words, candidates, as_of)
+                    .search_text(&tenant, &user, &words, depth, as_of)
                     .await
             })
         };
-        let by_vector = by_vector_of(self.store.clone());
         let by_text = by_text_of(query.to_string());
-        let by_passage = self.passages.clone().map(by_vector_of);
         let by_graph = (!expansion.is_empty()).then(|| {
             let terms: Vec<&str> = expansion.iter().map(|(e, _)| e.as_str()).collect();
             by_text_of(terms.join(" "))
         });
-        let by_vector = by_vector.await.expect("vector search task")?;
+        let (mut by_vector, mut by_passage) = self
+            .nearest_turns(tenant, user, vector, depth, as_of)
+            .await?;
+        // Turns are embedded without their speaker prefix: a question naming a speaker is
+        // embedded without the name too (the speaker counts through the turns' speakers).
+        let speakers = known_speakers(by_vector.iter().map(|h| h.episode.content.as_str()));
+        let asked = without_speakers(query, &speakers);
+        if asked != query.split_whitespace().collect::<Vec<_>>().join(" ") && !asked.is_empty() {
+            let vector = self.embed_query(&asked).await?;
+            (by_vector, by_passage) = self
+                .nearest_turns(tenant, user, vector, depth, as_of)
+                .await?;
+        }
         let by_text = by_text.await.expect("full-text search task")?;
-        let by_passage = match by_passage {
-            Some(task) => passage_ranking(task.await.expect("passage search task")?),
+        let by_graph = match by_graph {
+            Some(task) => task.await.expect("graph expansion search task")?,
             None => Vec::new(),
         };
         // Episodes found only through a passage are read from the episode store.
         let known: std::collections::HashSet<&str> = by_vector
             .iter()
             .chain(&by_text)
+            .chain(&by_graph)
             .map(|h| h.episode.id.as_str())
             .collect();
         let missing: Vec<String> = by_passage
@@ -228,12 +261,13 @@ impl Recall {
             .map(|(id, _)| id.clone())
             .collect();
         let found = self.store.episodes_by_id(tenant, user, &missing).await?;
-        let mut fused = fuse(by_vector, by_text, by_passage, found, self.config.rrf_k);
-        if let Some(task) = by_graph {
-            let hits = task.await.expect("graph expansion search task")?;
-            add_graph_hits(&mut fused, hits, &expansion, self.config.rrf_k);
-        }
-        Ok(fused)
+        let hits = gather_candidates(by_vector, by_text, by_passage, found, by_graph, &expansion);
+        // every turn of the user was within reach of the vector search
+        let complete = self.store.user_row_count(tenant, user) <= depth;
+        let views = self.views.read();
+        let neighbours = |id: &str| (views.prev_id(id), views.next_id(id));
+        let weights = TurnWeights::default();
+        Ok(rank_turns(hits, query, complete, neighbours, &weights))
     }
 }
 

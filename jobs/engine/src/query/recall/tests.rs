@@ -1,5 +1,6 @@
 //! Recall's pure parts: scores, graph expansion, passages.
 
+use super::turn_scoring::TurnWeights;
 use super::*;
 use engram_connectors::EpisodeRow;
 
@@ -8,13 +9,7 @@ fn relevance_is_the_spec_score_of_similarity_recency_and_importance() {
     let at = chrono::DateTime::parse_from_rfc3339("2025-01-08T00:00:00Z")
         .unwrap()
         .with_timezone(&chrono::Utc);
-    let mut hits = fuse(
-        vec![hit("new", "a", 0.8), hit("old", "b", 0.6)],
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        60.0,
-    );
+    let mut hits = ranked(vec![hit("new", "a", 0.8), hit("old", "b", 0.6)]);
     hits[0].ts = at; // "new": now
     hits[1].ts = at - chrono::Duration::days(7); // "old": one time scale ago
     score_relevance(&mut hits, at, 7.0);
@@ -31,14 +26,8 @@ fn mrs_weighs_recall_count_recency_similarity_and_feedback() {
     let at = chrono::DateTime::parse_from_rfc3339("2025-01-08T00:00:00Z")
         .unwrap()
         .with_timezone(&chrono::Utc);
-    let mut hits = fuse(
-        vec![hit("used", "a", 0.5), hit("fresh", "b", 0.9)],
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        60.0,
-    );
-    // fusion put the more similar first
+    let mut hits = ranked(vec![hit("used", "a", 0.5), hit("fresh", "b", 0.9)]);
+    // scoring put the more similar first
     assert_eq!(
         (hits[0].id.as_str(), hits[1].id.as_str()),
         ("fresh", "used")
@@ -206,6 +195,19 @@ fn hit(id: &str, content: &str, score: f32) -> EpisodeHit {
     }
 }
 
+/// Vector hits gathered and scored as turns, with no neighbours.
+fn ranked(by_vector: Vec<EpisodeHit>) -> Vec<RecallHit> {
+    let hits = gather_candidates(
+        by_vector,
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        &[],
+    );
+    rank_turns(hits, "q", false, |_| (None, None), &TurnWeights::default())
+}
+
 #[test]
 fn best_span_is_the_closer_of_the_episode_and_its_passages() {
     // "long" matches weakly as a whole but one of its sentences matches well; "short" has
@@ -219,11 +221,26 @@ fn best_span_is_the_closer_of_the_episode_and_its_passages() {
         hit("long#p0", "another sentence", 0.5),
     ]);
     assert_eq!(by_passage.len(), 1, "an episode once, at its best passage");
-    let fused = fuse(by_vector, Vec::new(), by_passage, Vec::new(), 60.0);
-    let long = fused.iter().find(|h| h.id == "long").unwrap();
-    let short = fused.iter().find(|h| h.id == "short").unwrap();
+    let gathered = gather_candidates(
+        by_vector,
+        Vec::new(),
+        by_passage,
+        Vec::new(),
+        Vec::new(),
+        &[],
+    );
+    let fused = rank_turns(
+        gathered,
+        "q",
+        false,
+        |_| (None, None),
+        &TurnWeights::default(),
+    );
+    let (long, short) = (&fused[0], &fused[1]);
+    assert_eq!((long.id.as_str(), short.id.as_str()), ("long", "short"));
     assert_eq!(long.why.span_rank, Some(1));
     assert_eq!(long.why.span_similarity, Some(0.8));
+    assert_eq!(long.why.vector_rank, Some(2));
     assert_eq!(long.why.passage.as_deref(), Some("the telling sentence"));
     assert_eq!(
         long.content, "long turn",
@@ -231,24 +248,119 @@ fn best_span_is_the_closer_of_the_episode_and_its_passages() {
     );
     assert_eq!(short.why.span_rank, Some(2));
     assert_eq!(short.why.passage, None);
-    // long: 1/62 (vector rank 2) + 1/61 (span rank 1); short: 1/61 + 1/62
-    assert!((long.score - short.score).abs() < 1e-7);
+    // cosine shares 0.8/0.8 and 0.6/0.8, each + 0.5 of the (shared) session's best
+    assert!((long.score - 1.5).abs() < 1e-6, "{}", long.score);
+    assert!((short.score - 1.25).abs() < 1e-6, "{}", short.score);
 }
 
 #[test]
 fn an_episode_found_only_through_a_passage_comes_back_whole() {
     let by_passage = passage_ranking(vec![hit("e1#p0", "a sentence", 0.7)]);
-    let fused = fuse(
+    let gathered = gather_candidates(
         Vec::new(),
         Vec::new(),
         by_passage,
         vec![row("e1", "the whole turn")],
-        60.0,
+        Vec::new(),
+        &[],
+    );
+    let fused = rank_turns(
+        gathered,
+        "q",
+        false,
+        |_| (None, None),
+        &TurnWeights::default(),
     );
     assert_eq!(fused.len(), 1);
     assert_eq!(fused[0].content, "the whole turn");
-    assert!((fused[0].score - 1.0 / 61.0).abs() < 1e-7);
+    assert_eq!(fused[0].why.span_similarity, Some(0.7));
     // a passage whose episode is gone is dropped
     let orphan = passage_ranking(vec![hit("gone#p0", "x", 0.9)]);
-    assert!(fuse(Vec::new(), Vec::new(), orphan, Vec::new(), 60.0).is_empty());
+    assert!(
+        gather_candidates(Vec::new(), Vec::new(), orphan, Vec::new(), Vec::new(), &[]).is_empty()
+    );
+}
+
+#[test]
+fn a_turn_is_lifted_by_its_reply_and_by_the_speaker_the_question_names() {
+    // Caroline asks, Melanie answers; a question about Melanie
+    let mut rows = [
+        row("c1", "Caroline: What did you paint last week?"),
+        row("m1", "Melanie: A sunset over the lake, for my kids."),
+        row("c2", "Caroline: I went to a support group."),
+        row("m2", "Melanie: That sounds brave!"),
+    ];
+    rows[1].role = "assistant".into();
+    rows[3].role = "assistant".into();
+    let by_vector = vec![
+        EpisodeHit {
+            episode: rows[0].clone(),
+            score: 0.6,
+        },
+        EpisodeHit {
+            episode: rows[1].clone(),
+            score: 0.5,
+        },
+        EpisodeHit {
+            episode: rows[2].clone(),
+            score: 0.4,
+        },
+        EpisodeHit {
+            episode: rows[3].clone(),
+            score: 0.1,
+        },
+    ];
+    let next = |id: &str| match id {
+        "c1" => (None, Some("m1".to_string())),
+        "m1" => (Some("c1".to_string()), Some("c2".to_string())),
+        "c2" => (Some("m1".to_string()), Some("m2".to_string())),
+        "m2" => (Some("c2".to_string()), None),
+        _ => (None, None),
+    };
+    let gathered = gather_candidates(
+        by_vector,
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        &[],
+    );
+    let hits = rank_turns(
+        gathered,
+        "What did Melanie paint?",
+        false,
+        next,
+        &TurnWeights::default(),
+    );
+    let order: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+    // m1: 0.5/0.6 · 1.4 (Melanie) + 0.4 · 1.0 (c1) = 1.567 beats c1: 1.0 + 0.4 · 1.167 = 1.467
+    // (without the speaker, c1 would win: 1.333 against 1.233)
+    assert_eq!(order[..2], ["m1", "c1"], "{order:?}");
+    let signals = hits[0].why.signals.unwrap();
+    assert!((signals.neighbour - 0.4).abs() < 1e-9);
+    assert!((signals.fused - 0.5 / 0.6).abs() < 1e-6);
+    // without a speaker prefix the role is the speaker: no name is known, and turns of one
+    // role are not each other's prompt or reply
+    let plain: Vec<EpisodeHit> = rows
+        .iter()
+        .map(|r| EpisodeHit {
+            episode: row(&r.id, r.content.split_once(": ").unwrap().1),
+            score: 0.5,
+        })
+        .collect();
+    let gathered = gather_candidates(plain, Vec::new(), Vec::new(), Vec::new(), Vec::new(), &[]);
+    // every turn is here (`complete`): BM25 is computed among them, "paint" in c1 alone
+    let hits = rank_turns(
+        gathered,
+        "What did Melanie paint?",
+        true,
+        next,
+        &TurnWeights::default(),
+    );
+    assert!(hits.iter().all(|h| h.why.signals.unwrap().neighbour == 0.0));
+    assert_eq!(hits[0].id, "c1");
+    assert_eq!(hits[0].why.text_rank, Some(1));
+    assert!(hits[1..].iter().all(|h| h.why.text_bm25.is_none()));
+    let score_of = |id: &str| hits.iter().find(|h| h.id == id).unwrap().score;
+    assert!(score_of("c1") > score_of("m1"));
 }

@@ -1,0 +1,512 @@
+//! How recall scores a user's turns for a question, as pure functions.
+//!
+//! A turn's evidence is fused at the level of scores, not ranks: its cosine to the question
+//! (the best of the turn's and its sentences') and its BM25 score, each divided by the best of
+//! the candidates, so the two retrievers count alike whatever their scales. Then what a memory
+//! knows and a retriever does not:
+//! - **who speaks**: a question naming exactly one of the conversation's speakers favours that
+//!   speaker's turns;
+//! - **the turn's neighbourhood**: an answer often spans a turn and its reply, so a turn gains a
+//!   share of its better neighbour's score (the turn before or after it in its session, by
+//!   another speaker);
+//! - **the session**: a turn in a session that holds the best match gains a share of that
+//!   session's best score;
+//! - **time**: a question naming a calendar day favours turns of that day and the week around;
+//! - **events**: a turn in which the speaker reports doing something ("I adopted…") is
+//!   slightly favoured, as questions ask about events;
+//! - **the kind of question**: a "how many" question wants evidence from several sessions, so
+//!   its top turns are spread over sessions.
+//!
+//! Measured on LoCoMo and LongMemEval (`engram bench locomo`, `engram bench longmemeval`); the
+//! weights are round values from flat regions, one set for everything.
+
+use crate::query::time_window::month;
+use chrono::{DateTime, NaiveDate, Utc};
+
+/// What recall knows of one candidate turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnEvidence {
+    /// Best cosine of the turn's and its passages' vectors to the question (for a turn no
+    /// vector search returned: the lowest cosine it did return).
+    pub cosine: f64,
+    /// BM25 of the turn for the question's words (0 when it matched none).
+    pub bm25: f64,
+    /// BM25 of the turn for the entities the graph expansion reached (0 when none).
+    pub graph_bm25: f64,
+    /// Who speaks: the speaker prefix, or the role when there is none.
+    pub speaker: String,
+    pub session: Option<String>,
+    pub ts: DateTime<Utc>,
+    /// Indexes (in the same list) of the turn just before and just after it in its session,
+    /// when spoken by someone else: its prompt and its reply.
+    pub prev: Option<usize>,
+    pub next: Option<usize>,
+    /// The speaker reports an event of their own ([`engram_operators::turn_text::reports_own_event`]).
+    pub own_event: bool,
+}
+
+/// What the question asks, read from its words.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QuestionSignals {
+    /// The one known speaker the question names (none when it names none or several).
+    pub speaker: Option<String>,
+    /// The calendar day the question names ("on 8 May, 2023").
+    pub date: Option<NaiveDate>,
+    /// "How many …", "how much …", "… in total": evidence spread over sessions.
+    pub aggregation: bool,
+}
+
+/// The weights of [`score_turns`] and [`order_turns`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnWeights {
+    /// BM25's weight against cosine's 1 (both max-normalised).
+    pub bm25: f64,
+    /// Graph expansion's weight (max-normalised BM25 for the entities it reached), when the
+    /// expansion is on (`recall.graph`).
+    pub graph: f64,
+    /// A turn of the named speaker scores `1 + speaker` times as much.
+    pub speaker: f64,
+    /// Share of the better neighbour's score a turn gains.
+    pub neighbour: f64,
+    /// Share of its session's best score (max-normalised) a turn gains.
+    pub session: f64,
+    /// A turn on the question's day scores up to `1 + date` times as much, …
+    pub date: f64,
+    /// … falling off as e^(−days / date_scale_days).
+    pub date_scale_days: f64,
+    /// A turn reporting its speaker's own event scores `1 + own_event` times as much.
+    pub own_event: f64,
+    /// For aggregation questions: the k-th turn taken from one session counts `(1 − diversity)^k`.
+    pub diversity: f64,
+    /// … among the best `diversity_depth` turns.
+    pub diversity_depth: usize,
+}
+
+impl Default for TurnWeights {
+    fn default() -> Self {
+        TurnWeights {
+            bm25: 1.0,
+            graph: 0.5,
+            speaker: 0.4,
+            neighbour: 0.4,
+            session: 0.5,
+            date: 1.0,
+            date_scale_days: 7.0,
+            own_event: 0.1,
+            diversity: 0.3,
+            diversity_depth: 50,
+        }
+    }
+}
+
+/// A turn's score and what made it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct TurnScore {
+    /// `cosine / max cosine + bm25 · bm25 / max bm25 + graph · graph / max graph`.
+    pub fused: f64,
+    /// The neighbour's share added.
+    pub neighbour: f64,
+    /// The session's share added.
+    pub session: f64,
+    /// The product of the speaker, date and event factors.
+    pub factor: f64,
+    /// The final score.
+    pub score: f64,
+}
+
+/// Each turn's score, in order:
+/// 1. `f = cos/max cos + w.bm25 · bm25/max bm25 + w.graph · graph/max graph` (a maximum of 0
+///    counts as 1e-9);
+/// 2. `s = f · (1 + w.speaker)` for a turn of the question's speaker, else `f`;
+/// 3. `s' = s + w.neighbour · max(s of prev, s of next)` (0 without neighbours);
+/// 4. `s'' = s' + w.session · S(session) / max S`, where `S` is the best `s'` of a session (no
+///    session: the turn alone);
+/// 5. `score = s'' · (1 + w.date · e^(−|days between the turn's day and the question's|/scale))
+///    · (1 + w.own_event · [own event])`.
+pub fn score_turns(turns: &[TurnEvidence], q: &QuestionSignals, w: &TurnWeights) -> Vec<TurnScore> {
+    let max = |f: fn(&TurnEvidence) -> f64| turns.iter().map(f).fold(1e-9, f64::max);
+    let (max_cos, max_bm25, max_graph) =
+        (max(|t| t.cosine), max(|t| t.bm25), max(|t| t.graph_bm25));
+    let mut out: Vec<TurnScore> = turns
+        .iter()
+        .map(|t| {
+            let fused = t.cosine / max_cos
+                + w.bm25 * t.bm25 / max_bm25
+                + w.graph * t.graph_bm25 / max_graph;
+            let speaker = if q.speaker.as_deref() == Some(t.speaker.as_str()) {
+                1.0 + w.speaker
+            } else {
+                1.0
+            };
+            TurnScore {
+                fused,
+                factor: 1.0,
+                score: fused * speaker,
+                ..TurnScore::default()
+            }
+        })
+        .collect();
+    let with_speaker: Vec<f64> = out.iter().map(|s| s.score).collect();
+    for (t, s) in turns.iter().zip(out.iter_mut()) {
+        let of = |i: Option<usize>| i.and_then(|i| with_speaker.get(i)).copied().unwrap_or(0.0);
+        s.neighbour = w.neighbour * of(t.prev).max(of(t.next));
+        s.score += s.neighbour;
+    }
+    let mut best_of_session: std::collections::HashMap<&str, f64> = Default::default();
+    for (t, s) in turns.iter().zip(&out) {
+        if let Some(session) = t.session.as_deref() {
+            let best = best_of_session.entry(session).or_insert(f64::MIN);
+            *best = best.max(s.score);
+        }
+    }
+    let max_session = out.iter().map(|s| s.score).fold(1e-9, f64::max);
+    for (t, s) in turns.iter().zip(out.iter_mut()) {
+        let best = t
+            .session
+            .as_deref()
+            .and_then(|k| best_of_session.get(k))
+            .copied()
+            .unwrap_or(s.score);
+        s.session = w.session * best / max_session;
+        s.score += s.session;
+        if let Some(day) = q.date {
+            let days = (t.ts.date_naive() - day).num_days().abs() as f64;
+            s.factor *= 1.0 + w.date * (-days / w.date_scale_days).exp();
+        }
+        if t.own_event {
+            s.factor *= 1.0 + w.own_event;
+        }
+        s.score *= s.factor;
+    }
+    out
+}
+
+/// The turns' order, best first: by score (ties: the order `scores` gives them in); for an
+/// aggregation question the best `w.diversity_depth` are then taken greedily, each time the
+/// one with the largest `score · (1 − w.diversity)^m`, `m` being the turns of its session
+/// already taken (turns without a session count as sessions of their own). The rest follow
+/// by score.
+pub fn order_turns(
+    scores: &[f64],
+    sessions: &[Option<&str>],
+    aggregation: bool,
+    w: &TurnWeights,
+) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..scores.len()).collect();
+    order.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
+    if !aggregation || w.diversity <= 0.0 {
+        return order;
+    }
+    let rest = order.split_off(w.diversity_depth.min(order.len()));
+    let mut top = order;
+    let mut taken: std::collections::HashMap<&str, i32> = Default::default();
+    let mut out = Vec::with_capacity(scores.len());
+    while !top.is_empty() {
+        let discounted = |i: usize| {
+            let m = sessions[i].map_or(0, |s| taken.get(s).copied().unwrap_or(0));
+            scores[i] * (1.0 - w.diversity).powi(m)
+        };
+        let (pos, _) = top
+            .iter()
+            .enumerate()
+            .fold((0, f64::NEG_INFINITY), |best, (p, &i)| {
+                let v = discounted(i);
+                if v > best.1 {
+                    (p, v)
+                } else {
+                    best
+                }
+            });
+        let i = top.remove(pos);
+        if let Some(s) = sessions[i] {
+            *taken.entry(s).or_default() += 1;
+        }
+        out.push(i);
+    }
+    out.extend(rest);
+    out
+}
+
+
+/// The first calendar day the question names, as "8 May, 2023", "8 May 2023" or "May 8, 2023"
+/// (month names in full, any case).
+pub fn question_date(question: &str) -> Option<NaiveDate> {
+    let words: Vec<String> = question
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | '?' | '.' | '!' | '(' | ')'))
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let day = |w: &str| {
+        w.parse::<u32>()
+            .ok()
+            .filter(|d| (1..=31).contains(d) && w.len() <= 2)
+    };
+    let year = |w: &str| w.parse::<i32>().ok().filter(|_| w.len() == 4);
+    words.windows(3).find_map(|w| {
+        let (d, m) = match (day(&w[0]), month(&w[1]), month(&w[0]), day(&w[1])) {
+            (Some(d), Some(m), _, _) => (d, m),
+            (_, _, Some(m), Some(d)) => (d, m),
+            _ => return None,
+        };
+        NaiveDate::from_ymd_opt(year(&w[2])?, m, d)
+    })
+}
+
+/// Whether the question asks to count or add up: it starts with "how many" or "how much", or
+/// says "total", "in total", "combined" or "altogether".
+pub fn is_aggregation(question: &str) -> bool {
+    let lower = question.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    matches!(words.as_slice(), ["how", "many" | "much", ..])
+        || words
+            .iter()
+            .any(|w| matches!(*w, "total" | "combined" | "altogether"))
+}
+
+/// The one of `known` speakers the question names as a whole word (case-sensitive: names are
+/// capitalised; "Caroline's" names Caroline); `None` when it names none or several.
+pub fn named_speaker<'a>(
+    question: &str,
+    known: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    let mut named = known.into_iter().filter(|name| names(question, name));
+    let first = named.next()?;
+    named.next().is_none().then(|| first.to_string())
+}
+
+/// The speakers of a conversation: the speaker prefixes ([`engram_operators::turn_text::speaker_prefix`])
+/// of at least two of `contents`, sorted.
+pub fn known_speakers<'a>(contents: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+    for content in contents {
+        if let Some((name, _)) = engram_operators::turn_text::speaker_prefix(content) {
+            *counts.entry(name).or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .filter(|(_, n)| *n >= 2)
+        .map(|(name, _)| name.to_string())
+        .collect()
+}
+
+/// The question without the speakers' names (each whole-word occurrence, with a following
+/// "'s"), spaces collapsed: what it asks of their turns, whose bodies are embedded without
+/// the speaker (a name in the question would only pull towards turns that mention it).
+pub fn without_speakers(question: &str, speakers: &[String]) -> String {
+    let mut text = question.to_string();
+    for name in speakers.iter().filter(|n| !n.is_empty()) {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find(name.as_str()) {
+            let end = at + name.len();
+            let before = rest[..at].chars().next_back();
+            let after = rest[end..].chars().next();
+            if before.is_some_and(char::is_alphanumeric) || after.is_some_and(char::is_alphanumeric)
+            {
+                out.push_str(&rest[..end]);
+                rest = &rest[end..];
+                continue;
+            }
+            out.push_str(&rest[..at]);
+            rest = &rest[end..];
+            for possessive in ["'s", "’s"] {
+                if let Some(after) = rest.strip_prefix(possessive) {
+                    if !after.chars().next().is_some_and(char::is_alphanumeric) {
+                        rest = after;
+                    }
+                }
+            }
+        }
+        out.push_str(rest);
+        text = out;
+    }
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Whether `name` occurs in `text` with no letter or digit on either side.
+fn names(text: &str, name: &str) -> bool {
+    !name.is_empty()
+        && text.match_indices(name).any(|(at, _)| {
+            let before = text[..at].chars().next_back();
+            let after = text[at + name.len()..].chars().next();
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(cosine: f64, bm25: f64, speaker: &str, session: &str) -> TurnEvidence {
+        TurnEvidence {
+            cosine,
+            bm25,
+            graph_bm25: 0.0,
+            speaker: speaker.into(),
+            session: Some(session.into()),
+            ts: "2023-05-08T13:56:00Z".parse().unwrap(),
+            prev: None,
+            next: None,
+            own_event: false,
+        }
+    }
+
+    fn only_fusion() -> TurnWeights {
+        TurnWeights {
+            speaker: 0.0,
+            neighbour: 0.0,
+            session: 0.0,
+            date: 0.0,
+            own_event: 0.0,
+            ..TurnWeights::default()
+        }
+    }
+
+    #[test]
+    fn cosine_and_bm25_are_fused_as_shares_of_their_best() {
+        let turns = [
+            turn(0.8, 0.0, "A", "s1"),
+            turn(0.4, 6.0, "B", "s1"),
+            turn(0.2, 3.0, "A", "s2"),
+        ];
+        let s = score_turns(&turns, &QuestionSignals::default(), &only_fusion());
+        let fused: Vec<f64> = s.iter().map(|s| s.score).collect();
+        // 0.8/0.8 + 0; 0.4/0.8 + 6/6; 0.2/0.8 + 3/6
+        for (got, want) in fused.iter().zip([1.0, 1.5, 0.75]) {
+            assert!((got - want).abs() < 1e-12, "{fused:?}");
+        }
+        // no BM25 match anywhere: cosine alone, not a division by zero
+        let turns = [turn(0.5, 0.0, "A", "s1"), turn(0.25, 0.0, "A", "s1")];
+        let s = score_turns(&turns, &QuestionSignals::default(), &only_fusion());
+        assert_eq!((s[0].score, s[1].score), (1.0, 0.5));
+    }
+
+    #[test]
+    fn the_named_speaker_neighbour_and_session_add_as_documented() {
+        let mut turns = [
+            turn(0.8, 0.0, "Caroline", "s1"), // 1.0
+            turn(0.4, 0.0, "Melanie", "s1"),  // 0.5, the reply to turn 0
+            turn(0.6, 0.0, "Melanie", "s2"),  // 0.75
+        ];
+        turns[0].next = Some(1);
+        turns[1].prev = Some(0);
+        let q = QuestionSignals {
+            speaker: Some("Melanie".into()),
+            ..Default::default()
+        };
+        let w = TurnWeights {
+            date: 0.0,
+            own_event: 0.0,
+            ..TurnWeights::default()
+        };
+        let s = score_turns(&turns, &q, &w);
+        // speaker: 1.0, 0.5·1.4 = 0.7, 0.75·1.4 = 1.05
+        // neighbour: 1.0 + 0.4·0.7 = 1.28, 0.7 + 0.4·1.0 = 1.1, 1.05
+        // session: s1's best 1.28, s2's 1.05, max 1.28: + 0.5, + 0.5, + 0.5·1.05/1.28
+        let want = [1.28 + 0.5, 1.1 + 0.5, 1.05 + 0.5 * 1.05 / 1.28];
+        for (got, want) in s.iter().zip(want) {
+            assert!((got.score - want).abs() < 1e-12, "{s:?}");
+        }
+        assert!((s[1].neighbour - 0.4).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_named_day_and_an_own_event_multiply() {
+        let mut turns = [
+            turn(1.0, 0.0, "A", "s1"),
+            turn(1.0, 0.0, "A", "s2"),
+            turn(1.0, 0.0, "A", "s3"),
+        ];
+        turns[1].ts = "2023-05-15T09:00:00Z".parse().unwrap(); // 7 days after the question's day
+        turns[2].own_event = true;
+        let q = QuestionSignals {
+            date: NaiveDate::from_ymd_opt(2023, 5, 8),
+            ..Default::default()
+        };
+        let w = TurnWeights {
+            neighbour: 0.0,
+            session: 0.0,
+            ..TurnWeights::default()
+        };
+        let s = score_turns(&turns, &q, &w);
+        let e_minus_1 = 0.367_879_441_171_442_3;
+        assert!((s[0].score - 2.0).abs() < 1e-12);
+        assert!((s[1].score - (1.0 + e_minus_1)).abs() < 1e-12);
+        assert!((s[2].score - 2.0 * 1.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn aggregation_questions_spread_their_top_turns_over_sessions() {
+        let scores = [1.0, 0.95, 0.9, 0.5];
+        let sessions = [Some("s1"), Some("s1"), Some("s1"), Some("s2")];
+        let w = TurnWeights::default();
+        assert_eq!(order_turns(&scores, &sessions, false, &w), vec![0, 1, 2, 3]);
+        // second from s1: 0.95·0.7 = 0.665 > 0.5; third: 0.9·0.49 = 0.441 < 0.5
+        assert_eq!(order_turns(&scores, &sessions, true, &w), vec![0, 1, 3, 2]);
+        // only the best `diversity_depth` are re-ordered
+        let w = TurnWeights {
+            diversity_depth: 2,
+            ..TurnWeights::default()
+        };
+        assert_eq!(order_turns(&scores, &sessions, true, &w), vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn questions_are_read_for_days_counts_and_speakers() {
+        let day = |y, m, d| NaiveDate::from_ymd_opt(y, m, d);
+        assert_eq!(
+            question_date("What did Caroline do on 8 May, 2023?"),
+            day(2023, 5, 8)
+        );
+        assert_eq!(
+            question_date("what happened on May 25 2023"),
+            day(2023, 5, 25)
+        );
+        assert_eq!(question_date("When did Melanie paint a sunrise?"), None);
+        assert_eq!(question_date("on 31 February, 2023"), None);
+        assert_eq!(question_date("in May 2023"), None);
+        assert!(is_aggregation("How many times has Melanie gone camping?"));
+        assert!(is_aggregation("how much did I spend on bikes in total?"));
+        // the word alone counts, whatever the question
+        assert!(is_aggregation(
+            "What did Melanie buy with her total savings?"
+        ));
+        assert!(!is_aggregation("Why did Caroline move?"));
+        assert!(!is_aggregation("Who is somehow many things?"));
+        let known = ["Caroline", "Melanie"];
+        assert_eq!(
+            named_speaker("What is Caroline's identity?", known),
+            Some("Caroline".into())
+        );
+        assert_eq!(named_speaker("Did Caroline and Melanie meet?", known), None);
+        assert_eq!(named_speaker("What did Carolines say?", known), None);
+        assert_eq!(named_speaker("What did she say?", known), None);
+        let known = vec!["Caroline".to_string(), "Melanie".to_string()];
+        assert_eq!(
+            without_speakers("What is Caroline's identity?", &known),
+            "What is identity?"
+        );
+        assert_eq!(
+            without_speakers("When did Melanie  meet Caroline, and Carolines?", &known),
+            "When did meet , and Carolines?"
+        );
+        assert_eq!(without_speakers("How are you?", &known), "How are you?");
+    }
+
+    #[test]
+    fn speakers_are_prefixes_of_two_turns_or_more() {
+        let turns = [
+            "Caroline: Hi!",
+            "Melanie: Hey Caroline",
+            "Caroline: I went to a support group.",
+            "Note: only once",
+            "no prefix here",
+        ];
+        assert_eq!(known_speakers(turns), ["Caroline"]);
+        assert!(known_speakers(["plain", "text"]).is_empty());
+    }
+}
