@@ -165,10 +165,13 @@ pub struct RecallConfig {
     pub max_k: usize,
     /// Candidates taken from each retriever before fusion, as a multiple of `k`.
     pub candidates_per_k: usize,
-    /// Episodes scored as turns: each search's best `scored_turns` (at least
-    /// `candidates_per_k · k`). A user with fewer episodes is scored whole, so that every
-    /// turn's neighbours and session are known.
+    /// A user with at most this many episodes has every turn scored (so every turn's
+    /// neighbours and session are known, and BM25 uses that user's own statistics).
     pub scored_turns: usize,
+    /// For a larger user, the turns scored are the union of each search's best
+    /// `candidate_depth` (at least `candidates_per_k · k`): on LoCoMo 200 scored as well as
+    /// all of them.
+    pub candidate_depth: usize,
     /// Reciprocal-rank-fusion constant.
     pub rrf_k: f32,
     /// Graph expansion's limits: neighbours per query entity (0 turns it off), path depth
@@ -192,6 +195,7 @@ impl Default for RecallConfig {
             max_k: 200,
             candidates_per_k: 4,
             scored_turns: 1000,
+            candidate_depth: 200,
             rrf_k: 60.0,
             graph: Default::default(),
             rank_by: RankBy::Fusion,

@@ -137,9 +137,9 @@ impl Recall {
     }
 
     /// The user's episodes found by embedding `query`, scored as turns ([`rank_turns`]), best
-    /// first (not truncated): the union of the best `max(candidates, scored_turns)` of vector
-    /// search, full-text search, passage vector search (when passages are kept) and graph
-    /// expansion. With `as_of`, only episodes whose event time is at or before it are searched.
+    /// first (not truncated): all of them when the user has at most `recall.scored_turns`,
+    /// else the union of the best `max(candidates, recall.candidate_depth)` of vector search,
+    /// full-text search, passage vector search (when passages are kept) and graph expansion. With `as_of`, only episodes whose event time is at or before it are searched.
     pub async fn fused_candidates(
         &self,
         tenant: &str,
@@ -204,7 +204,15 @@ impl Recall {
         candidates: usize,
         as_of: Option<chrono::DateTime<chrono::Utc>>,
     ) -> Result<Vec<RecallHit>, RecallError> {
-        let depth = candidates.max(self.config.scored_turns);
+        let rows = self.store.user_row_count(tenant, user);
+        // every turn of the user is within reach of the vector search, or each search's best
+        let complete = rows <= self.config.scored_turns;
+        let depth = if complete {
+            self.config.scored_turns
+        } else {
+            self.config.candidate_depth
+        }
+        .max(candidates);
         // Graph expansion: episodes naming what the query's entities are connected to.
         let expansion = {
             let views = self.views.read();
@@ -262,8 +270,6 @@ impl Recall {
             .collect();
         let found = self.store.episodes_by_id(tenant, user, &missing).await?;
         let hits = gather_candidates(by_vector, by_text, by_passage, found, by_graph, &expansion);
-        // every turn of the user was within reach of the vector search
-        let complete = self.store.user_row_count(tenant, user) <= depth;
         let views = self.views.read();
         let neighbours = |id: &str| (views.prev_id(id), views.next_id(id));
         let weights = TurnWeights::default();
