@@ -446,6 +446,10 @@ pub fn interaction(
 /// How many times each event id is stored among the given users' episodes, read straight from
 /// the Lance dataset in `data_dir`.
 pub fn stored_event_ids(data_dir: &Path, tenant: &str, users: &[&str]) -> BTreeMap<String, usize> {
+    // a process killed before its first commit leaves no dataset (or a folder without versions)
+    if !data_dir.join("lance/episodes.lance/_versions").is_dir() {
+        return BTreeMap::new();
+    }
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let store = engram_connectors::EpisodeStore::open(

@@ -177,8 +177,9 @@ pub struct RecallConfig {
     /// Graph expansion's limits: neighbours per query entity (0 turns it off), path depth
     /// and the entity kinds it may go through.
     pub graph: GraphLimits,
-    /// `fusion` (reciprocal ranks) or `relevance` (SPEC §5: 0.7·similarity + 0.2·recency +
-    /// 0.1·importance); both are reported in every result's `why`.
+    /// `fusion` (the turn score of `query::recall::turn_scoring`) or `relevance` (SPEC §5:
+    /// 0.7·similarity + 0.2·recency + 0.1·importance); both are reported in every result's
+    /// `why`.
     pub rank_by: RankBy,
     /// Recency time scale λ of the §5 score, in days.
     pub recency_scale_days: f64,
@@ -236,7 +237,8 @@ impl Default for GraphLimits {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum RankBy {
-    /// By the fused reciprocal ranks (every retriever's vote).
+    /// By the turn score: fused cosine and BM25 shares with the speaker, neighbour, session, day
+    /// and event signals (`query::recall::turn_scoring`).
     #[default]
     Fusion,
     /// By the SPEC §5 score (similarity, recency, importance), fusion breaking ties.
