@@ -10,35 +10,80 @@ const SESSIONS: [(&str, &[(&str, &str)]); 3] = [
     (
         "2023-05-08T13:56:00Z",
         &[
-            ("Caroline", "Hey Mel! How was your weekend? Did you do anything fun last Saturday?"),
-            ("Melanie", "Took the kids to the lake and we watched the sunrise from the pier."),
-            ("Caroline", "That sounds lovely. I went to a support group on Friday, it really helped."),
-            ("Melanie", "I'm so glad. Is your cousin Dana still moving to Denver?"),
-            ("Caroline", "Yes, Dana flies out in June, she got the job at the hospital."),
-            ("Melanie", "Tell her congrats from me! Anyway, how's the painting going?"),
-            ("Caroline", "Slowly, I'm still stuck on the background of the harbour piece."),
+            (
+                "Caroline",
+                "Hey Mel! How was your weekend? Did you do anything fun last Saturday?",
+            ),
+            (
+                "Melanie",
+                "Took the kids to the lake and we watched the sunrise from the pier.",
+            ),
+            (
+                "Caroline",
+                "That sounds lovely. I went to a support group on Friday, it really helped.",
+            ),
+            (
+                "Melanie",
+                "I'm so glad. Is your cousin Dana still moving to Denver?",
+            ),
+            (
+                "Caroline",
+                "Yes, Dana flies out in June, she got the job at the hospital.",
+            ),
+            (
+                "Melanie",
+                "Tell her congrats from me! Anyway, how's the painting going?",
+            ),
+            (
+                "Caroline",
+                "Slowly, I'm still stuck on the background of the harbour piece.",
+            ),
         ],
     ),
     (
         "2023-05-20T18:10:00Z",
         &[
-            ("Melanie", "Guess what, we adopted a puppy yesterday! His name is Oscar."),
+            (
+                "Melanie",
+                "Guess what, we adopted a puppy yesterday! His name is Oscar.",
+            ),
             ("Caroline", "No way, congratulations! What breed is he?"),
-            ("Melanie", "A beagle mix from the shelter, he's already chewed two shoes."),
-            ("Caroline", "Haha, classic. I finished the harbour painting by the way."),
-            ("Melanie", "You have to show me! Are you entering it in the fair?"),
-            ("Caroline", "Thinking about it, the deadline is the end of the month."),
+            (
+                "Melanie",
+                "A beagle mix from the shelter, he's already chewed two shoes.",
+            ),
+            (
+                "Caroline",
+                "Haha, classic. I finished the harbour painting by the way.",
+            ),
+            (
+                "Melanie",
+                "You have to show me! Are you entering it in the fair?",
+            ),
+            (
+                "Caroline",
+                "Thinking about it, the deadline is the end of the month.",
+            ),
         ],
     ),
     (
         "2023-06-02T09:30:00Z",
         &[
-            ("Caroline", "Morning! I signed up for the pottery class we talked about."),
+            (
+                "Caroline",
+                "Morning! I signed up for the pottery class we talked about.",
+            ),
             ("Melanie", "Oh nice, which day is it on?"),
             ("Caroline", "Tuesday evenings, starting next week."),
-            ("Melanie", "I might join you once Oscar is trained. We went camping at the lake again."),
+            (
+                "Melanie",
+                "I might join you once Oscar is trained. We went camping at the lake again.",
+            ),
             ("Caroline", "How many times is that this year, three?"),
-            ("Melanie", "Yes, and the kids caught their first fish this time!"),
+            (
+                "Melanie",
+                "Yes, and the kids caught their first fish this time!",
+            ),
         ],
     ),
 ];
@@ -51,10 +96,16 @@ fn load(server: &Server) -> Vec<(String, String)> {
         for (i, (speaker, text)) in turns_of.iter().enumerate() {
             let id = format!("d{}:{}", s + 1, i + 1);
             let ts = start + chrono::Duration::seconds(30 * i as i64);
-            let role = if *speaker == "Caroline" { "user" } else { "assistant" };
-            events.push(json!({"kind": "interaction", "event_id": id, "tenant": "acme",
+            let role = if *speaker == "Caroline" {
+                "user"
+            } else {
+                "assistant"
+            };
+            events.push(
+                json!({"kind": "interaction", "event_id": id, "tenant": "acme",
                 "user": "conv", "session": format!("s{}", s + 1), "turn": i, "role": role,
-                "ts": ts.to_rfc3339(), "content": format!("{speaker}: {text}")}));
+                "ts": ts.to_rfc3339(), "content": format!("{speaker}: {text}")}),
+            );
             turns.push((id, format!("{speaker}: {text}")));
         }
     }
@@ -85,8 +136,17 @@ fn a_transcript_is_recalled_by_speaker_reply_day_and_session() {
     let answer = server.recall("acme", "conv", "What did Melanie do last Saturday?", 3);
     let top = ids(&answer);
     assert!(top.contains(&"d1:2".to_string()), "{top:?}\n{answer}");
-    let reply = &answer["results"].as_array().unwrap()[top.iter().position(|i| i == "d1:2").unwrap()];
-    assert!(reply["why"]["signals"]["neighbour"].as_f64().unwrap() > 0.0, "{reply}");
+    let reply =
+        &answer["results"].as_array().unwrap()[top.iter().position(|i| i == "d1:2").unwrap()];
+    assert!(
+        reply["why"]["signals"]["neighbour"].as_f64().unwrap() > 0.0,
+        "{reply}"
+    );
+
+    // Asked again, with the speakers now known from the first recall: the same answer.
+    let again = server.recall("acme", "conv", "What did Melanie do last Saturday?", 3);
+    assert_eq!(ids(&again), top);
+    assert_eq!(again["results"][0]["score"], answer["results"][0]["score"]);
 
     // Both talk about painting; the question names Caroline, whose turn says she finished.
     let answer = server.recall("acme", "conv", "Has Caroline finished her painting?", 1);
@@ -94,13 +154,26 @@ fn a_transcript_is_recalled_by_speaker_reply_day_and_session() {
 
     // A calendar day: Melanie took the kids to the lake twice; the question names the day of
     // the second time (session 3, 2 June), three weeks after the first.
-    let answer = server.recall("acme", "conv", "Where did Melanie go with the kids on 2 June, 2023?", 1);
+    let answer = server.recall(
+        "acme",
+        "conv",
+        "Where did Melanie go with the kids on 2 June, 2023?",
+        1,
+    );
     let top = ids(&answer);
     assert!(top[0].starts_with("d3:"), "{top:?}\n{answer}");
 
     // A counting question spreads its best turns over the sessions that hold its evidence
     // (the lake in session 1 and in session 3).
-    let answer = server.recall("acme", "conv", "How many times has Melanie been to the lake?", 4);
+    let answer = server.recall(
+        "acme",
+        "conv",
+        "How many times has Melanie been to the lake?",
+        4,
+    );
     let top = ids(&answer);
-    assert!(top.contains(&"d1:2".to_string()) && top.contains(&"d3:4".to_string()), "{top:?}");
+    assert!(
+        top.contains(&"d1:2".to_string()) && top.contains(&"d3:4".to_string()),
+        "{top:?}"
+    );
 }

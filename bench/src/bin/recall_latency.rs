@@ -120,6 +120,7 @@ async fn main() -> anyhow::Result<()> {
         embedder: embedder.clone(),
         views: Arc::new(SharedViews::default()),
         config: RecallConfig::default(),
+        speakers: Default::default(),
     };
     // queries draw from their own generator, so a run on a kept table asks the same questions
     let mut rng = StdRng::seed_from_u64(12);
@@ -155,7 +156,7 @@ async fn main() -> anyhow::Result<()> {
     for ((user, q), v) in qs.iter().zip(&qvecs) {
         let t = Instant::now();
         let fused = recall
-            .fused_candidates_for("bench", user, q, v.clone(), 40, None)
+            .fused_candidates_for("bench", user, q, v.clone(), None, 40, None)
             .await?;
         search.push(t.elapsed().as_secs_f64() * 1000.0);
         assert!(!fused.is_empty());

@@ -218,6 +218,7 @@ impl Engine {
             embedder,
             views: views.clone(),
             config: config.recall.clone(),
+            speakers: Default::default(),
         };
         let engine = Arc::new(Engine {
             ingestor,

@@ -11,7 +11,8 @@
 
 use std::collections::HashMap;
 
-/// English function words, left out of BM25 (they match everything).
+/// English function words, left out of BM25 (they match everything). Sorted: looked up by
+/// binary search for every word of every turn scored.
 pub const STOP_WORDS: &[&str] = &[
     "a",
     "about",
@@ -155,7 +156,7 @@ pub fn analyse(text: &str) -> Vec<String> {
     let stemmer = frostem::Stemmer::new(frostem::Algorithm::English);
     text.to_lowercase()
         .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty() && !STOP_WORDS.contains(w))
+        .filter(|w| !w.is_empty() && STOP_WORDS.binary_search(w).is_err())
         .map(|w| stemmer.stem(w).to_string())
         .collect()
 }
@@ -213,6 +214,12 @@ pub fn scores(documents: &[Vec<String>], query: &[String]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stop_words_are_sorted_for_binary_search() {
+        assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(STOP_WORDS.len(), 129);
+    }
 
     #[test]
     fn words_are_lower_cased_stemmed_and_stop_words_dropped() {

@@ -7,6 +7,7 @@ pub mod bm25;
 mod graph;
 mod ranking;
 mod search;
+pub mod speaker_cache;
 pub mod turn_scoring;
 
 pub use crate::config::{GraphLimits, RankBy};
@@ -266,6 +267,8 @@ pub struct Recall {
     pub embedder: Arc<Embedder>,
     pub views: Arc<SharedViews>,
     pub config: RecallConfig,
+    /// Each user's conversation speakers, found by an earlier recall.
+    pub speakers: speaker_cache::SpeakerCache,
 }
 
 impl Recall {
@@ -290,20 +293,31 @@ impl Recall {
         let started = std::time::Instant::now();
         let k = self.validate(req)?;
         let candidates = k * self.config.candidates_per_k.max(1);
-        let vector = self.embed_query(&req.query).await?;
+        let (vector, turn_vector) = self
+            .embed_question(&req.tenant, &req.user, &req.query, req.as_of)
+            .await?;
         let own = self.fused_candidates_for(
             &req.tenant,
             &req.user,
             &req.query,
             vector.clone(),
+            turn_vector,
             candidates,
             req.as_of,
         );
         let domain = async {
             if req.include_domain && req.user != DOMAIN_USER {
                 let v = vector.clone();
-                self.fused_candidates_for(&req.tenant, DOMAIN_USER, &req.query, v, k, req.as_of)
-                    .await
+                self.fused_candidates_for(
+                    &req.tenant,
+                    DOMAIN_USER,
+                    &req.query,
+                    v,
+                    None,
+                    k,
+                    req.as_of,
+                )
+                .await
             } else {
                 Ok(Vec::new())
             }

@@ -1,7 +1,7 @@
 //! The searches recall fuses: episodes (vector, full text, best span with passages), facts
 //! and summaries.
 
-use super::turn_scoring::{known_speakers, without_speakers, TurnWeights};
+use super::turn_scoring::{known_speakers, speaker_free, TurnWeights};
 use super::*;
 
 impl Recall {
@@ -139,7 +139,8 @@ impl Recall {
     /// The user's episodes found by embedding `query`, scored as turns ([`rank_turns`]), best
     /// first (not truncated): all of them when the user has at most `recall.scored_turns`,
     /// else the union of the best `max(candidates, recall.candidate_depth)` of vector search,
-    /// full-text search, passage vector search (when passages are kept) and graph expansion. With `as_of`, only episodes whose event time is at or before it are searched.
+    /// full-text search, passage vector search (when passages are kept) and graph expansion.
+    /// With `as_of`, only episodes whose event time is at or before it are searched.
     pub async fn fused_candidates(
         &self,
         tenant: &str,
@@ -148,9 +149,46 @@ impl Recall {
         candidates: usize,
         as_of: Option<chrono::DateTime<chrono::Utc>>,
     ) -> Result<Vec<RecallHit>, RecallError> {
-        let vector = self.embed_query(query).await?;
-        self.fused_candidates_for(tenant, user, query, vector, candidates, as_of)
+        let (vector, turn_vector) = self.embed_question(tenant, user, query, as_of).await?;
+        self.fused_candidates_for(tenant, user, query, vector, turn_vector, candidates, as_of)
             .await
+    }
+
+    /// The question's embedding and, when the user's speakers are known from an earlier
+    /// recall (and no `as_of` narrows the turns), the embedding turns are searched with: of the
+    /// question without the speakers' names ([`speaker_free`]), made in the same model call.
+    pub async fn embed_question(
+        &self,
+        tenant: &str,
+        user: &str,
+        query: &str,
+        as_of: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> Result<(Vec<f32>, Option<Vec<f32>>), RecallError> {
+        let rows = self.store.user_row_count(tenant, user);
+        let cached = as_of
+            .is_none()
+            .then(|| self.speakers.get(tenant, user, rows))
+            .flatten();
+        let Some(speakers) = cached else {
+            return Ok((self.embed_query(query).await?, None));
+        };
+        match speaker_free(query, &speakers) {
+            None => {
+                let vector = self.embed_query(query).await?;
+                Ok((vector.clone(), Some(vector)))
+            }
+            Some(asked) => {
+                let embedder = self.embedder.clone();
+                let texts = [query.to_string(), asked];
+                let mut vectors = tokio::task::spawn_blocking(move || {
+                    embedder.embed(&[texts[0].as_str(), texts[1].as_str()])
+                })
+                .await
+                .expect("embedding task")?;
+                let turn_vector = vectors.pop();
+                Ok((vectors.remove(0), turn_vector))
+            }
+        }
     }
 
     /// The query's embedding (on a blocking thread: the model runs for milliseconds).
@@ -194,13 +232,15 @@ impl Recall {
         Ok((by_vector, by_passage))
     }
 
-    /// [`Recall::fused_candidates`] with the query already embedded (`vector`).
+    /// [`Recall::fused_candidates`] with the query already embedded ([`Recall::embed_question`]).
+    #[allow(clippy::too_many_arguments)]
     pub async fn fused_candidates_for(
         &self,
         tenant: &str,
         user: &str,
         query: &str,
         vector: Vec<f32>,
+        turn_vector: Option<Vec<f32>>,
         candidates: usize,
         as_of: Option<chrono::DateTime<chrono::Utc>>,
     ) -> Result<Vec<RecallHit>, RecallError> {
@@ -238,19 +278,34 @@ impl Recall {
             let terms: Vec<&str> = expansion.iter().map(|(e, _)| e.as_str()).collect();
             by_text_of(terms.join(" "))
         });
-        let (mut by_vector, mut by_passage) = self
-            .nearest_turns(tenant, user, vector, depth, as_of)
-            .await?;
         // Turns are embedded without their speaker prefix: a question naming a speaker is
-        // embedded without the name too (the speaker counts through the turns' speakers).
-        let speakers = known_speakers(by_vector.iter().map(|h| h.episode.content.as_str()));
-        let asked = without_speakers(query, &speakers);
-        if asked != query.split_whitespace().collect::<Vec<_>>().join(" ") && !asked.is_empty() {
-            let vector = self.embed_query(&asked).await?;
-            (by_vector, by_passage) = self
-                .nearest_turns(tenant, user, vector, depth, as_of)
-                .await?;
-        }
+        // searched without the name too (the speaker counts through the turns' speakers). The
+        // speakers come from the user's turns: known from an earlier recall (`turn_vector`),
+        // or found by a first search here.
+        let (by_vector, by_passage) = match turn_vector {
+            Some(vector) => {
+                self.nearest_turns(tenant, user, vector, depth, as_of)
+                    .await?
+            }
+            None => {
+                let (by_vector, by_passage) = self
+                    .nearest_turns(tenant, user, vector, depth, as_of)
+                    .await?;
+                let speakers = known_speakers(by_vector.iter().map(|h| h.episode.content.as_str()));
+                let asked = speaker_free(query, &speakers);
+                if as_of.is_none() && complete {
+                    self.speakers.put(tenant, user, rows, speakers);
+                }
+                match asked {
+                    Some(asked) => {
+                        let vector = self.embed_query(&asked).await?;
+                        self.nearest_turns(tenant, user, vector, depth, as_of)
+                            .await?
+                    }
+                    None => (by_vector, by_passage),
+                }
+            }
+        };
         let by_text = by_text.await.expect("full-text search task")?;
         let by_graph = match by_graph {
             Some(task) => task.await.expect("graph expansion search task")?,

@@ -227,7 +227,6 @@ pub fn order_turns(
     out
 }
 
-
 /// The first calendar day the question names, as "8 May, 2023", "8 May 2023" or "May 8, 2023"
 /// (month names in full, any case).
 pub fn question_date(question: &str) -> Option<NaiveDate> {
@@ -325,6 +324,14 @@ pub fn without_speakers(question: &str, speakers: &[String]) -> String {
         text = out;
     }
     text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The question to embed for searching turns: [`without_speakers`], when that differs from
+/// the question (beyond spacing) and still has a word; `None` to embed the question as it is.
+pub fn speaker_free(question: &str, speakers: &[String]) -> Option<String> {
+    let asked = without_speakers(question, speakers);
+    let unchanged = asked == question.split_whitespace().collect::<Vec<_>>().join(" ");
+    (!unchanged && asked.chars().any(char::is_alphanumeric)).then_some(asked)
 }
 
 /// Whether `name` occurs in `text` with no letter or digit on either side.
@@ -495,6 +502,16 @@ mod tests {
             "When did meet , and Carolines?"
         );
         assert_eq!(without_speakers("How are you?", &known), "How are you?");
+        assert_eq!(speaker_free("How  are you?", &known), None);
+        assert_eq!(
+            speaker_free("Caroline?", &known),
+            None,
+            "nothing left to ask"
+        );
+        assert_eq!(
+            speaker_free("Where is Melanie?", &known).as_deref(),
+            Some("Where is ?")
+        );
     }
 
     #[test]
