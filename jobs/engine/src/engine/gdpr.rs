@@ -203,6 +203,7 @@ impl Engine {
         })?;
         let tenant_keys_removed = user.is_none() && self.tenants.remove(tenant).is_ok();
         self.recall.embedder.clear_cache();
+        self.recall.speakers.forget(tenant, user);
         let receipt = ErasureReceipt {
             erase_event_id: event_id.to_string(),
             offset,

@@ -16,7 +16,9 @@ use engram_dataflows::SharedViews;
 use engram_schemas::{validate_name, EventError};
 pub use graph::graph_expansion;
 use ranking::fuse_two;
-pub use ranking::{gather_candidates, passage_ranking, rank_turns, score_mrs, score_relevance};
+pub use ranking::{
+    gather_candidates, merge_by_score, passage_ranking, rank_turns, score_mrs, score_relevance,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -113,6 +115,8 @@ pub struct RecallHit {
     pub content: String,
     pub ts: chrono::DateTime<chrono::Utc>,
     /// The turn's score ([`turn_scoring::score_turns`]); comparable within one recall only.
+    /// Results come in ranking order, which for a counting question spreads its best turns
+    /// over sessions ([`turn_scoring::order_turns`]), so there the score may rise down the list.
     pub score: f32,
     pub why: Why,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -143,14 +147,6 @@ impl RecallHit {
             next_id: None,
             domain: false,
         }
-    }
-
-    /// Best fused score first, then the more recent, then by id (a deterministic order).
-    pub fn by_fused_score(a: &RecallHit, b: &RecallHit) -> std::cmp::Ordering {
-        b.score
-            .total_cmp(&a.score)
-            .then(b.ts.cmp(&a.ts))
-            .then(a.id.cmp(&b.id))
     }
 }
 
@@ -368,13 +364,13 @@ impl Recall {
         }));
         summaries.sort_by(SummaryHit::best_first);
         summaries.truncate(k);
-        let mut results = own?;
-        // Both lists are scored alike (shares of their best), so they merge by score.
-        results.extend(domain?.into_iter().map(|mut h| {
+        // Both lists are scored alike (shares of their best) and each is in ranking order (a
+        // counting question's spread over sessions included): they are merged, not re-sorted.
+        let domain = domain?.into_iter().map(|mut h| {
             h.domain = true;
             h
-        }));
-        results.sort_by(RecallHit::by_fused_score);
+        });
+        let mut results = merge_by_score(own?, domain.collect());
         let at = req.as_of.unwrap_or_else(chrono::Utc::now);
         score_relevance(&mut results, at, self.config.recency_scale_days);
         if self.config.rank_by == RankBy::Mrs {

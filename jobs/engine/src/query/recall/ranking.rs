@@ -179,6 +179,22 @@ pub fn gather_candidates(
     out
 }
 
+/// Two rankings merged into one, each keeping its own order: at every step the head with the
+/// higher score goes first (ties: `a`'s).
+pub fn merge_by_score(a: Vec<RecallHit>, b: Vec<RecallHit>) -> Vec<RecallHit> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+    loop {
+        let take_a = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) => x.score >= y.score,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return out,
+        };
+        out.extend(if take_a { a.next() } else { b.next() });
+    }
+}
+
 /// Scores and orders the candidate turns of a question ([`turn_scoring`]), best first, each with
 /// its `score` and `why.signals`. A turn's cosine is its best span's similarity; a turn vector
 /// search did not return counts the lowest similarity it did return (it ranked below all of

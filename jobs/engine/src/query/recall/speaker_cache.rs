@@ -29,6 +29,13 @@ impl SpeakerCache {
             .map(|(_, s)| s.clone())
     }
 
+    /// Forgets a user's speakers, or with no user every user's of the tenant (erasure: no
+    /// erased text stays in memory).
+    pub fn forget(&self, tenant: &str, user: Option<&str>) {
+        let mut users = self.users.lock().unwrap();
+        users.retain(|(t, u), _| !(t == tenant && user.is_none_or(|user| user == u)));
+    }
+
     /// Keeps the speakers found among all `episodes` turns of the user.
     pub fn put(&self, tenant: &str, user: &str, episodes: usize, speakers: Vec<String>) {
         let mut users = self.users.lock().unwrap();
@@ -53,5 +60,14 @@ mod tests {
         assert!(cache.get("t", "u", 11).is_none(), "a new turn");
         assert!(cache.get("t", "other", 10).is_none());
         assert!(cache.get("other", "u", 10).is_none());
+        // erasure: the user's entry, or the whole tenant's
+        cache.put("t", "v", 3, vec!["Ann".into()]);
+        cache.put("s", "u", 3, vec!["Bo".into()]);
+        cache.forget("t", Some("u"));
+        assert!(cache.get("t", "u", 10).is_none());
+        assert!(cache.get("t", "v", 3).is_some());
+        cache.forget("t", None);
+        assert!(cache.get("t", "v", 3).is_none());
+        assert!(cache.get("s", "u", 3).is_some(), "another tenant is kept");
     }
 }

@@ -115,8 +115,8 @@ pub struct TurnScore {
 }
 
 /// Each turn's score, in order:
-/// 1. `f = cos/max cos + w.bm25 · bm25/max bm25 + w.graph · graph/max graph` (a maximum of 0
-///    counts as 1e-9);
+/// 1. `f = cos/max cos + w.bm25 · bm25/max bm25 + w.graph · graph/max graph`, a negative
+///    cosine counting as 0 and a maximum below 1e-9 as 1e-9;
 /// 2. `s = f · (1 + w.speaker)` for a turn of the question's speaker, else `f`;
 /// 3. `s' = s + w.neighbour · max(s of prev, s of next)` (0 without neighbours);
 /// 4. `s'' = s' + w.session · S(session) / max S`, where `S` is the best `s'` of a session (no
@@ -125,12 +125,15 @@ pub struct TurnScore {
 ///    · (1 + w.own_event · [own event])`.
 pub fn score_turns(turns: &[TurnEvidence], q: &QuestionSignals, w: &TurnWeights) -> Vec<TurnScore> {
     let max = |f: fn(&TurnEvidence) -> f64| turns.iter().map(f).fold(1e-9, f64::max);
-    let (max_cos, max_bm25, max_graph) =
-        (max(|t| t.cosine), max(|t| t.bm25), max(|t| t.graph_bm25));
+    let (max_cos, max_bm25, max_graph) = (
+        max(|t| t.cosine.max(0.0)),
+        max(|t| t.bm25),
+        max(|t| t.graph_bm25),
+    );
     let mut out: Vec<TurnScore> = turns
         .iter()
         .map(|t| {
-            let fused = t.cosine / max_cos
+            let fused = t.cosine.max(0.0) / max_cos
                 + w.bm25 * t.bm25 / max_bm25
                 + w.graph * t.graph_bm25 / max_graph;
             let speaker = if q.speaker.as_deref() == Some(t.speaker.as_str()) {
