@@ -364,3 +364,16 @@ fn a_turn_is_lifted_by_its_reply_and_by_the_speaker_the_question_names() {
     let score_of = |id: &str| hits.iter().find(|h| h.id == id).unwrap().score;
     assert!(score_of("c1") > score_of("m1"));
 }
+
+#[test]
+fn merged_rankings_keep_each_ones_order() {
+    let scored = |id: &str, score: f32| RecallHit {
+        score,
+        ..RecallHit::from_row(&row(id, id))
+    };
+    // "a" is in ranking order though its scores rise (a counting question's spread)
+    let a = vec![scored("a1", 3.0), scored("a2", 1.0), scored("a3", 2.0)];
+    let b = vec![scored("b1", 2.5), scored("b2", 1.5)];
+    let ids: Vec<String> = merge_by_score(a, b).into_iter().map(|h| h.id).collect();
+    assert_eq!(ids, ["a1", "b1", "b2", "a2", "a3"]);
+}
