@@ -65,8 +65,36 @@ fn unit_days(word: &str) -> Option<f64> {
     })
 }
 
-/// The month a lower-case month name names (1–12).
-pub(crate) fn month(word: &str) -> Option<u32> {
+/// The question's words, lower-cased (letters, digits and apostrophes).
+fn question_words(question: &str) -> Vec<String> {
+    question
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_lowercase())
+        .collect()
+}
+
+/// The first calendar day the question names, as "8 May, 2023", "8 May 2023" or "May 8, 2023"
+/// (month names in full, any case).
+pub fn named_day(question: &str) -> Option<NaiveDate> {
+    let words = question_words(question);
+    let day = |w: &str| {
+        w.parse::<u32>()
+            .ok()
+            .filter(|d| (1..=31).contains(d) && w.len() <= 2)
+    };
+    let year = |w: &str| w.parse::<i32>().ok().filter(|_| w.len() == 4);
+    words.windows(3).find_map(|w| {
+        let (d, m) = match (day(&w[0]), month(&w[1]), month(&w[0]), day(&w[1])) {
+            (Some(d), Some(m), _, _) => (d, m),
+            (_, _, Some(m), Some(d)) => (d, m),
+            _ => return None,
+        };
+        NaiveDate::from_ymd_opt(year(&w[2])?, m, d)
+    })
+}
+
+fn month(word: &str) -> Option<u32> {
     const NAMES: [&str; 12] = [
         "january",
         "february",
@@ -108,11 +136,7 @@ fn days(d: f64) -> Duration {
 
 /// The window the question's first relative time expression points at, from `asked`.
 pub fn time_window(question: &str, asked: DateTime<Utc>) -> Option<TimeWindow> {
-    let words: Vec<String> = question
-        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
-        .filter(|w| !w.is_empty())
-        .map(|w| w.to_lowercase())
-        .collect();
+    let words = question_words(question);
     let w = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
     let slack = days(TELLING_SLACK_DAYS as f64);
     let window = |start: DateTime<Utc>, end: DateTime<Utc>, from: usize, to: usize| {
@@ -238,6 +262,19 @@ fn last_weekday(asked: DateTime<Utc>, day: Weekday) -> Option<NaiveDate> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_named_calendar_day_is_read_in_either_order() {
+        let day = |y, m, d| NaiveDate::from_ymd_opt(y, m, d);
+        assert_eq!(
+            named_day("What did Caroline do on 8 May, 2023?"),
+            day(2023, 5, 8)
+        );
+        assert_eq!(named_day("what happened on May 25 2023"), day(2023, 5, 25));
+        assert_eq!(named_day("When did Melanie paint a sunrise?"), None);
+        assert_eq!(named_day("on 31 February, 2023"), None);
+        assert_eq!(named_day("in May 2023"), None);
+    }
 
     fn at(s: &str) -> DateTime<Utc> {
         s.parse().unwrap()

@@ -4,8 +4,8 @@
 
 use super::bm25;
 use super::turn_scoring::{
-    is_aggregation, known_speakers, named_speaker, order_turns, question_date, score_turns,
-    QuestionSignals, TurnEvidence, TurnWeights,
+    is_aggregation, known_speakers, named_speaker, order_turns, score_turns, QuestionSignals,
+    TurnEvidence, TurnWeights,
 };
 use super::*;
 
@@ -122,6 +122,8 @@ pub fn gather_candidates(
         let i = entry(&hit.episode, &mut out);
         out[i].why.vector_rank = Some(rank + 1);
         out[i].why.vector_similarity = Some(hit.score);
+        // the turn's own vector is its best span until a passage is closer
+        out[i].why.span_similarity = Some(hit.score);
     }
     for (rank, hit) in by_text.iter().enumerate() {
         let i = entry(&hit.episode, &mut out);
@@ -142,39 +144,26 @@ pub fn gather_candidates(
             .map(|(e, why)| format!("{e}: {why}"))
             .collect();
     }
-    let index: HashMap<String, usize> = out
-        .iter()
-        .enumerate()
-        .map(|(i, h)| (h.id.clone(), i))
-        .collect();
-    // best span: the turn's own vector, or a closer passage
-    let mut spans: Vec<(usize, f32, Option<String>)> = Vec::new();
-    let mut span_of: HashMap<usize, usize> = HashMap::new();
-    for (i, h) in out.iter().enumerate() {
-        if let Some(similarity) = h.why.vector_similarity {
-            span_of.insert(i, spans.len());
-            spans.push((i, similarity, None));
-        }
-    }
     for (episode, hit) in &by_passage {
-        let Some(&i) = index.get(episode) else {
+        let Some(h) = index.get(episode).map(|i| &mut out[*i]) else {
             continue;
         };
-        match span_of.get(&i) {
-            Some(&s) if spans[s].1 >= hit.score => {}
-            Some(&s) => spans[s] = (i, hit.score, Some(hit.episode.content.clone())),
-            None => {
-                span_of.insert(i, spans.len());
-                spans.push((i, hit.score, Some(hit.episode.content.clone())));
-            }
+        if h.why.span_similarity.is_none_or(|s| hit.score > s) {
+            h.why.span_similarity = Some(hit.score);
+            h.why.passage = Some(hit.episode.content.clone());
         }
     }
-    spans.sort_by(|a, b| b.1.total_cmp(&a.1).then(out[a.0].id.cmp(&out[b.0].id)));
-    for (rank, (i, similarity, passage)) in spans.into_iter().enumerate() {
-        let why = &mut out[i].why;
-        why.span_rank = Some(rank + 1);
-        why.span_similarity = Some(similarity);
-        why.passage = passage;
+    let mut spans: Vec<usize> = (0..out.len())
+        .filter(|i| out[*i].why.span_similarity.is_some())
+        .collect();
+    let similarity = |i: &usize| out[*i].why.span_similarity.unwrap_or(f32::MIN);
+    spans.sort_by(|a, b| {
+        similarity(b)
+            .total_cmp(&similarity(a))
+            .then(out[*a].id.cmp(&out[*b].id))
+    });
+    for (rank, i) in spans.into_iter().enumerate() {
+        out[i].why.span_rank = Some(rank + 1);
     }
     out
 }
@@ -242,7 +231,7 @@ pub fn rank_turns(
     let known = known_speakers(hits.iter().map(|h| h.content.as_str()));
     let signals = QuestionSignals {
         speaker: named_speaker(question, known.iter().map(String::as_str)),
-        date: question_date(question),
+        date: crate::query::time_window::named_day(question),
         aggregation: is_aggregation(question),
     };
     let evidence: Vec<TurnEvidence> = hits

@@ -20,7 +20,6 @@
 //! Measured on LoCoMo and LongMemEval (`engram bench locomo`, `engram bench longmemeval`); the
 //! weights are round values from flat regions, one set for everything.
 
-use crate::query::time_window::month;
 use chrono::{DateTime, NaiveDate, Utc};
 
 /// What recall knows of one candidate turn.
@@ -230,30 +229,6 @@ pub fn order_turns(
     out
 }
 
-/// The first calendar day the question names, as "8 May, 2023", "8 May 2023" or "May 8, 2023"
-/// (month names in full, any case).
-pub fn question_date(question: &str) -> Option<NaiveDate> {
-    let words: Vec<String> = question
-        .split(|c: char| c.is_whitespace() || matches!(c, ',' | '?' | '.' | '!' | '(' | ')'))
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
-    let day = |w: &str| {
-        w.parse::<u32>()
-            .ok()
-            .filter(|d| (1..=31).contains(d) && w.len() <= 2)
-    };
-    let year = |w: &str| w.parse::<i32>().ok().filter(|_| w.len() == 4);
-    words.windows(3).find_map(|w| {
-        let (d, m) = match (day(&w[0]), month(&w[1]), month(&w[0]), day(&w[1])) {
-            (Some(d), Some(m), _, _) => (d, m),
-            (_, _, Some(m), Some(d)) => (d, m),
-            _ => return None,
-        };
-        NaiveDate::from_ymd_opt(year(&w[2])?, m, d)
-    })
-}
-
 /// Whether the question asks to count or add up: it starts with "how many" or "how much", or
 /// says "total", "in total", "combined" or "altogether".
 pub fn is_aggregation(question: &str) -> bool {
@@ -300,30 +275,22 @@ pub fn known_speakers<'a>(contents: impl IntoIterator<Item = &'a str>) -> Vec<St
 /// the speaker (a name in the question would only pull towards turns that mention it).
 pub fn without_speakers(question: &str, speakers: &[String]) -> String {
     let mut text = question.to_string();
-    for name in speakers.iter().filter(|n| !n.is_empty()) {
+    for name in speakers {
         let mut out = String::with_capacity(text.len());
-        let mut rest = text.as_str();
-        while let Some(at) = rest.find(name.as_str()) {
-            let end = at + name.len();
-            let before = rest[..at].chars().next_back();
-            let after = rest[end..].chars().next();
-            if before.is_some_and(char::is_alphanumeric) || after.is_some_and(char::is_alphanumeric)
-            {
-                out.push_str(&rest[..end]);
-                rest = &rest[end..];
-                continue;
+        let mut copied = 0;
+        for at in whole_word_matches(&text, name) {
+            if at < copied {
+                continue; // inside the "'s" just dropped
             }
-            out.push_str(&rest[..at]);
-            rest = &rest[end..];
-            for possessive in ["'s", "’s"] {
-                if let Some(after) = rest.strip_prefix(possessive) {
-                    if !after.chars().next().is_some_and(char::is_alphanumeric) {
-                        rest = after;
-                    }
-                }
-            }
+            out.push_str(&text[copied..at]);
+            let rest = &text[at + name.len()..];
+            let possessive = ["'s", "’s"].into_iter().find(|p| {
+                rest.strip_prefix(p)
+                    .is_some_and(|after| !after.chars().next().is_some_and(char::is_alphanumeric))
+            });
+            copied = at + name.len() + possessive.map_or(0, str::len);
         }
-        out.push_str(rest);
+        out.push_str(&text[copied..]);
         text = out;
     }
     text.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -337,14 +304,23 @@ pub fn speaker_free(question: &str, speakers: &[String]) -> Option<String> {
     (!unchanged && asked.chars().any(char::is_alphanumeric)).then_some(asked)
 }
 
-/// Whether `name` occurs in `text` with no letter or digit on either side.
+/// Whether `name` occurs in `text` as a whole word.
 fn names(text: &str, name: &str) -> bool {
-    !name.is_empty()
-        && text.match_indices(name).any(|(at, _)| {
-            let before = text[..at].chars().next_back();
+    whole_word_matches(text, name).next().is_some()
+}
+
+/// Where `name` occurs in `text` (byte offsets, in order) with no letter or digit on either
+/// side; nowhere for an empty name.
+fn whole_word_matches<'a>(text: &'a str, name: &'a str) -> impl Iterator<Item = usize> + 'a {
+    text.match_indices(name)
+        .filter(move |(at, _)| {
+            let before = text[..*at].chars().next_back();
             let after = text[at + name.len()..].chars().next();
-            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+            !name.is_empty()
+                && !before.is_some_and(char::is_alphanumeric)
+                && !after.is_some_and(char::is_alphanumeric)
         })
+        .map(|(at, _)| at)
 }
 
 #[cfg(test)]
@@ -466,19 +442,7 @@ mod tests {
     }
 
     #[test]
-    fn questions_are_read_for_days_counts_and_speakers() {
-        let day = |y, m, d| NaiveDate::from_ymd_opt(y, m, d);
-        assert_eq!(
-            question_date("What did Caroline do on 8 May, 2023?"),
-            day(2023, 5, 8)
-        );
-        assert_eq!(
-            question_date("what happened on May 25 2023"),
-            day(2023, 5, 25)
-        );
-        assert_eq!(question_date("When did Melanie paint a sunrise?"), None);
-        assert_eq!(question_date("on 31 February, 2023"), None);
-        assert_eq!(question_date("in May 2023"), None);
+    fn questions_are_read_for_counts_and_speakers() {
         assert!(is_aggregation("How many times has Melanie gone camping?"));
         assert!(is_aggregation("how much did I spend on bikes in total?"));
         // the word alone counts, whatever the question
