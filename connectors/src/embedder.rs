@@ -50,6 +50,10 @@ pub struct EmbedderConfig {
     /// all-MiniLM-L6-v2's; set it when you change `model`.
     #[serde(default = "default_correction_link_cosine")]
     pub correction_link_cosine: f64,
+    /// Such corrections also link to the nearest of those that share a topic term with them
+    /// ("vegetarian", "allergy") when their cosine is at least this: calibrated as the above.
+    #[serde(default = "default_correction_topic_link_cosine")]
+    pub correction_topic_link_cosine: f64,
 }
 
 /// The correction link threshold calibrated for the shipped all-MiniLM-L6-v2 (int8): on the
@@ -58,6 +62,14 @@ pub const MINILM_CORRECTION_LINK_COSINE: f64 = 0.85;
 
 fn default_correction_link_cosine() -> f64 {
     MINILM_CORRECTION_LINK_COSINE
+}
+
+/// The topic link threshold calibrated for the shipped all-MiniLM-L6-v2 (int8) on the labelled
+/// sets (`engram_operators::correction_clusters::TOPIC_LINK_COSINE` says how).
+pub const MINILM_CORRECTION_TOPIC_LINK_COSINE: f64 = 0.4;
+
+fn default_correction_topic_link_cosine() -> f64 {
+    MINILM_CORRECTION_TOPIC_LINK_COSINE
 }
 
 fn default_max_tokens() -> usize {
@@ -85,6 +97,7 @@ impl EmbedderConfig {
             batch_size: default_batch(),
             cache_entries: 0,
             correction_link_cosine: default_correction_link_cosine(),
+            correction_topic_link_cosine: default_correction_topic_link_cosine(),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! What the memory dataflow consumes.
 
 use engram_operators::correction_clusters::{
-    CorrectionPoint, Polarity, QuantisedEmbedding, UserKey,
+    topic_terms, CorrectionPoint, Polarity, QuantisedEmbedding, UserKey,
 };
 use engram_operators::correction_notes::CorrectionNote;
 use engram_operators::facts::{
@@ -133,6 +133,7 @@ impl InputRecord {
                 requests: correction_requests(c),
                 context: correction_context(c),
                 embedding: QuantisedEmbedding::from_f32(embedding),
+                topics: topic_terms(correction_text(c)),
             },
         ))
     }

@@ -88,7 +88,11 @@ pub fn memory_model<'scope>(
     let votes = latest_votes(input.votes);
     // one arrangement of the present corrections for every operator that reads them
     let present = present_corrections(input.corrections);
-    let links = similarity_links(present.clone(), params.corrections.link_cosine);
+    let links = similarity_links(
+        present.clone(),
+        params.corrections.link_cosine,
+        params.corrections.topic_link_cosine,
+    );
     let clusters = correction_clusters(present.clone(), links);
     let measures = cluster_measures(present.clone(), clusters.clone());
     let patterns = promoted_patterns(measures.clone());

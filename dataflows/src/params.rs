@@ -16,12 +16,16 @@ pub struct CorrectionParams {
     /// Corrections that ask for nothing recognised link at this cosine of their embeddings:
     /// the embedding model's calibrated threshold (its configuration's `correction_link_cosine`).
     pub link_cosine: f64,
+    /// Such corrections link to their nearest topic neighbour at this cosine: the model's
+    /// calibrated value (its configuration's `correction_topic_link_cosine`).
+    pub topic_link_cosine: f64,
 }
 
 impl Default for CorrectionParams {
     fn default() -> Self {
         CorrectionParams {
             link_cosine: engram_operators::correction_clusters::LINK_COSINE_THRESHOLD,
+            topic_link_cosine: engram_operators::correction_clusters::TOPIC_LINK_COSINE,
         }
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod correction_clusters;
 pub mod correction_notes;
+pub mod english_terms;
 pub mod entities;
 pub mod episodes;
 pub mod facts;

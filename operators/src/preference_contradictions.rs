@@ -194,6 +194,7 @@ mod tests {
             requests: RequestSet::default(),
             context: context.into(),
             embedding: QuantisedEmbedding::from_f32(v),
+            topics: Vec::new(),
         }
     }
 

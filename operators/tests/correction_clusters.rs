@@ -12,8 +12,9 @@ use common::{apply, collect_into, execute, nonzero, settle, update, Sink};
 use differential_dataflow::input::Input;
 use engram_operators::correction_clusters::{
     cluster_measures, correction_clusters, present_corrections, promote_patterns, similarity_links,
-    ClusterMeasure, CorrectionPoint, LinkGroup, LshBucket, LshHyperplanes, PatternRecord, Polarity,
-    QuantisedEmbedding, UserKey, LINK_COSINE_THRESHOLD,
+    topic_links, ClusterMeasure, CorrectionPoint, LinkGroup, LshBucket, LshHyperplanes,
+    PatternRecord, Polarity, QuantisedEmbedding, TopicHolder, UserKey, LINK_COSINE_THRESHOLD,
+    TOPIC_LINK_COSINE, TOPIC_TERM_HOLDERS,
 };
 use engram_operators::lifecycle::{preference_traces, PreferenceKey, PreferenceTrace};
 use engram_operators::math::decay::{LifecycleThresholds, StabilityParams};
@@ -142,6 +143,15 @@ fn correction(id: String, topics: &[Vec<f32>], rng: &mut StdRng) -> CorrectionPo
         }
         .to_string(),
         embedding: QuantisedEmbedding::from_f32(&embedding),
+        // a few terms, so that corrections share them and meet their nearest topic neighbour
+        topics: {
+            let mut terms: Vec<String> = (0..rng.gen_range(0..3))
+                .map(|_| ["allergi", "budget", "diet", "ex"][rng.gen_range(0..4)].to_string())
+                .collect();
+            terms.sort();
+            terms.dedup();
+            terms
+        },
     }
 }
 
@@ -190,9 +200,14 @@ impl BucketsOf {
 /// same polarity and non-zero embedding; each group is represented by its smallest id, and
 /// every member is linked to its representative. Every two representatives of one polarity,
 /// not both asking for recognised requests, that share an LSH bucket (same fixed hyperplanes)
-/// at a cosine of their integer components ≥ the threshold are linked.
-fn links_from_scratch(present: &Present, buckets: &mut BucketsOf) -> BTreeSet<Pair> {
+/// at a cosine of their integer components ≥ the threshold are linked. And each representative
+/// of nothing recognised with a non-zero embedding is linked to its nearest topic neighbour
+/// (greatest cosine, then smallest id) at ≥ [`TOPIC_LINK_COSINE`], among the representatives
+/// that share a term with it, both among the term's first [`TOPIC_TERM_HOLDERS`] in
+/// (ts, id) order. A pair linked by both rules is listed twice.
+fn links_from_scratch(present: &Present, buckets: &mut BucketsOf) -> BTreeMap<Pair, isize> {
     let mut links = BTreeSet::new();
+    let mut topic_links = BTreeSet::new();
     for (user, points) in present {
         // group -> smallest id (points iterate in id order)
         let mut representative: BTreeMap<LinkGroup, &String> = BTreeMap::new();
@@ -229,8 +244,50 @@ fn links_from_scratch(present: &Present, buckets: &mut BucketsOf) -> BTreeSet<Pa
                 }
             }
         }
+        let topical: Vec<&(&String, &CorrectionPoint)> = representatives
+            .iter()
+            .filter(|(_, p)| p.requests.is_empty() && p.embedding.0.iter().any(|&x| x != 0))
+            .collect();
+        let mut holders: BTreeMap<&String, Vec<(i64, &String)>> = BTreeMap::new();
+        for (id, p) in &topical {
+            for term in &p.topics {
+                holders.entry(term).or_default().push((p.ts_micros, *id));
+            }
+        }
+        for h in holders.values_mut() {
+            h.sort();
+            h.truncate(TOPIC_TERM_HOLDERS);
+        }
+        for (a, pa) in &topical {
+            let nearest = topical
+                .iter()
+                .filter(|(b, pb)| {
+                    b != a
+                        && pb.embedding.dims() == pa.embedding.dims()
+                        && holders
+                            .values()
+                            .any(|h| h.iter().any(|(_, x)| x == a) && h.iter().any(|(_, x)| x == b))
+                })
+                .map(|(b, pb)| (pa.embedding.cosine(&pb.embedding), *b))
+                // greatest cosine; among equal ones the smallest id
+                .max_by(|(x, b), (y, c)| x.total_cmp(y).then(c.cmp(b)));
+            if let Some((cosine, b)) = nearest {
+                if cosine >= TOPIC_LINK_COSINE {
+                    let pair = if a < &b {
+                        ((*a).clone(), b.clone())
+                    } else {
+                        (b.clone(), (*a).clone())
+                    };
+                    topic_links.insert((user.clone(), pair));
+                }
+            }
+        }
     }
-    links
+    let mut counted: BTreeMap<Pair, isize> = BTreeMap::new();
+    for link in links.into_iter().chain(topic_links) {
+        *counted.entry(link).or_default() += 1;
+    }
+    counted
 }
 
 /// Clusters from scratch: connected components over the present corrections and the links
@@ -437,6 +494,16 @@ fn difference<D: Clone + Eq + Hash + Ord + Debug>(
         .then(|| format!("{name}: unexpected {wrong:?}, missing {missing:?}"))
 }
 
+/// As [`difference`], for a collection whose records may have a multiplicity above 1.
+fn counted_difference<D: Clone + Eq + Hash + Ord + Debug>(
+    name: &str,
+    sink: &Sink<D>,
+    want: &BTreeMap<D, isize>,
+) -> Option<String> {
+    let got: BTreeMap<D, isize> = nonzero(sink).into_iter().collect();
+    (got != *want).then(|| format!("{name}: got {got:?}, want {want:?}"))
+}
+
 /// One random change to the corrections: a new correction named `new_id` (unless that id is
 /// taken, in which case it is re-sent with another payload), a new correction made with the same
 /// embedding as a present one, a duplicate of a present record, an existing id re-sent with
@@ -488,7 +555,11 @@ fn run(workers: usize, seed: u64, rounds: usize) -> BTreeMap<Resolution, usize> 
         let mut input = worker.dataflow::<u64, _, _>(|scope| {
             let (input, corrections) = scope.new_collection();
             let corrections = present_corrections(corrections);
-            let links = similarity_links(corrections.clone(), LINK_COSINE_THRESHOLD);
+            let links = similarity_links(
+                corrections.clone(),
+                LINK_COSINE_THRESHOLD,
+                TOPIC_LINK_COSINE,
+            );
             let clusters = correction_clusters(corrections.clone(), links.clone());
             let patterns = promote_patterns(corrections.clone(), clusters.clone());
             let measures = cluster_measures(corrections.clone(), clusters.clone());
@@ -531,7 +602,7 @@ fn run(workers: usize, seed: u64, rounds: usize) -> BTreeMap<Resolution, usize> 
                 // every worker's inspect has run for times before the frontier
                 let present = present(&current);
                 let links = links_from_scratch(&present, &mut buckets);
-                let clusters = clusters_from_scratch(&present, &links);
+                let clusters = clusters_from_scratch(&present, &links.keys().cloned().collect());
                 let measures = measures_from_scratch(&present, &clusters);
                 let patterns = patterns_from_scratch(&measures);
                 let traces = traces_from_scratch(&present, &clusters, &patterns);
@@ -545,7 +616,7 @@ fn run(workers: usize, seed: u64, rounds: usize) -> BTreeMap<Resolution, usize> 
                 }
                 let differences = [
                     difference("contradictions", &contradictions_sink, &contradictions),
-                    difference("links", &links_sink, &links),
+                    counted_difference("links", &links_sink, &links),
                     difference("clusters", &clusters_sink, &clusters),
                     difference("measures", &measures_sink, &measures),
                     difference("patterns", &patterns_sink, &patterns),
@@ -694,6 +765,7 @@ fn chain_point(id: &str, day: i64, degrees: f32) -> CorrectionPoint {
         requests: RequestSet::default(),
         context: String::new(),
         embedding: QuantisedEmbedding::from_f32(&v),
+        topics: Vec::new(),
     }
 }
 
@@ -716,7 +788,11 @@ fn erasing_the_middle_of_a_chain_splits_its_cluster() {
         let mut input = worker.dataflow::<u64, _, _>(|scope| {
             let (input, corrections) = scope.new_collection();
             let corrections = present_corrections(corrections);
-            let links = similarity_links(corrections.clone(), LINK_COSINE_THRESHOLD);
+            let links = similarity_links(
+                corrections.clone(),
+                LINK_COSINE_THRESHOLD,
+                TOPIC_LINK_COSINE,
+            );
             let clusters = correction_clusters(corrections.clone(), links.clone());
             promote_patterns(corrections, clusters.clone())
                 .inspect(collect_into(&patterns_sink))
@@ -762,6 +838,85 @@ fn erasing_the_middle_of_a_chain_splits_its_cluster() {
         settle(worker, &probe, &mut input, 3);
         assert_eq!(difference("clusters", &clusters_sink, &joined), None);
         assert_eq!(difference("patterns", &patterns_sink, &promoted), None);
+    })
+    .unwrap();
+}
+
+/// A term links only among its first [`TOPIC_TERM_HOLDERS`] holders in time: two late
+/// corrections that share only a common term do not link until earlier holders are retracted,
+/// and a correction whose nearest topic neighbour is below [`TOPIC_LINK_COSINE`] links to none.
+#[test]
+fn a_term_links_only_among_its_first_holders() {
+    timely::execute(timely::Config::thread(), |worker| {
+        let user: UserKey = ("t".into(), "u".into());
+        let sink: Sink<Pair> = Default::default();
+        let probe = Handle::new();
+        let mut input = worker.dataflow::<u64, _, _>(|scope| {
+            let (input, holders) = scope.new_collection::<(UserKey, TopicHolder), isize>();
+            topic_links(holders, TOPIC_LINK_COSINE)
+                .inspect(collect_into(&sink))
+                .probe_with(&probe);
+            input
+        });
+        // a unit vector at `degrees` in the plane of dimensions 2 and 3
+        let in_plane = |degrees: f32| {
+            let mut v = vec![0.0; DIMS];
+            v[2] = degrees.to_radians().cos();
+            v[3] = degrees.to_radians().sin();
+            QuantisedEmbedding::from_f32(&v)
+        };
+        let mut along_first = vec![0.0; DIMS];
+        along_first[0] = 1.0;
+        let holder = |id: &str, ts: i64, embedding: QuantisedEmbedding| {
+            (
+                user.clone(),
+                (id.to_string(), ts, embedding, vec!["diet".to_string()]),
+            )
+        };
+        let early: Vec<_> = (0..TOPIC_TERM_HOLDERS as i64)
+            .map(|i| {
+                holder(
+                    &format!("e{i:02}"),
+                    i,
+                    QuantisedEmbedding::from_f32(&along_first),
+                )
+            })
+            .collect();
+        // l1 and l2 at cos 60° = 0.5, l3 at 90° from l2 and 150° from l1; all orthogonal to the
+        // early ones
+        let late = [
+            holder("l1", 100, in_plane(0.0)),
+            holder("l2", 101, in_plane(60.0)),
+            holder("l3", 102, in_plane(150.0)),
+        ];
+        for h in early.iter().chain(&late) {
+            input.insert(h.clone());
+        }
+        settle(worker, &probe, &mut input, 1);
+        let linked = |a: &str, b: &str| {
+            nonzero(&sink)
+                .iter()
+                .any(|((u, pair), _)| *u == user && *pair == (a.to_string(), b.to_string()))
+        };
+        let touches_l3 = || {
+            nonzero(&sink)
+                .iter()
+                .any(|((_, (a, b)), _)| a == "l3" || b == "l3")
+        };
+        assert!(
+            !linked("l1", "l2"),
+            "l1 and l2 are not among the first holders"
+        );
+        assert!(linked("e00", "e01"), "the early ones link among themselves");
+
+        // three early holders go: l1, l2 and l3 are among the first now
+        for h in &early[..3] {
+            input.remove(h.clone());
+        }
+        settle(worker, &probe, &mut input, 2);
+        assert!(linked("l1", "l2"));
+        assert!(!touches_l3(), "l3's nearest neighbour is at cos 0");
+        assert!(nonzero(&sink).iter().all(|(_, m)| *m == 1));
     })
     .unwrap();
 }

@@ -90,6 +90,57 @@ fn five_ways_of_asking_for_the_same_thing_over_five_days_become_one_preference()
     assert_eq!(state, "active", "{m}");
 }
 
+/// A constraint about the user's life, which names no request the normaliser knows, said four
+/// ways over four days: linked by the words it names ("shellfish") and the nearest of the
+/// corrections that name them, it becomes one pattern; corrections that share only what the
+/// constraint applies to ("dinners") stay apart.
+#[test]
+fn a_constraint_said_four_ways_becomes_one_pattern_by_what_it_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let events = json!([
+        correction("a1", 1, "I'm allergic to shellfish, no shrimp please"),
+        correction(
+            "a2",
+            2,
+            "You put prawns in the paella again. Shellfish allergy!"
+        ),
+        correction(
+            "a3",
+            3,
+            "Remember my shellfish allergy when you plan dinners."
+        ),
+        correction(
+            "a4",
+            4,
+            "no crab, no lobster, no shrimp. I react to shellfish"
+        ),
+        correction(
+            "b1",
+            2,
+            "My kids won't eat anything spicy, tone down the chili in dinners"
+        ),
+        correction("b2", 3, "the children hate spicy food, skip the jalapeños"),
+    ]);
+    assert_eq!(server.post("/v1/events", &events).0, 200);
+    server.wait_caught_up(Duration::from_secs(60));
+    let m = memory(&server);
+    let clusters = m["correction_clusters"].as_array().unwrap();
+    let of = |id: &str| {
+        clusters
+            .iter()
+            .find(|c| c["corrections"].as_array().unwrap().contains(&json!(id)))
+            .unwrap_or_else(|| panic!("{id} in no cluster: {m}"))
+    };
+    assert_eq!(
+        of("a1")["corrections"],
+        json!(["a1", "a2", "a3", "a4"]),
+        "{m}"
+    );
+    assert_eq!(of("a1")["pattern"]["size"], 4, "{m}");
+    assert_eq!(of("b1")["corrections"], json!(["b1", "b2"]), "{m}");
+}
+
 #[test]
 fn asking_for_the_opposite_without_a_negation_contradicts_the_preference() {
     let dir = tempfile::tempdir().unwrap();

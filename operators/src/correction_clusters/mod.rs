@@ -4,8 +4,10 @@
 //!   the same set of recognised requests ([`crate::requests`]), or, where nothing is
 //!   recognised, embeddings at cosine ≥ the model's threshold ([`LINK_COSINE_THRESHOLD`] for
 //!   the shipped one), looked for among the candidate pairs that random-hyperplane LSH puts in
-//!   a common bucket ([`LshHyperplanes`]); corrections of one group are linked through the
-//!   smallest of them only, which keeps the components.
+//!   a common bucket ([`LshHyperplanes`]), or, again where nothing is recognised, each to its
+//!   nearest correction among those that name a topic term of its own ([`topic_links`]);
+//!   corrections of one group are linked through the smallest of them only, which keeps the
+//!   components.
 //! - [`correction_clusters`]: the connected components of the link graph, each named by its
 //!   smallest correction id.
 //! - [`cluster_measures`]: every cluster's size, coherence, span and confidence, and whether it
@@ -46,12 +48,14 @@ use timely::progress::Timestamp;
 
 mod lsh;
 mod quantised;
+mod topics;
 
 pub use lsh::{
     lsh_buckets, lsh_candidate_probability, LshBucket, LshHyperplanes, LSH_BANDS,
     LSH_ROWS_PER_BAND, LSH_SEED,
 };
 pub use quantised::{QuantisedEmbedding, EMBEDDING_SCALE};
+pub use topics::{topic_links, topic_terms, TopicHolder, TOPIC_LINK_COSINE, TOPIC_TERM_HOLDERS};
 
 use crate::keyed_state::key_fingerprint;
 use crate::math::fusion::{
@@ -85,6 +89,9 @@ pub struct CorrectionPoint {
     pub context: String,
     /// Embedding of the correction (e.g. of its expected behaviour).
     pub embedding: QuantisedEmbedding,
+    /// What the correction is about: the [`topic_terms`] of its text, which link corrections
+    /// that ask for nothing recognised ([`topic_links`]).
+    pub topics: Vec<String>,
 }
 
 /// Which way a correction points: towards what its words name ("use bullet points") or away
@@ -196,8 +203,9 @@ where
 
 /// The similarity links between a user's corrections, as many as their clusters need.
 ///
-/// Input: the [`present_corrections`], and the cosine at which corrections that ask for nothing
-/// recognised link (the embedding model's, e.g. [`LINK_COSINE_THRESHOLD`]). The present
+/// Input: the [`present_corrections`], the cosine at which corrections that ask for nothing
+/// recognised link (the embedding model's, e.g. [`LINK_COSINE_THRESHOLD`]), and the cosine at
+/// which they link to their nearest topic neighbour (e.g. [`TOPIC_LINK_COSINE`]). The present
 /// corrections of a user (module docs) form **groups** ([`LinkGroup`]), each represented by its
 /// smallest id:
 /// - those with one and the same non-empty [`RequestSet`] (they ask for the same thing,
@@ -205,12 +213,16 @@ where
 /// - those with an empty set, one and the same [`Polarity`] and one and the same non-zero
 ///   embedding (an all-zero embedding is each correction's own group).
 ///
-/// Output: `((tenant, user), (id_a, id_b))` with `id_a < id_b`, multiplicity 1:
+/// Output: `((tenant, user), (id_a, id_b))` with `id_a < id_b`, multiplicity 1 for each of
+/// these rules that links the pair (so at most 2: the second and third can agree):
 /// - every member of a group with its representative;
 /// - every two representatives of the same polarity, at least one of them with an empty
 ///   request set, whose embeddings share at least one [`LshBucket`] under [`LshHyperplanes`]
 ///   and whose [`QuantisedEmbedding::cosine`] is ≥ `min_cosine`. Two different non-empty sets
-///   never link: the requests tell them apart better than their embeddings do.
+///   never link: the requests tell them apart better than their embeddings do;
+/// - the [`topic_links`] at `min_topic_cosine` of the representatives of groups with an empty
+///   set and a non-zero embedding, as `(id, ts, embedding, topics)` of the representative,
+///   whatever their polarity.
 ///
 /// A user who makes the same correction n times costs n − 1 links, not n²/2. A pair at cosine
 /// ≥ 0.85 shares a bucket with probability ≥ 0.99794 over the choice of hyperplanes
@@ -222,6 +234,7 @@ where
 pub fn similarity_links<'scope, T>(
     present: VecCollection<'scope, T, ((UserKey, String), CorrectionPoint)>,
     min_cosine: f64,
+    min_topic_cosine: f64,
 ) -> VecCollection<'scope, T, (UserKey, (String, String))>
 where
     T: Timestamp + Lattice + Ord,
@@ -231,15 +244,20 @@ where
     let representatives = grouped.clone().reduce(|_group, members, output| {
         // members come sorted by id: the first present one is the smallest
         if let Some(((id, point), _)) = members.iter().find(|(_, m)| *m > 0) {
-            output.push((((*id).clone(), point.polarity, point.embedding.clone()), 1));
+            output.push((((*id).clone(), (*point).clone()), 1));
         }
     });
+    let topic_holders = representatives
+        .clone()
+        .flat_map(|((user, group), (id, point))| {
+            // a correction with an all-zero embedding is near nothing
+            matches!(group, LinkGroup::Same(_, _, None))
+                .then(|| (user, (id, point.ts_micros, point.embedding, point.topics)))
+        });
     let members = grouped
         .map(|(group, (id, _point))| (group, id))
         .join_map(
-            representatives
-                .clone()
-                .map(|(group, (id, _, _))| (group, id)),
+            representatives.clone().map(|(group, (id, _))| (group, id)),
             |(user, _), id: &String, representative: &String| {
                 (user.clone(), (representative.clone(), id.clone()))
             },
@@ -248,7 +266,8 @@ where
     // Drawn once per embedding length per worker, not once per correction.
     let mut hyperplanes_by_dims: BTreeMap<usize, LshHyperplanes> = BTreeMap::new();
     let bucketed = representatives
-        .flat_map(move |((user, group), (id, polarity, embedding))| {
+        .flat_map(move |((user, group), (id, point))| {
+            let (polarity, embedding) = (point.polarity, point.embedding);
             let vector = embedding.to_f32();
             let buckets = hyperplanes_by_dims
                 .entry(vector.len())
@@ -293,6 +312,7 @@ where
             },
         )
         .concat(members)
+        .concat(topic_links(topic_holders, min_topic_cosine))
 }
 
 /// What groups corrections that are linked through one representative ([`similarity_links`]).
@@ -631,6 +651,7 @@ mod tests {
             requests: RequestSet::default(),
             context: String::new(),
             embedding: QuantisedEmbedding::from_f32(v),
+            topics: Vec::new(),
         }
     }
 

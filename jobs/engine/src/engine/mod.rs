@@ -200,6 +200,7 @@ impl Engine {
                 skills: config.skills,
                 corrections: engram_dataflows::CorrectionParams {
                     link_cosine: config.embedder_config().correction_link_cosine,
+                    topic_link_cosine: config.embedder_config().correction_topic_link_cosine,
                 },
             },
             views.clone(),
