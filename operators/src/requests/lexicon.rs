@@ -45,7 +45,9 @@ use Way::{Less as L, More as M, Value as V};
 pub(super) const CUES: &[Cue] = &[
     // length
     cue(&["short*"], A::Length, L, G),
-    cue(&["brief", "briefer", "briefly"], A::Length, L, G),
+    cue(&["brief"], A::Length, L, G),
+    cue(&["briefer"], A::Length, L, G),
+    cue(&["briefly"], A::Length, L, G),
     cue(&["concise*"], A::Length, L, G),
     cue(&["succinct*"], A::Length, L, G),
     cue(&["terse*"], A::Length, L, G),

@@ -286,6 +286,8 @@ mod tests {
             "This is a wall of text!!",
             "TL;DR please",
             "not so long next time",
+            "brief answers only!!",
+            "answer briefly",
         ] {
             assert_eq!(asked(text), ["LengthLess"], "{text:?}");
         }
