@@ -32,8 +32,9 @@ pub const TOPIC_LINK_COSINE: f64 = 0.4;
 pub const TOPIC_TERM_HOLDERS: usize = 32;
 
 /// Words that say how a correction is made, not what it is about ("stop suggesting", "remember",
-/// "again", "my replies"): contractions as they are written without their apostrophe, and the
-/// verbs and nouns of asking. Compared by stem.
+/// "again", "my replies"): contractions as they are written without their apostrophe, the verbs
+/// and nouns of asking, "more" and "less" (they say which way, not about what) and chat
+/// interjections. Compared by stem.
 const CORRECTION_WORDS: &[&str] = &[
     "actually",
     "already",
