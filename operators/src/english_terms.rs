@@ -1,7 +1,7 @@
 //! The terms of English text as BM25 and topic matching count them: runs of letters and
 //! digits, lower-cased, without [`STOP_WORDS`], each stemmed (Snowball English, as Lance and
 //! tantivy do). Shared by recall's BM25 over a user's turns and by the topics of corrections
-//! ([`crate::correction_clusters::topic_terms`]).
+//! (`correction_clusters::topic_terms`).
 
 /// English function words, left out of BM25 (they match everything). Sorted: looked up by
 /// binary search for every word of every turn scored.
