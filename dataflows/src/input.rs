@@ -123,6 +123,13 @@ impl InputRecord {
             return None;
         };
         let h = &event.header;
+        let requests = correction_requests(c);
+        // topics link only corrections in which nothing is recognised
+        let topics = if requests.is_empty() {
+            topic_terms(correction_text(c))
+        } else {
+            Vec::new()
+        };
         Some(InputRecord::Correction(
             (h.tenant.clone(), h.user.clone()),
             CorrectionPoint {
@@ -130,10 +137,10 @@ impl InputRecord {
                 ts_micros: h.ts.timestamp_micros(),
                 confidence_milli: (correction_confidence(c) * 1000.0).round() as u16,
                 polarity: Polarity::of_instruction(correction_text(c)),
-                requests: correction_requests(c),
+                requests,
                 context: correction_context(c),
                 embedding: QuantisedEmbedding::from_f32(embedding),
-                topics: topic_terms(correction_text(c)),
+                topics,
             },
         ))
     }

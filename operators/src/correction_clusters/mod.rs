@@ -89,8 +89,8 @@ pub struct CorrectionPoint {
     pub context: String,
     /// Embedding of the correction (e.g. of its expected behaviour).
     pub embedding: QuantisedEmbedding,
-    /// What the correction is about: the [`topic_terms`] of its text, which link corrections
-    /// that ask for nothing recognised ([`topic_links`]).
+    /// What the correction is about: the [`topic_terms`] of its text when it asks for nothing
+    /// recognised (empty otherwise), which link such corrections ([`topic_links`]).
     pub topics: Vec<String>,
 }
 

@@ -229,13 +229,7 @@ fn best_span_is_the_closer_of_the_episode_and_its_passages() {
         Vec::new(),
         &[],
     );
-    let fused = rank_turns(
-        gathered,
-        "q",
-        false,
-        |_| (None, None),
-        &TurnWeights::default(),
-    );
+    let fused = rank_alone(gathered);
     let (long, short) = (&fused[0], &fused[1]);
     assert_eq!((long.id.as_str(), short.id.as_str()), ("long", "short"));
     assert_eq!(long.why.span_rank, Some(1));
@@ -264,13 +258,7 @@ fn an_episode_found_only_through_a_passage_comes_back_whole() {
         Vec::new(),
         &[],
     );
-    let fused = rank_turns(
-        gathered,
-        "q",
-        false,
-        |_| (None, None),
-        &TurnWeights::default(),
-    );
+    let fused = rank_alone(gathered);
     assert_eq!(fused.len(), 1);
     assert_eq!(fused[0].content, "the whole turn");
     assert_eq!(fused[0].why.span_similarity, Some(0.7));
@@ -376,4 +364,16 @@ fn merged_rankings_keep_each_ones_order() {
     let b = vec![scored("b1", 2.5), scored("b2", 1.5)];
     let ids: Vec<String> = merge_by_score(a, b).into_iter().map(|h| h.id).collect();
     assert_eq!(ids, ["a1", "b1", "b2", "a2", "a3"]);
+}
+
+/// The candidates ranked for the question "q", incomplete, with no neighbours and the default
+/// weights.
+fn rank_alone(gathered: Vec<RecallHit>) -> Vec<RecallHit> {
+    rank_turns(
+        gathered,
+        "q",
+        false,
+        |_| (None, None),
+        &TurnWeights::default(),
+    )
 }
