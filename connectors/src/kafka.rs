@@ -99,6 +99,10 @@ pub struct KafkaConfig {
     /// `sasl.mechanism`, `ssl.ca.location`, …) and tuning. The consumers get all but the
     /// producer-only ones, the DLQ producer all but the consumer-only ones.
     pub properties: BTreeMap<String, String>,
+    /// Whether control events of a whole tenant (`scope: tenant`: erase, restrict, unrestrict)
+    /// are accepted from the control topic. Off: anyone who may produce to the topic could
+    /// otherwise erase a tenant; they go to the DLQ instead.
+    pub allow_tenant_control: bool,
 }
 
 impl Default for KafkaConfig {
@@ -108,6 +112,7 @@ impl Default for KafkaConfig {
             group_id: "engram".into(),
             topic_prefix: "engram.".into(),
             properties: BTreeMap::new(),
+            allow_tenant_control: false,
         }
     }
 }

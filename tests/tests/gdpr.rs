@@ -40,6 +40,28 @@ fn history(tenant: &str, user: &str, marker: &str) -> Vec<Value> {
     events
 }
 
+/// Waits until `marker` is in every Lance table and the log: the other tables are written
+/// beside the episodes, a moment after the views, and not finding the marker after an erase
+/// proves nothing unless it was found before.
+fn wait_stored_everywhere(data: &std::path::Path, marker: &str) {
+    assert!(
+        !files_containing(&data.join("lance/episodes.lance/data"), marker).is_empty(),
+        "{marker} is stored in Lance (the search can see stored text)"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    for table in ["facts", "summaries", "events", "passages"] {
+        let dir = data.join(format!("lance/{table}.lance/data"));
+        while !dir.exists() || files_containing(&dir, marker).is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{marker} is never stored in the {table} table"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    assert!(!files_containing(&data.join("log"), marker).is_empty());
+}
+
 #[test]
 fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
     let dir = tempfile::tempdir().unwrap();
@@ -61,24 +83,7 @@ fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
     server.wait_caught_up(Duration::from_secs(60));
     let data = &server.data_dir;
     for (_, _, marker) in users {
-        assert!(
-            files_containing(&data.join("lance/episodes.lance/data"), marker).len() > 0,
-            "{marker} is stored in Lance (the search can see stored text)"
-        );
-        // the other tables are written beside the episodes, a moment after the views: the
-        // marker must be found in each before the erase, or not finding it after proves nothing
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        for table in ["facts", "summaries", "events", "passages"] {
-            let dir = data.join(format!("lance/{table}.lance/data"));
-            while !dir.exists() || files_containing(&dir, marker).is_empty() {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "{marker} is never stored in the {table} table"
-                );
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        }
-        assert!(!files_containing(&data.join("log"), marker).is_empty());
+        wait_stored_everywhere(data, marker);
     }
 
     // the export holds the user's whole subgraph, and only theirs
@@ -346,4 +351,115 @@ fn a_restricted_user_is_kept_but_not_used_until_the_restriction_is_lifted() {
     assert_eq!(population_bob_sees(&server), 2);
     let (_, export) = server.post("/v1/export", &json!({"tenant": "acme", "user": "alice"}));
     assert!(export.get("restricted").is_none(), "{export}");
+}
+
+/// What is left of `(tenant, user)` (`marker` in their texts) through each route that reads
+/// memory, and in the data folder: empty once the erase is complete.
+fn traces(server: &Server, tenant: &str, user: &str, marker: &str) -> Vec<String> {
+    let mut left = files_containing(&server.data_dir, marker);
+    let recall = server.recall(tenant, user, "what is my locker code", 10);
+    if recall.to_string().contains(marker) {
+        left.push(format!("recall: {recall}"));
+    }
+    let (_, export) = server.post("/v1/export", &json!({"tenant": tenant, "user": user}));
+    if export.to_string().contains(marker) {
+        left.push(format!("export: {export}"));
+    }
+    left
+}
+
+fn receipts(data: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(data.join("erasures.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn an_erase_sent_as_an_event_is_as_complete_as_post_erase_and_only_the_admin_erases_a_tenant() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("data"));
+    let (alice, bob) = ("zqevalicemark", "zqevbobmark");
+    for (user, marker) in [("alice", alice), ("bob", bob)] {
+        let (status, body) = server.post("/v1/events", &json!(history("acme", user, marker)));
+        assert_eq!(status, 200, "{body}");
+    }
+    server.wait_caught_up(Duration::from_secs(60));
+    for marker in [alice, bob] {
+        wait_stored_everywhere(&server.data_dir, marker);
+    }
+
+    // a tenant's key may not erase (or restrict) its whole tenant, alone or inside an array
+    let erase_tenant = |id: &str| {
+        json!({"kind": "control", "event_id": id, "tenant": "acme", "user": "alice",
+               "ts": Utc::now().to_rfc3339(), "action": "erase", "scope": "tenant"})
+    };
+    let mut restrict_tenant = erase_tenant("t-r");
+    restrict_tenant["action"] = json!("restrict");
+    for body in [
+        erase_tenant("t-e1"),
+        json!([note("n-ok", "I like ferries."), erase_tenant("t-e2")]),
+        restrict_tenant,
+    ] {
+        let (status, report) = server.post("/v1/events", &body);
+        assert_eq!(status, 422, "{report}");
+        let rejected = report["rejected"].as_array().unwrap();
+        assert_eq!(rejected.len(), 1, "{report}");
+        assert_eq!(rejected[0]["field"], "scope", "{report}");
+    }
+    server.wait_caught_up(Duration::from_secs(60));
+    assert_eq!(
+        server.post("/v1/recall", &json!({"tenant": "acme", "user": "bob", "query": "x"})).0,
+        200,
+        "a refused restrict must not lock the tenant"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(receipts(&server.data_dir).is_empty());
+    assert!(!files_containing(&server.data_dir, alice).is_empty());
+
+    // an erase event through /v1/events: everything is gone within 10 s of acceptance, with a
+    // receipt, as after POST /v1/erase
+    let event = json!({"kind": "control", "event_id": "erase-alice", "tenant": "acme",
+        "user": "alice", "ts": Utc::now().to_rfc3339(), "action": "erase", "scope": "user"});
+    let (status, report) = server.post("/v1/events", &event);
+    assert_eq!((status, report["accepted"].as_u64()), (200, Some(1)), "{report}");
+    let accepted = std::time::Instant::now();
+    let mut left = traces(&server, "acme", "alice", alice);
+    while !left.is_empty() && accepted.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(200));
+        left = traces(&server, "acme", "alice", alice);
+    }
+    assert!(left.is_empty(), "10 s after the erase event: {left:?}");
+    let done = receipts(&server.data_dir);
+    assert_eq!(done.len(), 1, "{done:?}");
+    assert_eq!(done[0]["erase_event_id"], "erase-alice");
+    // her history, and the note accepted beside a refused event
+    assert_eq!(done[0]["episodes_erased"], 3, "{done:?}");
+    assert_eq!(
+        done[0]["log_records_redacted"],
+        history("acme", "alice", alice).len() + 1,
+        "{done:?}"
+    );
+    assert!(traces(&server, "acme", "bob", bob).len() > 0, "bob keeps his data");
+
+    // the admin key may: a tenant's erase sent as an event to /v1/admin/events
+    let resp = reqwest::blocking::Client::new()
+        .post(format!("{}/v1/admin/events", server.base))
+        .bearer_auth(&server.admin_key)
+        .json(&erase_tenant("t-admin"))
+        .timeout(Duration::from_secs(30))
+        .send()
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let accepted = std::time::Instant::now();
+    while !files_containing(&server.data_dir, bob).is_empty()
+        && accepted.elapsed() < Duration::from_secs(10)
+    {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(files_containing(&server.data_dir, bob).is_empty());
+    let done = receipts(&server.data_dir);
+    assert_eq!(done.len(), 2, "{done:?}");
+    assert_eq!(done[1]["tenant_keys_removed"], true, "{done:?}");
 }

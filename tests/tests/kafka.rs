@@ -255,6 +255,44 @@ fn produced_events_reach_recall_bad_ones_the_dlq_and_nothing_is_consumed_twice()
         "each good event once in Lance"
     );
     assert!(stored.values().all(|n| *n == 1), "{stored:?}");
+
+    // An erase through the control topic is completed like POST /v1/erase: within 10 s,
+    // nothing of alice is left in the data folder. A tenant-scope erase from the topic goes to
+    // the DLQ (kafka.allow_tenant_control is off) and removes nothing.
+    let server = Server::start_with_env(&data, &args, &env);
+    let erase_file = dir.path().join("erase.jsonl");
+    let erases = [
+        json!({"kind": "control", "event_id": "k7", "tenant": "acme", "user": "alice",
+               "ts": "2025-01-01T00:07:00Z", "action": "erase", "scope": "user"}),
+        json!({"kind": "control", "event_id": "b6", "tenant": "acme", "user": "bob",
+               "ts": "2025-01-01T00:08:00Z", "action": "erase", "scope": "tenant"}),
+    ];
+    let lines: Vec<String> = erases.iter().map(Value::to_string).collect();
+    std::fs::write(&erase_file, lines.join("\n")).unwrap();
+    produce(&brokers, &erase_file);
+    wait_for_log_end(&server, good.len() as u64 + 1);
+    let accepted = Instant::now();
+    let alice_left = || {
+        let mut left = Vec::new();
+        for text in ["Lisbon", "lisbon", "Miso", "miso"] {
+            left.extend(engram_tests::files_containing(&data, text));
+        }
+        left
+    };
+    while !alice_left().is_empty() && accepted.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(alice_left(), Vec::<String>::new(), "10 s after the erase");
+    let recall = server.recall("acme", "alice", "where do I live now?", 5);
+    assert_eq!(recall["results"], json!([]), "{recall}");
+    let dlq = read_dlq(&brokers, 2 * bad.len() + 1);
+    let (_, headers) = dlq
+        .iter()
+        .find(|(payload, _)| payload.contains("\"b6\""))
+        .expect("the tenant-scope erase in the DLQ");
+    assert_eq!(headers["engram.field"], "scope", "{headers:?}");
+    assert!(!engram_tests::files_containing(&data, "Berlin").is_empty());
+    server.interrupt();
 }
 
 /// Writes interactions `from..to` (ten users of acme) as a JSON-lines file.

@@ -372,6 +372,9 @@ impl Config {
         if let Some(v) = get("ENGRAM_KAFKA_GROUP") {
             self.kafka.group_id = v;
         }
+        if let Some(v) = get("ENGRAM_KAFKA_ALLOW_TENANT_CONTROL") {
+            self.kafka.allow_tenant_control = parse("ENGRAM_KAFKA_ALLOW_TENANT_CONTROL", v)?;
+        }
         if let Some(v) = get("ENGRAM_ADMIN_KEY") {
             if v.len() < 16 {
                 return Err(ConfigError::Env {

@@ -45,6 +45,7 @@ pub fn router(engine: Arc<Engine>) -> Router {
             post(admin::create_tenant).get(admin::list_tenants),
         )
         .route("/v1/admin/tenants/{tenant}", delete(admin::erase_tenant))
+        .route("/v1/admin/events", post(events::post_admin_events))
         .route("/v1/admin/tenants/{tenant}/keys", post(admin::issue_key))
         .route(
             "/v1/admin/tenants/{tenant}/keys/{key_id}",

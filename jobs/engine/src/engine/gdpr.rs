@@ -3,7 +3,9 @@
 //!
 //! An erase is an event: a `control` event (`action: erase`) is appended to the log, so every
 //! worker retracts the erased records from the views at one offset, in order with everything
-//! else, and a crash at any point is finished after the restart. Then, below that offset: the
+//! else. However the event arrived (`POST /v1/erase`, the admin API, `POST /v1/events`, the
+//! Kafka control topic, a replayed file), one task, [`run_erasures`], completes it, and
+//! finishes after a restart any erase a crash interrupted. Then, below that offset: the
 //! log records of the erased are overwritten in place (their tenant and event id stay, so a
 //! redelivery is not stored again), and so are their rows of the Lance events table; their
 //! rejected inputs are removed, their Lance episode rows are deleted with every index rebuilt
@@ -11,14 +13,30 @@
 //! keys go. A receipt without content is kept in `DATA_DIR/erasures.jsonl`.
 
 use crate::engine::Engine;
+use crate::ingest::LoggedErase;
 use engram_schemas::{Event, Redacted};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::Weak;
 use std::time::{Duration, Instant};
 
 /// How long an erase waits for the dataflow to pass its control event.
 const VIEWS_WAIT: Duration = Duration::from_secs(120);
+
+/// How long [`Engine::erase`] waits for the erasure task to complete its event.
+const ERASE_WAIT: Duration = Duration::from_secs(360);
+
+/// The erasure task's outcomes kept for [`Engine::erase`] to read: the latest this many.
+const KEPT_OUTCOMES: usize = 1024;
+
+/// The longest pause before an erasure that failed is tried again.
+const MAX_RETRY_PAUSE: Duration = Duration::from_secs(30);
+
+/// What the erasure task made of each erase event, by its log offset: the receipt, or the
+/// last attempt's error (the task tries again).
+pub type ErasureOutcomes = BTreeMap<u64, Result<ErasureReceipt, String>>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GdprError {
@@ -36,6 +54,12 @@ pub enum GdprError {
     EventsLate(u64),
     #[error("erasure receipts {path}: {reason}")]
     Receipts { path: String, reason: String },
+    #[error("the erase at offset {offset} failed and will be tried again: {reason}")]
+    Failed { offset: u64, reason: String },
+    #[error("the erase at offset {0} is accepted and not complete after {ERASE_WAIT:?}; it will be completed")]
+    Pending(u64),
+    #[error("engram is stopping; the erase at offset {0} will be completed after the restart")]
+    Stopping(u64),
 }
 
 /// What an erase removed.
@@ -117,12 +141,36 @@ impl Engine {
             (_, Some(r)) => return Err(GdprError::Rejected(r.error.to_string())),
             (None, None) => return Err(GdprError::Rejected("not appended".into())),
         };
-        self.complete_erasure(&event_id, tenant, user, offset).await
+        self.erasure_outcome(offset).await
+    }
+
+    /// The receipt of the erase event at `offset` once the erasure task has completed it, or
+    /// its error.
+    async fn erasure_outcome(&self, offset: u64) -> Result<ErasureReceipt, GdprError> {
+        let mut outcomes = self.erasures.subscribe();
+        let waited =
+            tokio::time::timeout(ERASE_WAIT, outcomes.wait_for(|o| o.contains_key(&offset))).await;
+        match waited {
+            Ok(Ok(outcomes)) => outcomes[&offset]
+                .clone()
+                .map_err(|reason| GdprError::Failed { offset, reason }),
+            Ok(Err(_)) => Err(GdprError::Stopping(offset)),
+            Err(_) => Err(GdprError::Pending(offset)),
+        }
+    }
+
+    fn note_erasure_outcome(&self, offset: u64, outcome: Result<ErasureReceipt, String>) {
+        self.erasures.send_modify(|outcomes| {
+            outcomes.insert(offset, outcome);
+            while outcomes.len() > KEPT_OUTCOMES {
+                outcomes.pop_first();
+            }
+        });
     }
 
     /// Everything of an erase after its control event is in the log (idempotent: run again
     /// after a crash).
-    pub async fn complete_erasure(
+    async fn complete_erasure(
         &self,
         event_id: &str,
         tenant: &str,
@@ -239,24 +287,6 @@ impl Engine {
         Ok(receipt)
     }
 
-    /// Finishes erasures a crash interrupted: every erase event in the log without a receipt.
-    pub async fn resume_erasures(&self) -> Result<usize, GdprError> {
-        let done = self.completed_erasures()?;
-        // the log was read once at start-up; its erase events were noted then
-        let pending: Vec<_> = self
-            .ingestor
-            .erases_at_open()
-            .iter()
-            .filter(|e| !done.contains(&e.offset))
-            .cloned()
-            .collect();
-        for e in &pending {
-            self.complete_erasure(&e.event_id, &e.tenant, e.user.as_deref(), e.offset)
-                .await?;
-        }
-        Ok(pending.len())
-    }
-
     /// Every event of `(tenant, user)` the log holds (erased ones are redacted there), then
     /// those held for a restriction, in order.
     fn stored_events(&self, tenant: &str, user: &str) -> Result<Vec<Value>, GdprError> {
@@ -311,5 +341,63 @@ impl Engine {
         }
         out["exported_at"] = json!(chrono::Utc::now());
         Ok(out)
+    }
+}
+
+/// Completes, one at a time and in log order, every erase event the log holds without a
+/// receipt, then every erase event appended later however it arrived; an erasure that fails
+/// is tried again after a pause (1 s, doubling up to 30 s) while the others go on. Runs until
+/// the engine stops or is dropped.
+pub(crate) async fn run_erasures(engine: Weak<Engine>) {
+    let mut pending: VecDeque<LoggedErase> = match engine.upgrade() {
+        Some(e) => match e.completed_erasures() {
+            Ok(done) => e
+                .ingestor
+                .erases_at_open()
+                .iter()
+                .filter(|x| !done.contains(&x.offset))
+                .cloned()
+                .collect(),
+            Err(err) => {
+                tracing::error!(%err, "reading the erasure receipts; interrupted erasures are not resumed");
+                VecDeque::new()
+            }
+        },
+        None => return,
+    };
+    if !pending.is_empty() {
+        tracing::info!(erasures = pending.len(), "finishing interrupted erasures");
+    }
+    let mut pause = Duration::from_secs(1);
+    loop {
+        let Some(e) = engine.upgrade() else { return };
+        if e.stop.load(Ordering::Acquire) {
+            return;
+        }
+        pending.extend(e.ingestor.take_appended_erases());
+        let Some(next) = pending.pop_front() else {
+            let ingestor = e.ingestor.clone();
+            drop(e);
+            tokio::select! {
+                _ = ingestor.erase_appended() => {}
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+            continue;
+        };
+        let user = next.user.as_deref();
+        match e.complete_erasure(&next.event_id, &next.tenant, user, next.offset).await {
+            Ok(receipt) => {
+                e.note_erasure_outcome(next.offset, Ok(receipt));
+                pause = Duration::from_secs(1);
+            }
+            Err(err) => {
+                tracing::error!(%err, offset = next.offset, tenant = %next.tenant, user, "erasure failed; it will be tried again");
+                e.note_erasure_outcome(next.offset, Err(err.to_string()));
+                pending.push_back(next);
+                drop(e);
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(MAX_RETRY_PAUSE);
+            }
+        }
     }
 }

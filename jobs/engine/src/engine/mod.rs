@@ -52,6 +52,8 @@ pub struct Engine {
     pub health: tokio::sync::watch::Sender<Option<Arc<serde_json::Value>>>,
     /// Input the pipeline could not use (each is also logged).
     pub failures: Arc<PipelineFailures>,
+    /// What the erasure task ([`gdpr::run_erasures`]) made of each erase event.
+    erasures: tokio::sync::watch::Sender<gdpr::ErasureOutcomes>,
 }
 
 #[derive(Debug, Serialize)]
@@ -239,21 +241,16 @@ impl Engine {
             closing: tokio::sync::watch::channel(false).0,
             health: tokio::sync::watch::channel(None).0,
             failures,
+            erasures: tokio::sync::watch::channel(Default::default()).0,
             config,
         });
         health::spawn_health_sampler(&engine);
         if engine.config.demo {
             engine.load_demo()?;
         }
-        // An erase a crash interrupted is finished once the views have caught up with it.
-        let resuming = engine.clone();
-        tokio::spawn(async move {
-            match resuming.resume_erasures().await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(erasures = n, "finished interrupted erasures"),
-                Err(err) => tracing::error!(%err, "finishing interrupted erasures failed"),
-            }
-        });
+        // Erase events, however they arrive, and those a crash interrupted, are completed by
+        // one task.
+        tokio::spawn(gdpr::run_erasures(Arc::downgrade(&engine)));
         Ok(engine)
     }
 

@@ -72,6 +72,20 @@ fn is_restricted(restricted: &HashSet<Scope>, tenant: &str, user: &str) -> bool 
         || restricted.contains(&(tenant.to_string(), String::new()))
 }
 
+/// `event`, unless it is a control event of a whole tenant, which `who` may not send: erasing
+/// or restricting a tenant is the operator's (the admin key's) decision.
+pub fn refuse_tenant_scope(event: Event, who: &str) -> Result<Event, EventError> {
+    match &event.body {
+        Body::Control(c) if c.scope == ControlScope::Tenant => Err(EventError::new(
+            "scope",
+            format!(
+                "a tenant-scope control event needs the admin key; {who} may send scope \"user\" only (erase a tenant with DELETE /v1/admin/tenants/{{tenant}}, or send the event to POST /v1/admin/events)"
+            ),
+        )),
+        _ => Ok(event),
+    }
+}
+
 /// A JSON body (one event or an array of events) as validated events, each with its input text.
 fn parse_body(body: &[u8]) -> (Vec<Result<Event, EventError>>, Vec<String>) {
     match serde_json::from_slice::<Value>(body) {
@@ -106,6 +120,10 @@ pub struct Ingestor {
     held_table: HeldTable,
     /// The erase events the log held when it was opened (a crash may have interrupted them).
     erases_at_open: Vec<LoggedErase>,
+    /// Erase events appended since, however they arrived (HTTP, Kafka, replay), for the
+    /// engine's erasure task to complete ([`Ingestor::take_appended_erases`]).
+    appended_erases: Mutex<Vec<LoggedErase>>,
+    erase_appended: tokio::sync::Notify,
 }
 
 /// An erase event as read from the log.
@@ -116,6 +134,18 @@ pub struct LoggedErase {
     pub tenant: String,
     /// `None` for a whole tenant.
     pub user: Option<String>,
+}
+
+impl LoggedErase {
+    /// The erase `event` (of `scope`) at offset 0.
+    fn of(event: &Event, scope: ControlScope) -> Self {
+        LoggedErase {
+            offset: 0,
+            event_id: event.header.event_id.clone(),
+            tenant: event.header.tenant.clone(),
+            user: (scope == ControlScope::User).then(|| event.header.user.clone()),
+        }
+    }
 }
 
 impl Ingestor {
@@ -151,10 +181,7 @@ impl Ingestor {
                                 }
                                 ControlAction::Erase => erases_at_open.push(LoggedErase {
                                     offset: *offset,
-                                    event_id: e.header.event_id.clone(),
-                                    tenant: e.header.tenant.clone(),
-                                    user: (c.scope == ControlScope::User)
-                                        .then(|| e.header.user.clone()),
+                                    ..LoggedErase::of(&e, c.scope)
                                 }),
                                 ControlAction::SetTeam => {}
                             }
@@ -197,6 +224,8 @@ impl Ingestor {
             held: Mutex::new(held),
             held_table,
             erases_at_open,
+            appended_erases: Mutex::new(Vec::new()),
+            erase_appended: tokio::sync::Notify::new(),
         };
         if legacy_lines.is_some() {
             let held = ingestor
@@ -218,6 +247,20 @@ impl Ingestor {
     /// The erase events the log held when it was opened, in log order.
     pub fn erases_at_open(&self) -> &[LoggedErase] {
         &self.erases_at_open
+    }
+
+    /// The erase events appended since the last call, in log order.
+    pub fn take_appended_erases(&self) -> Vec<LoggedErase> {
+        std::mem::take(&mut *self.appended_erases.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Resolves once an erase event has been appended since the last
+    /// [`Ingestor::take_appended_erases`] (at once if one is waiting).
+    pub async fn erase_appended(&self) {
+        let notified = self.erase_appended.notified();
+        if self.appended_erases.lock().unwrap_or_else(|p| p.into_inner()).is_empty() {
+            notified.await;
+        }
     }
 
     /// The events of `(tenant, user)` held for a restriction, in order (canonical JSON).
@@ -258,27 +301,38 @@ impl Ingestor {
     }
 
     /// Like [`Ingestor::ingest_body`] for a caller whose API key belongs to `tenant`: an event
-    /// of any other tenant is rejected (field `tenant`), the others are ingested.
+    /// of any other tenant, and a control event of the whole tenant, is rejected (field
+    /// `tenant` or `scope`), the others are ingested.
     pub fn ingest_body_as(
         &self,
         source: &str,
         body: &[u8],
         tenant: &str,
     ) -> Result<IngestReport, IngestError> {
-        let (parsed, originals) = parse_body(body);
-        let parsed = parsed
-            .into_iter()
-            .map(|p| match p {
-                Ok(e) if e.header.tenant != tenant => Err(EventError::new(
+        self.ingest_body_checked(source, body, |e| {
+            if e.header.tenant != tenant {
+                return Err(EventError::new(
                     "tenant",
                     format!(
                         "the API key belongs to tenant {tenant:?}; it cannot write events of tenant {:?}",
                         e.header.tenant
                     ),
-                )),
-                other => other,
-            })
-            .collect();
+                ));
+            }
+            refuse_tenant_scope(e, "a tenant's API key")
+        })
+    }
+
+    /// Like [`Ingestor::ingest_body`], each valid event passed through `check` first (its
+    /// error rejects the event).
+    pub fn ingest_body_checked(
+        &self,
+        source: &str,
+        body: &[u8],
+        check: impl Fn(Event) -> Result<Event, EventError>,
+    ) -> Result<IngestReport, IngestError> {
+        let (parsed, originals) = parse_body(body);
+        let parsed = parsed.into_iter().map(|p| p.and_then(&check)).collect();
         self.ingest_parsed(source, parsed, &originals)
     }
 
@@ -324,6 +378,8 @@ impl Ingestor {
             });
             released
         };
+        // erase events among `records`: (index in records, the erase without its offset)
+        let mut erases: Vec<(usize, LoggedErase)> = Vec::new();
         let mut released = if release_lifted {
             release(&mut held, &restricted, &mut records)
         } else {
@@ -340,6 +396,9 @@ impl Ingestor {
                     let (tenant, user) = (&event.header.tenant, &event.header.user);
                     match &event.body {
                         Body::Control(c) if c.governs_processing() => {
+                            if c.action == ControlAction::Erase {
+                                erases.push((records.len(), LoggedErase::of(&event, c.scope)));
+                            }
                             records.push(event.to_json());
                             match c.action {
                                 ControlAction::Restrict => {
@@ -390,6 +449,16 @@ impl Ingestor {
             // released events were accepted (and counted) when they were held
             report.accepted = records.len() - released;
             report.first_offset = Some(first);
+            if !erases.is_empty() {
+                self.appended_erases
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .extend(erases.into_iter().map(|(i, erase)| LoggedErase {
+                        offset: first + i as u64,
+                        ..erase
+                    }));
+                self.erase_appended.notify_one();
+            }
         }
         if held_changed || released > 0 {
             self.write_held(&held)?;

@@ -11,7 +11,7 @@
 //! The Kafka client itself (settings, batches, commits, the DLQ, `engram produce`) is
 //! [`engram_connectors::kafka`].
 
-use crate::ingest::Ingestor;
+use crate::ingest::{refuse_tenant_scope, Ingestor};
 use crate::tenants::TenantRegistry;
 use engram_connectors::kafka::{commit, next_batch, offsets_after, send_to_dlq, wait_in_lance};
 pub use engram_connectors::kafka::{produce_files, KafkaConfig, ProduceReport};
@@ -88,6 +88,13 @@ async fn consume(
             .map(|m| {
                 parse_event(&m.payload, kinds.get(&m.topic).copied())
                     .and_then(|event| known_tenant(&tenants, event))
+                    .and_then(|event| match config.allow_tenant_control {
+                        true => Ok(event),
+                        false => refuse_tenant_scope(
+                            event,
+                            "the Kafka control topic (unless kafka.allow_tenant_control is set)",
+                        ),
+                    })
             })
             .collect();
         let originals: Vec<String> = batch
@@ -138,7 +145,7 @@ async fn consume(
 
 /// `event` if its tenant exists (`engram tenant create`, or the admin API), else why not: an
 /// event of an unknown tenant goes to the DLQ like any bad input.
-fn known_tenant(tenants: &TenantRegistry, event: Event) -> Result<Event, EventError> {
+pub fn known_tenant(tenants: &TenantRegistry, event: Event) -> Result<Event, EventError> {
     if tenants.contains(&event.header.tenant) {
         Ok(event)
     } else {

@@ -8,6 +8,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
+use engram_engine::ingest::kafka::known_tenant;
+use engram_engine::ingest::{IngestError, IngestReport};
 use engram_engine::Engine;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -21,6 +23,28 @@ pub(crate) async fn post_events(
     // Appending fsyncs: keep it off the async threads.
     let result =
         tokio::task::spawn_blocking(move || ingestor.ingest_body_as("http", &body, &auth.0)).await;
+    ingest_answer(result)
+}
+
+/// `POST /v1/admin/events` (admin key): events of any existing tenant, tenant-scope control
+/// events included (erase, restrict or unrestrict a whole tenant).
+pub(crate) async fn post_admin_events(
+    State(engine): State<Arc<Engine>>,
+    body: Bytes,
+) -> Response {
+    let (ingestor, tenants) = (engine.ingestor.clone(), engine.tenants.clone());
+    let result = tokio::task::spawn_blocking(move || {
+        ingestor.ingest_body_checked("http-admin", &body, |e| known_tenant(&tenants, e))
+    })
+    .await;
+    ingest_answer(result)
+}
+
+/// 200 with the report when every event was accepted (or recognised), 422 with it when any
+/// was rejected, 503 when the log could not store them.
+fn ingest_answer(
+    result: Result<Result<IngestReport, IngestError>, tokio::task::JoinError>,
+) -> Response {
     match result {
         Ok(Ok(report)) => {
             let status = if report.rejected.is_empty() {
