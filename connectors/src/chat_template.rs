@@ -6,11 +6,16 @@
 use minijinja::value::{Kwargs, Value, ValueKind};
 use minijinja::{context, Environment, Error, ErrorKind};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use tokenizers::Tokenizer;
 
 const TEMPLATE_NAME: &str = "chat_template";
+
+/// Put after the first character of a control token's text inside content, it leaves the text
+/// as it reads and makes the tokenizer see plain text (see [`Qwen3Chat::defuse`]).
+const ZERO_WIDTH_SPACE: char = '\u{200B}';
 
 /// Special-token entries of `tokenizer_config.json` that transformers passes to the template.
 const SPECIAL_TOKEN_KEYS: [&str; 7] = [
@@ -61,6 +66,9 @@ pub struct Qwen3Chat {
     /// Special tokens of `tokenizer_config.json`, given to the template as transformers does.
     special_tokens: BTreeMap<String, Value>,
     tokenizer: Tokenizer,
+    /// The text of every added token of the tokenizer (`<|im_start|>`, `<think>`, …), longest
+    /// first: each is read as one token id wherever it occurs.
+    control_tokens: Vec<String>,
     config_path: PathBuf,
     tokenizer_path: PathBuf,
 }
@@ -101,10 +109,18 @@ impl Qwen3Chat {
                 path: tokenizer_path.clone(),
                 reason: e.to_string(),
             })?;
+        let mut control_tokens: Vec<String> = tokenizer
+            .get_added_tokens_decoder()
+            .into_values()
+            .map(|t| t.content)
+            .filter(|t| !t.is_empty())
+            .collect();
+        control_tokens.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
         Ok(Qwen3Chat {
             env,
             special_tokens: special_tokens(&config),
             tokenizer,
+            control_tokens,
             config_path,
             tokenizer_path,
         })
@@ -160,6 +176,37 @@ impl Qwen3Chat {
                 path: self.tokenizer_path.clone(),
                 reason: e.to_string(),
             })
+    }
+
+    /// `text` as plain text to the tokenizer: every occurrence of an added token's text
+    /// (`<|im_start|>`, `<|im_end|>`, `<think>`, `<tool_call>`, … all 26 of Qwen3) gets a
+    /// zero-width space after its first character, so it tokenizes as ordinary characters and
+    /// can never open, close or forge a turn. Everything stored or asked that goes into a
+    /// prompt passes through this; the template's own tokens are added after. Idempotent;
+    /// borrowed when there is nothing to change.
+    pub fn defuse<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let starts_a_token = |at: usize| {
+            self.control_tokens
+                .iter()
+                .any(|t| text[at..].starts_with(t.as_str()))
+        };
+        let mut found = text
+            .char_indices()
+            .filter(|(at, _)| starts_a_token(*at))
+            .peekable();
+        if found.peek().is_none() {
+            return Cow::Borrowed(text);
+        }
+        let mut out = String::with_capacity(text.len() + 16);
+        let mut from = 0;
+        for (at, first) in found {
+            let after = at + first.len_utf8();
+            out.push_str(&text[from..after]);
+            out.push(ZERO_WIDTH_SPACE);
+            from = after;
+        }
+        out.push_str(&text[from..]);
+        Cow::Owned(out)
     }
 
     /// `encode(text)?.len()`.

@@ -52,8 +52,16 @@ pub(super) fn fit_to_budget(
         role: "user".into(),
         content: query.to_string(),
     };
+    // Every message as plain text to the tokenizer, after joining (two pieces side by side
+    // could spell a control token neither holds alone): only the template adds turns.
     let build = |keep: &[bool]| -> Vec<TemplateMessage> {
-        build_messages(system, pieces, keep, &query_msg)
+        let mut messages = build_messages(system, pieces, keep, &query_msg);
+        for m in &mut messages {
+            if let std::borrow::Cow::Owned(plain) = chat.defuse(&m.content) {
+                m.content = plain;
+            }
+        }
+        messages
     };
     let none = vec![false; pieces.len()];
     let base = chat.render(&build(&none), true, enable_thinking)?;

@@ -256,6 +256,8 @@ pub(super) fn pieces(
 ) -> Result<Vec<Piece>, PromptError> {
     let mut pieces: Vec<Piece> = Vec::new();
     let count = |t: &str| chat.count_tokens(t);
+    // stored text as plain text (counted as it will be rendered; see Qwen3Chat::defuse)
+    let plain = |t: String| chat.defuse(&t).into_owned();
     for (i, row) in c.recent.iter().enumerate().rev() {
         let role = if row.role == "assistant" {
             "assistant"
@@ -264,7 +266,7 @@ pub(super) fn pieces(
         };
         let msg = TemplateMessage {
             role: role.into(),
-            content: row.content.clone(),
+            content: plain(row.content.clone()),
         };
         pieces.push(Piece {
             kind: "recent_turns",
@@ -272,11 +274,11 @@ pub(super) fn pieces(
             order: i as i64,
             index: i,
             tokens: chat.message_tokens(&msg)?,
-            text: row.content.clone(),
+            text: msg.content,
         });
     }
     for &(i, _) in c.ranked_examples {
-        let text = format!("{}\n\n", c.examples[i].1);
+        let text = plain(format!("{}\n\n", c.examples[i].1));
         pieces.push(Piece {
             kind: "few_shot",
             role: "",
@@ -287,14 +289,14 @@ pub(super) fn pieces(
         });
     }
     for (i, f) in c.facts.iter().enumerate() {
-        let text = format!(
+        let text = plain(format!(
             "- {}{} {}: {} (since {})\n",
             if f.domain { "shared knowledge: " } else { "" },
             f.subject,
             f.attribute,
             f.value,
             f.valid_from.format("%Y-%m-%d")
-        );
+        ));
         pieces.push(Piece {
             kind: "facts",
             role: "",
@@ -305,12 +307,12 @@ pub(super) fn pieces(
         });
     }
     for (i, h) in c.summaries.iter().enumerate() {
-        let text = format!(
+        let text = plain(format!(
             "- [{}] {}{}\n",
             h.ts.format("%Y-%m-%d"),
             if h.domain { "shared knowledge: " } else { "" },
             shorten(&h.content, max_memory_chars)
-        );
+        ));
         pieces.push(Piece {
             kind: "summaries",
             role: "",
@@ -321,13 +323,13 @@ pub(super) fn pieces(
         });
     }
     for (i, h) in c.memories.iter().enumerate() {
-        let text = format!(
+        let text = plain(format!(
             "- [{}] {}{}: {}\n",
             h.ts.format("%Y-%m-%d %H:%M"),
             if h.domain { "shared knowledge, " } else { "" },
             h.role,
             shorten(&h.content, max_memory_chars)
-        );
+        ));
         pieces.push(Piece {
             kind: "memories",
             role: "",
