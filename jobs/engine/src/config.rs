@@ -52,12 +52,16 @@ pub struct LogConfig {
     /// Once this many bytes of the log file are in the `events` table and read by the views,
     /// they leave the file (reads below it go to the table). `0` keeps everything in the file.
     pub discard_after_bytes: u64,
+    /// Events dated more than this many seconds after the server's clock are rejected (field
+    /// `ts`); `0` accepts any date.
+    pub max_future_skew_s: u64,
 }
 
 impl Default for LogConfig {
     fn default() -> Self {
         LogConfig {
             discard_after_bytes: 64 << 20,
+            max_future_skew_s: 300,
         }
     }
 }
@@ -390,6 +394,9 @@ impl Config {
         }
         if let Some(v) = get("ENGRAM_LLM_MODEL") {
             self.llm.model = v;
+        }
+        if let Some(v) = get("ENGRAM_MAX_FUTURE_SKEW_S") {
+            self.log.max_future_skew_s = parse("ENGRAM_MAX_FUTURE_SKEW_S", v)?;
         }
         if let Some(v) = get("ENGRAM_LOG_DISCARD_AFTER_BYTES") {
             self.log.discard_after_bytes = parse("ENGRAM_LOG_DISCARD_AFTER_BYTES", v)?;

@@ -124,7 +124,11 @@ impl Engine {
         // that lost records the table holds continues at the table's end.
         attach_archive(&log, &events)?;
         let rejects = Arc::new(RejectLog::open(&config.log_dir())?);
-        let ingestor = Arc::new(Ingestor::open(log.clone(), rejects, &config.held_dir())?);
+        let ingestor = Ingestor::open(log.clone(), rejects, &config.held_dir())?;
+        let ingestor = Arc::new(match config.log.max_future_skew_s {
+            0 => ingestor,
+            s => ingestor.with_max_future_skew(std::time::Duration::from_secs(s)),
+        });
 
         let emb_cfg = config.embedder_config();
         let embedder = {

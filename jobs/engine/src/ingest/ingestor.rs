@@ -124,6 +124,8 @@ pub struct Ingestor {
     /// engine's erasure task to complete ([`Ingestor::take_appended_erases`]).
     appended_erases: Mutex<Vec<LoggedErase>>,
     erase_appended: tokio::sync::Notify,
+    /// How far ahead of this machine's clock an event's `ts` may be (`None`: any).
+    max_future_skew: Option<chrono::Duration>,
 }
 
 /// An erase event as read from the log.
@@ -226,6 +228,7 @@ impl Ingestor {
             erases_at_open,
             appended_erases: Mutex::new(Vec::new()),
             erase_appended: tokio::sync::Notify::new(),
+            max_future_skew: None,
         };
         if legacy_lines.is_some() {
             let held = ingestor
@@ -242,6 +245,34 @@ impl Ingestor {
         // events held for a restriction lifted just before a crash go to the log now
         ingestor.ingest_with("held", Vec::new(), &[], true)?;
         Ok(ingestor)
+    }
+
+    /// Rejects (field `ts`) every event dated more than `skew` after this machine's clock: a
+    /// future-dated event would rank as the newest memory for ever and, with `clock = events`,
+    /// move every tenant's engine time.
+    pub fn with_max_future_skew(mut self, skew: std::time::Duration) -> Self {
+        self.max_future_skew = chrono::Duration::from_std(skew).ok();
+        self
+    }
+
+    /// `event`, unless it is dated beyond the allowed skew.
+    fn check_not_future(&self, event: Event) -> Result<Event, EventError> {
+        let Some(skew) = self.max_future_skew else {
+            return Ok(event);
+        };
+        let latest = chrono::Utc::now() + skew;
+        if event.header.ts <= latest {
+            return Ok(event);
+        }
+        Err(EventError::new(
+            "ts",
+            format!(
+                "{} is in the future: at most {} s after this server's clock ({}) is accepted (log.max_future_skew_s)",
+                event.header.ts.to_rfc3339(),
+                skew.num_seconds(),
+                (latest - skew).to_rfc3339()
+            ),
+        ))
     }
 
     /// The erase events the log held when it was opened, in log order.
@@ -386,7 +417,7 @@ impl Ingestor {
             0
         };
         for (index, p) in parsed.into_iter().enumerate() {
-            match p {
+            match p.and_then(|e| self.check_not_future(e)) {
                 Ok(event) => {
                     let key = (event.header.tenant.clone(), event.header.event_id.clone());
                     if seen.contains(&key) || !batch_keys.insert(key) {
@@ -474,6 +505,46 @@ mod tests {
     use super::*;
     use engram_tests::files_containing;
     use serde_json::json;
+
+    #[test]
+    fn an_event_dated_beyond_the_skew_is_rejected_and_one_within_it_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Arc::new(EventLog::open(dir.path()).unwrap());
+        let rejects = Arc::new(RejectLog::open(dir.path()).unwrap());
+        let ingestor = Ingestor::open(log.clone(), rejects, &dir.path().join("held.lance"))
+            .unwrap()
+            .with_max_future_skew(std::time::Duration::from_secs(300));
+        let at = |id: &str, seconds_ahead: i64| {
+            let ts = chrono::Utc::now() + chrono::Duration::seconds(seconds_ahead);
+            json!({"event_id": id, "tenant": "t", "user": "u", "ts": ts.to_rfc3339(),
+                   "role": "user", "content": "We meet next Saturday."})
+        };
+        let body = json!([
+            at("past", -86_400),
+            at("in-a-minute", 60),
+            at("next-year", 365 * 86_400),
+            at("in-an-hour", 3_600)
+        ]);
+        let report = ingestor
+            .ingest_body("http", body.to_string().as_bytes())
+            .unwrap();
+        assert_eq!(report.accepted, 2);
+        let rejected: Vec<(usize, &str)> = report
+            .rejected
+            .iter()
+            .map(|r| (r.index, r.error.field.as_str()))
+            .collect();
+        assert_eq!(rejected, [(2, "ts"), (3, "ts")]);
+        assert!(report.rejected[0].error.reason.contains("in the future"));
+        assert_eq!(log.end_offset(), 2);
+        // without a skew any date is accepted
+        let dir = tempfile::tempdir().unwrap();
+        let log = Arc::new(EventLog::open(dir.path()).unwrap());
+        let rejects = Arc::new(RejectLog::open(dir.path()).unwrap());
+        let open = Ingestor::open(log, rejects, &dir.path().join("held.lance")).unwrap();
+        let report = open.ingest_body("http", body.to_string().as_bytes()).unwrap();
+        assert_eq!((report.accepted, report.rejected.len()), (4, 0));
+    }
 
     #[test]
     fn an_oversized_event_inside_an_array_is_rejected_and_its_neighbour_kept() {
