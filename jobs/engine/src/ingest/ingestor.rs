@@ -86,8 +86,57 @@ pub fn refuse_tenant_scope(event: Event, who: &str) -> Result<Event, EventError>
     }
 }
 
+/// At most this many events in one body: what a request costs in memory, in its answer and in
+/// the reject log stays bounded. A longer array is refused whole, before it is parsed.
+pub const MAX_EVENTS_PER_BODY: usize = 10_000;
+
+/// A reason in an answer or the reject log is cut to this many characters: reasons quote the
+/// bad value, which may be long.
+const MAX_REASON_CHARS: usize = 300;
+
+/// The number of elements of `body` if it is a JSON array, counted without building them.
+fn array_len(body: &[u8]) -> Option<usize> {
+    struct Count;
+    impl<'de> serde::de::Visitor<'de> for Count {
+        type Value = usize;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON array")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<usize, A::Error> {
+            let mut n = 0;
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                n += 1;
+            }
+            Ok(n)
+        }
+    }
+    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'[') {
+        return None;
+    }
+    use serde::Deserializer;
+    serde_json::Deserializer::from_slice(body)
+        .deserialize_seq(Count)
+        .ok()
+}
+
+/// `error` with its reason cut to [`MAX_REASON_CHARS`].
+fn bounded(mut error: EventError) -> EventError {
+    if error.reason.chars().count() > MAX_REASON_CHARS {
+        let cut: String = error.reason.chars().take(MAX_REASON_CHARS).collect();
+        error.reason = format!("{cut}… (cut)");
+    }
+    error
+}
+
 /// A JSON body (one event or an array of events) as validated events, each with its input text.
 fn parse_body(body: &[u8]) -> (Vec<Result<Event, EventError>>, Vec<String>) {
+    if let Some(n) = array_len(body).filter(|n| *n > MAX_EVENTS_PER_BODY) {
+        let error = EventError::new(
+            "$",
+            format!("{n} events in one body; at most {MAX_EVENTS_PER_BODY} per request: send them in several"),
+        );
+        return (vec![Err(error)], vec![String::from_utf8_lossy(body).into_owned()]);
+    }
     match serde_json::from_slice::<Value>(body) {
         Ok(Value::Array(items)) => items
             .iter()
@@ -460,6 +509,7 @@ impl Ingestor {
                     }
                 }
                 Err(error) => {
+                    let error = bounded(error);
                     tracing::warn!(source, index, field = %error.field, reason = %error.reason, "event rejected");
                     rejections.push(Rejection {
                         source: source.to_string(),
