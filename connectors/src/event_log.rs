@@ -11,21 +11,14 @@
 //! and a restart rebuilds from Lance what the file no longer holds. A file that starts past
 //! offset 0 begins with a header naming its base: [`MAGIC`] then the base as `u64` LE.
 
+use crate::log_records::{corruption_in, scan_bytes, FILE_HEADER, HEADER};
+pub use crate::log_records::{MAGIC, MAX_RECORD_BYTES};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
 use std::time::Duration;
-
-const HEADER: usize = 8;
-/// The first bytes of a log file whose first record is not offset 0. Read as a record header
-/// it would claim 1.4 GB, past [`MAX_RECORD_BYTES`], so no older file can be taken for one.
-pub const MAGIC: &[u8; 8] = b"ENGRAMLG";
-/// Magic and base offset.
-const FILE_HEADER: u64 = 16;
-/// Records larger than this are refused (they would also be refused as events).
-pub const MAX_RECORD_BYTES: usize = 16 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
@@ -35,13 +28,18 @@ pub enum LogError {
         #[source]
         source: std::io::Error,
     },
-    #[error("event log {path}: record of {len} bytes exceeds the {MAX_RECORD_BYTES}-byte limit")]
+    #[error("event log {path}: a record of {len} bytes; records are 1 to {MAX_RECORD_BYTES} bytes")]
     TooLarge { path: PathBuf, len: usize },
     #[error("event log {path}: offset {offset} is past the end ({end})")]
     OutOfRange {
         path: PathBuf,
         offset: u64,
         end: u64,
+    },
+    #[error("event log {path}: the record at byte {} (offset {}) is corrupt and {} valid records follow it from byte {}: this is not a torn tail, so engram does not cut them off. `engram log check` says what a repair sets aside; `engram log repair` (engram stopped) moves the corrupt record and everything after it to log/quarantine/ and cuts the log there (records the Lance events table holds come back from it)", .corruption.byte, .corruption.offset, .corruption.records_after, .corruption.resumes_at_byte)]
+    Corrupt {
+        path: PathBuf,
+        corruption: crate::log_records::Corruption,
     },
     #[error("event log {path}: offsets {from}..{to} were moved to the archive, and {reason}")]
     Archive {
@@ -118,6 +116,13 @@ impl EventLog {
             .map_err(io)?;
         let (base, positions, valid_len) = scan(&mut file).map_err(io)?;
         let file_len = file.metadata().map_err(io)?.len();
+        if valid_len < file_len {
+            let data = std::fs::read(&path).map_err(io)?;
+            let found = corruption_in(&data, base, positions.len(), valid_len);
+            if let Some(corruption) = found {
+                return Err(LogError::Corrupt { path, corruption });
+            }
+        }
         let truncated_bytes = file_len - valid_len;
         if truncated_bytes > 0 {
             tracing::warn!(path = %path.display(), truncated_bytes, records = positions.len(),
@@ -204,7 +209,8 @@ impl EventLog {
         let mut rel = Vec::with_capacity(records.len());
         for r in records {
             let r = r.as_ref();
-            if r.len() > MAX_RECORD_BYTES {
+            // an empty record would read like zeros left by a crash (see log_records)
+            if r.is_empty() || r.len() > MAX_RECORD_BYTES {
                 return Err(LogError::TooLarge {
                     path: self.path.clone(),
                     len: r.len(),
@@ -584,26 +590,7 @@ fn scan(file: &mut File) -> std::io::Result<(u64, Vec<u64>, u64)> {
     file.seek(SeekFrom::Start(0))?;
     let mut data = Vec::new();
     file.read_to_end(&mut data)?;
-    let mut positions = Vec::new();
-    let (base, mut at) = if data.len() >= FILE_HEADER as usize && data[..8] == MAGIC[..] {
-        let base = u64::from_le_bytes(data[8..16].try_into().unwrap());
-        (base, FILE_HEADER as usize)
-    } else {
-        (0, 0usize)
-    };
-    while at + HEADER <= data.len() {
-        let len = u32::from_le_bytes(data[at..at + 4].try_into().unwrap()) as usize;
-        let crc = u32::from_le_bytes(data[at + 4..at + 8].try_into().unwrap());
-        if len > MAX_RECORD_BYTES || at + HEADER + len > data.len() {
-            break;
-        }
-        if crc32fast::hash(&data[at + HEADER..at + HEADER + len]) != crc {
-            break;
-        }
-        positions.push(at as u64);
-        at += HEADER + len;
-    }
-    Ok((base, positions, at as u64))
+    Ok(scan_bytes(&data))
 }
 
 /// Where rejected input goes when there is no Kafka DLQ: one JSON line per rejected input,

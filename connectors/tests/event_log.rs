@@ -1,7 +1,9 @@
 mod common;
 
 use common::read_all;
-use engram_connectors::{EventLog, RejectLog, Rejection};
+use engram_connectors::event_log_check::{check, repair};
+use engram_connectors::log_records::Corruption;
+use engram_connectors::{EventLog, LogError, RejectLog, Rejection};
 use std::io::Write;
 use std::time::Duration;
 
@@ -63,6 +65,73 @@ fn a_torn_or_corrupt_tail_is_cut_off_and_later_appends_follow_the_good_records()
     let log = EventLog::open(dir.path()).unwrap();
     assert_eq!(log.end_offset(), 2);
     assert_eq!(log.read(0, 5).unwrap()[1].1, b"second".to_vec());
+}
+
+/// Ten records `event number i, with some words`, each 8 + its length bytes.
+fn ten_records(dir: &std::path::Path) -> Vec<String> {
+    let records: Vec<String> = (0..10)
+        .map(|i| format!("{{\"event\": {i}, \"content\": \"with some words\"}}"))
+        .collect();
+    EventLog::open(dir).unwrap().append(&records).unwrap();
+    records
+}
+
+#[test]
+fn a_tail_of_zeros_is_a_torn_tail_not_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    ten_records(dir.path());
+    let path = dir.path().join("events.log");
+    let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    f.write_all(&[0u8; 4096]).unwrap();
+    drop(f);
+    assert_eq!(check(dir.path()).unwrap().corruption, None);
+    let log = EventLog::open(dir.path()).unwrap();
+    assert_eq!((log.end_offset(), log.truncated_bytes()), (10, 4096));
+}
+
+#[test]
+fn a_corrupt_record_before_good_ones_stops_the_open_and_repair_quarantines_from_it() {
+    for damage in ["payload", "length"] {
+        let dir = tempfile::tempdir().unwrap();
+        let records = ten_records(dir.path());
+        let path = dir.path().join("events.log");
+        let mut bytes = std::fs::read(&path).unwrap();
+        // record 3 starts after three records of 8 + len bytes
+        let at: usize = records[..3].iter().map(|r| 8 + r.len()).sum();
+        match damage {
+            "payload" => bytes[at + 8 + 5] ^= 0x20,
+            _ => bytes[at + 2] = 0x7f,
+        }
+        std::fs::write(&path, &bytes).unwrap();
+
+        let expected = Corruption {
+            byte: at as u64,
+            offset: 3,
+            resumes_at_byte: (at + 8 + records[3].len()) as u64,
+            records_after: 6,
+        };
+        match EventLog::open(dir.path()) {
+            Err(LogError::Corrupt { corruption, path: p }) => {
+                assert_eq!(corruption, expected, "{damage}");
+                assert_eq!(p, path);
+            }
+            Err(e) => panic!("{damage}: {e}"),
+            Ok(_) => panic!("{damage}: a log with a corrupt record in the middle opened"),
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "the open changed nothing");
+        let report = check(dir.path()).unwrap();
+        assert_eq!(report.corruption, Some(expected), "{damage}");
+        assert_eq!((report.valid_records, report.bad_bytes), (3, (bytes.len() - at) as u64));
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "check changes nothing");
+
+        let repaired = repair(dir.path()).unwrap();
+        let kept = std::fs::read(repaired.quarantined_to.as_ref().unwrap()).unwrap();
+        assert_eq!(kept, bytes[at..], "the bad bytes and all after them, kept");
+        let log = EventLog::open(dir.path()).unwrap();
+        assert_eq!(log.end_offset(), 3);
+        assert_eq!(log.read(0, 10).unwrap()[2].1, records[2].as_bytes());
+        assert_eq!(check(dir.path()).unwrap().bad_bytes, 0);
+    }
 }
 
 #[test]

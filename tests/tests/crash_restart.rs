@@ -166,3 +166,77 @@ fn kill_9_at_random_points_loses_and_duplicates_nothing() {
     assert!(lost.is_empty(), "lost: {lost:?}");
     assert!(acknowledged.iter().all(|id| stored.contains_key(id)));
 }
+
+/// Byte positions of the records of a log file (`[len u32][crc u32][payload]`, after a
+/// 16-byte header when the file starts past offset 0), read here independently of engram.
+fn record_positions(bytes: &[u8]) -> Vec<usize> {
+    let mut at = if bytes.starts_with(b"ENGRAMLG") { 16 } else { 0 };
+    let mut positions = Vec::new();
+    while at + 8 <= bytes.len() {
+        positions.push(at);
+        at += 8 + u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    }
+    positions
+}
+
+#[test]
+fn a_corrupt_record_in_the_middle_of_the_log_stops_the_start_until_repaired_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&data);
+    let events: Vec<Value> = (0..12).map(event).collect();
+    assert_eq!(server.post("/v1/events", &json!(events)).0, 200);
+    server.wait_caught_up(Duration::from_secs(60));
+    // the events table holds every event before the stop (a clean stop waits for it)
+    assert!(server.interrupt().success());
+    assert_eq!(stored_event_ids(&data).len(), 12);
+
+    // one flipped byte inside the record at offset 4
+    let log = data.join("log/events.log");
+    let mut bytes = std::fs::read(&log).unwrap();
+    let positions = record_positions(&bytes);
+    assert_eq!(positions.len(), 12, "the file holds every record");
+    bytes[positions[4] + 20] ^= 0x01;
+    std::fs::write(&log, &bytes).unwrap();
+
+    let engram = |args: &[&str]| {
+        std::process::Command::new(engram_tests::engram_bin())
+            .args(args)
+            .arg("--data-dir")
+            .arg(&data)
+            .env("ENGRAM_LOG", "warn")
+            .output()
+            .unwrap()
+    };
+    // serve refuses, naming the file and the offset; nothing was cut off
+    let out = engram(&["serve", "--http-addr", "127.0.0.1:0", "--no-demo"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("events.log") && stderr.contains("(offset 4) is corrupt"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&log).unwrap(), bytes);
+
+    // check says what a repair sets aside, and exits 1
+    let out = engram(&["log", "check"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["corruption"]["offset"], 4, "{report}");
+    assert_eq!(report["corruption"]["records_after"], 7, "{report}");
+    let out = engram(&["log", "repair"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let quarantined = std::fs::read(report["quarantined_to"].as_str().unwrap()).unwrap();
+    assert_eq!(quarantined, bytes[positions[4]..]);
+
+    // it starts, and the events cut from the file come back from the Lance events table
+    let server = Server::start(&data);
+    server.wait_caught_up(Duration::from_secs(60));
+    assert_eq!(server.status()["log_end"], 12);
+    let r = server.recall("acme", "u2", "message 11: note about topic 11", 3);
+    assert!(r.to_string().contains("message 11:"), "{r}");
+    let stored = stored_event_ids(&data);
+    assert_eq!(stored.len(), 12, "{stored:?}");
+    assert!(stored.values().all(|n| *n == 1), "{stored:?}");
+}

@@ -95,9 +95,30 @@ enum Command {
         #[command(subcommand)]
         action: TenantCommand,
     },
+    /// The embedded event log file: `check` reports bad bytes (a torn tail, or a corrupt
+    /// record with valid records after it, which stops `serve`); `repair` (engram stopped)
+    /// moves them to DATA_DIR/log/quarantine/ and cuts the log there. Prints JSON; `check`
+    /// exits with 1 when it finds a corrupt record.
+    Log {
+        /// Data folder.
+        #[arg(long, global = true)]
+        data_dir: Option<PathBuf>,
+        #[command(subcommand)]
+        action: LogCommand,
+    },
     /// Offline benchmarks.
     #[command(subcommand)]
     Bench(BenchCommand),
+}
+
+#[derive(Subcommand)]
+enum LogCommand {
+    /// Report what a repair would set aside; changes nothing.
+    Check,
+    /// Move the bad bytes (the corrupt record and everything after it) to a quarantine file,
+    /// synced, and cut the log there. Records the Lance events table holds come back from it
+    /// on the next start.
+    Repair,
 }
 
 #[derive(Subcommand)]
@@ -175,6 +196,21 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Config => {
             print!("{}", toml::to_string_pretty(&config)?);
+            Ok(())
+        }
+        Command::Log { data_dir, action } => {
+            if let Some(d) = data_dir {
+                config.data_dir = d;
+            }
+            let dir = config.log_dir();
+            let report = match action {
+                LogCommand::Check => engram_connectors::event_log_check::check(&dir)?,
+                LogCommand::Repair => engram_connectors::event_log_check::repair(&dir)?,
+            };
+            println!("{}", serde_json::to_string_pretty(&report)?);
+            if report.corruption.is_some() && report.quarantined_to.is_none() {
+                std::process::exit(1);
+            }
             Ok(())
         }
         Command::Tenant { data_dir, action } => {
