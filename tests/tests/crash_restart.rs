@@ -94,10 +94,13 @@ fn kill_9_at_random_points_loses_and_duplicates_nothing() {
     for trial in 0..trials {
         from_lance += usize::from(engram_tests::log_file_base(dir.path()) > 0);
         let server = Arc::new(Server::start(dir.path()));
-        // the client re-sends what it sent before without an answer (at-least-once delivery)
+        // the client re-sends what it sent before without an answer (at-least-once delivery),
+        // in bodies of at most 10,000 events (the API's limit)
         let resend: Vec<Value> = (0..next).map(event).collect();
-        let (status, _) = server.post("/v1/events", &json!(resend));
-        assert_eq!(status, 200);
+        for body in resend.chunks(5_000) {
+            let (status, answer) = server.post("/v1/events", &json!(body));
+            assert_eq!(status, 200, "{answer}");
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let acked = Arc::new(Mutex::new(Vec::<String>::new()));
         let sent = Arc::new(Mutex::new(next));
@@ -142,7 +145,9 @@ fn kill_9_at_random_points_loses_and_duplicates_nothing() {
     );
     let server = Server::start(dir.path());
     let resend: Vec<Value> = (0..next).map(event).collect();
-    assert_eq!(server.post("/v1/events", &json!(resend)).0, 200);
+    for body in resend.chunks(5_000) {
+        assert_eq!(server.post("/v1/events", &json!(body)).0, 200);
+    }
     server.wait_caught_up(Duration::from_secs(120));
     assert_eq!(
         server.status()["log_end"].as_u64(),
