@@ -28,7 +28,9 @@ pub enum LogError {
         #[source]
         source: std::io::Error,
     },
-    #[error("event log {path}: a record of {len} bytes; records are 1 to {MAX_RECORD_BYTES} bytes")]
+    #[error(
+        "event log {path}: a record of {len} bytes; records are 1 to {MAX_RECORD_BYTES} bytes"
+    )]
     TooLarge { path: PathBuf, len: usize },
     #[error("event log {path}: offset {offset} is past the end ({end})")]
     OutOfRange {

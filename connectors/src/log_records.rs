@@ -94,4 +94,3 @@ pub(crate) fn corruption_in(
         records_after: records,
     })
 }
-

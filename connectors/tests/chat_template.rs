@@ -438,10 +438,17 @@ fn defused_text_never_tokenizes_to_a_control_token_and_reads_the_same() {
     ];
     for text in &cases {
         let raw = chat.encode(text).unwrap();
-        assert!(raw.iter().any(|id| ids.contains(id)), "the case must hold a control token");
+        assert!(
+            raw.iter().any(|id| ids.contains(id)),
+            "the case must hold a control token"
+        );
         let plain = chat.defuse(text);
         let encoded = chat.encode(&plain).unwrap();
-        let found: Vec<u32> = encoded.iter().copied().filter(|id| ids.contains(id)).collect();
+        let found: Vec<u32> = encoded
+            .iter()
+            .copied()
+            .filter(|id| ids.contains(id))
+            .collect();
         assert!(found.is_empty(), "{text:?} still has {found:?}");
         assert_eq!(plain.replace('\u{200B}', ""), *text, "reads the same");
         assert_eq!(chat.defuse(&plain), plain, "idempotent");
@@ -452,5 +459,8 @@ fn defused_text_never_tokenizes_to_a_control_token_and_reads_the_same() {
         assert!(!encoded.contains(id), "{token}");
     }
     let ordinary = "Keep it short: 3 < 4 and <b>bold</b> stay as they are.";
-    assert!(matches!(chat.defuse(ordinary), std::borrow::Cow::Borrowed(_)));
+    assert!(matches!(
+        chat.defuse(ordinary),
+        std::borrow::Cow::Borrowed(_)
+    ));
 }

@@ -81,7 +81,10 @@ fn a_tail_of_zeros_is_a_torn_tail_not_corruption() {
     let dir = tempfile::tempdir().unwrap();
     ten_records(dir.path());
     let path = dir.path().join("events.log");
-    let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
     f.write_all(&[0u8; 4096]).unwrap();
     drop(f);
     assert_eq!(check(dir.path()).unwrap().corruption, None);
@@ -111,18 +114,32 @@ fn a_corrupt_record_before_good_ones_stops_the_open_and_repair_quarantines_from_
             records_after: 6,
         };
         match EventLog::open(dir.path()) {
-            Err(LogError::Corrupt { corruption, path: p }) => {
+            Err(LogError::Corrupt {
+                corruption,
+                path: p,
+            }) => {
                 assert_eq!(corruption, expected, "{damage}");
                 assert_eq!(p, path);
             }
             Err(e) => panic!("{damage}: {e}"),
             Ok(_) => panic!("{damage}: a log with a corrupt record in the middle opened"),
         }
-        assert_eq!(std::fs::read(&path).unwrap(), bytes, "the open changed nothing");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            bytes,
+            "the open changed nothing"
+        );
         let report = check(dir.path()).unwrap();
         assert_eq!(report.corruption, Some(expected), "{damage}");
-        assert_eq!((report.valid_records, report.bad_bytes), (3, (bytes.len() - at) as u64));
-        assert_eq!(std::fs::read(&path).unwrap(), bytes, "check changes nothing");
+        assert_eq!(
+            (report.valid_records, report.bad_bytes),
+            (3, (bytes.len() - at) as u64)
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            bytes,
+            "check changes nothing"
+        );
 
         let repaired = repair(dir.path()).unwrap();
         let kept = std::fs::read(repaired.quarantined_to.as_ref().unwrap()).unwrap();

@@ -175,7 +175,11 @@ fn kill_9_at_random_points_loses_and_duplicates_nothing() {
 /// Byte positions of the records of a log file (`[len u32][crc u32][payload]`, after a
 /// 16-byte header when the file starts past offset 0), read here independently of engram.
 fn record_positions(bytes: &[u8]) -> Vec<usize> {
-    let mut at = if bytes.starts_with(b"ENGRAMLG") { 16 } else { 0 };
+    let mut at = if bytes.starts_with(b"ENGRAMLG") {
+        16
+    } else {
+        0
+    };
     let mut positions = Vec::new();
     while at + 8 <= bytes.len() {
         positions.push(at);
@@ -230,7 +234,11 @@ fn a_corrupt_record_in_the_middle_of_the_log_stops_the_start_until_repaired_and_
     assert_eq!(report["corruption"]["offset"], 4, "{report}");
     assert_eq!(report["corruption"]["records_after"], 7, "{report}");
     let out = engram(&["log", "repair"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let quarantined = std::fs::read(report["quarantined_to"].as_str().unwrap()).unwrap();
     assert_eq!(quarantined, bytes[positions[4]..]);

@@ -410,7 +410,12 @@ fn an_erase_sent_as_an_event_is_as_complete_as_post_erase_and_only_the_admin_era
     }
     server.wait_caught_up(Duration::from_secs(60));
     assert_eq!(
-        server.post("/v1/recall", &json!({"tenant": "acme", "user": "bob", "query": "x"})).0,
+        server
+            .post(
+                "/v1/recall",
+                &json!({"tenant": "acme", "user": "bob", "query": "x"})
+            )
+            .0,
         200,
         "a refused restrict must not lock the tenant"
     );
@@ -423,7 +428,11 @@ fn an_erase_sent_as_an_event_is_as_complete_as_post_erase_and_only_the_admin_era
     let event = json!({"kind": "control", "event_id": "erase-alice", "tenant": "acme",
         "user": "alice", "ts": Utc::now().to_rfc3339(), "action": "erase", "scope": "user"});
     let (status, report) = server.post("/v1/events", &event);
-    assert_eq!((status, report["accepted"].as_u64()), (200, Some(1)), "{report}");
+    assert_eq!(
+        (status, report["accepted"].as_u64()),
+        (200, Some(1)),
+        "{report}"
+    );
     let accepted = std::time::Instant::now();
     let mut left = traces(&server, "acme", "alice", alice);
     while !left.is_empty() && accepted.elapsed() < Duration::from_secs(10) {
@@ -441,7 +450,10 @@ fn an_erase_sent_as_an_event_is_as_complete_as_post_erase_and_only_the_admin_era
         history("acme", "alice", alice).len() + 1,
         "{done:?}"
     );
-    assert!(traces(&server, "acme", "bob", bob).len() > 0, "bob keeps his data");
+    assert!(
+        traces(&server, "acme", "bob", bob).len() > 0,
+        "bob keeps his data"
+    );
 
     // the admin key may: a tenant's erase sent as an event to /v1/admin/events
     let resp = reqwest::blocking::Client::new()

@@ -195,11 +195,18 @@ fn bad_events_are_rejected_with_the_field_named_and_kept_while_good_ones_are_acc
     let million = format!("[{}0]", "0,".repeat(999_999));
     let (status, body) = server.post_raw("/v1/events", &million);
     assert_eq!(status, 422);
-    assert!(body.to_string().len() < 1_000, "{} bytes", body.to_string().len());
+    assert!(
+        body.to_string().len() < 1_000,
+        "{} bytes",
+        body.to_string().len()
+    );
     assert_eq!(body["rejected"].as_array().unwrap().len(), 1, "{body}");
     assert_eq!(body["rejected"][0]["field"], "$");
     let reason = body["rejected"][0]["reason"].as_str().unwrap();
-    assert!(reason.contains("1000000 events") && reason.contains("at most 10000"), "{reason}");
+    assert!(
+        reason.contains("1000000 events") && reason.contains("at most 10000"),
+        "{reason}"
+    );
     // reasons quoting a long bad value are cut
     let mut long_role = interaction("acme", "alice", "x4", "s1", 1, "hello");
     long_role["role"] = json!("narrator".repeat(10_000));

@@ -385,7 +385,10 @@ pub(crate) async fn run_erasures(engine: Weak<Engine>) {
             continue;
         };
         let user = next.user.as_deref();
-        match e.complete_erasure(&next.event_id, &next.tenant, user, next.offset).await {
+        match e
+            .complete_erasure(&next.event_id, &next.tenant, user, next.offset)
+            .await
+        {
             Ok(receipt) => {
                 e.note_erasure_outcome(next.offset, Ok(receipt));
                 pause = Duration::from_secs(1);

@@ -135,7 +135,10 @@ fn parse_body(body: &[u8]) -> (Vec<Result<Event, EventError>>, Vec<String>) {
             "$",
             format!("{n} events in one body; at most {MAX_EVENTS_PER_BODY} per request: send them in several"),
         );
-        return (vec![Err(error)], vec![String::from_utf8_lossy(body).into_owned()]);
+        return (
+            vec![Err(error)],
+            vec![String::from_utf8_lossy(body).into_owned()],
+        );
     }
     match serde_json::from_slice::<Value>(body) {
         Ok(Value::Array(items)) => items
@@ -331,14 +334,24 @@ impl Ingestor {
 
     /// The erase events appended since the last call, in log order.
     pub fn take_appended_erases(&self) -> Vec<LoggedErase> {
-        std::mem::take(&mut *self.appended_erases.lock().unwrap_or_else(|p| p.into_inner()))
+        std::mem::take(
+            &mut *self
+                .appended_erases
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        )
     }
 
     /// Resolves once an erase event has been appended since the last
     /// [`Ingestor::take_appended_erases`] (at once if one is waiting).
     pub async fn erase_appended(&self) {
         let notified = self.erase_appended.notified();
-        if self.appended_erases.lock().unwrap_or_else(|p| p.into_inner()).is_empty() {
+        if self
+            .appended_erases
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+        {
             notified.await;
         }
     }
@@ -592,7 +605,9 @@ mod tests {
         let log = Arc::new(EventLog::open(dir.path()).unwrap());
         let rejects = Arc::new(RejectLog::open(dir.path()).unwrap());
         let open = Ingestor::open(log, rejects, &dir.path().join("held.lance")).unwrap();
-        let report = open.ingest_body("http", body.to_string().as_bytes()).unwrap();
+        let report = open
+            .ingest_body("http", body.to_string().as_bytes())
+            .unwrap();
         assert_eq!((report.accepted, report.rejected.len()), (4, 0));
     }
 

@@ -28,10 +28,7 @@ pub(crate) async fn post_events(
 
 /// `POST /v1/admin/events` (admin key): events of any existing tenant, tenant-scope control
 /// events included (erase, restrict or unrestrict a whole tenant).
-pub(crate) async fn post_admin_events(
-    State(engine): State<Arc<Engine>>,
-    body: Bytes,
-) -> Response {
+pub(crate) async fn post_admin_events(State(engine): State<Arc<Engine>>, body: Bytes) -> Response {
     let (ingestor, tenants) = (engine.ingestor.clone(), engine.tenants.clone());
     let result = tokio::task::spawn_blocking(move || {
         ingestor.ingest_body_checked("http-admin", &body, |e| known_tenant(&tenants, e))
