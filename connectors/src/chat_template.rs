@@ -66,9 +66,11 @@ pub struct Qwen3Chat {
     /// Special tokens of `tokenizer_config.json`, given to the template as transformers does.
     special_tokens: BTreeMap<String, Value>,
     tokenizer: Tokenizer,
-    /// The text of every added token of the tokenizer (`<|im_start|>`, `<think>`, …), longest
-    /// first: each is read as one token id wherever it occurs.
+    /// The text of every added token of the tokenizer (`<|im_start|>`, `<think>`, …): each is
+    /// read as one token id wherever it occurs.
     control_tokens: Vec<String>,
+    /// Their first characters (for Qwen3 only `<`).
+    control_token_starts: Vec<char>,
     config_path: PathBuf,
     tokenizer_path: PathBuf,
 }
@@ -109,18 +111,24 @@ impl Qwen3Chat {
                 path: tokenizer_path.clone(),
                 reason: e.to_string(),
             })?;
-        let mut control_tokens: Vec<String> = tokenizer
+        let control_tokens: Vec<String> = tokenizer
             .get_added_tokens_decoder()
             .into_values()
             .map(|t| t.content)
             .filter(|t| !t.is_empty())
             .collect();
-        control_tokens.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+        let mut control_token_starts: Vec<char> = control_tokens
+            .iter()
+            .filter_map(|t| t.chars().next())
+            .collect();
+        control_token_starts.sort_unstable();
+        control_token_starts.dedup();
         Ok(Qwen3Chat {
             env,
             special_tokens: special_tokens(&config),
             tokenizer,
             control_tokens,
+            control_token_starts,
             config_path,
             tokenizer_path,
         })
@@ -185,14 +193,17 @@ impl Qwen3Chat {
     /// prompt passes through this; the template's own tokens are added after. Idempotent;
     /// borrowed when there is nothing to change.
     pub fn defuse<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let starts_a_token = |at: usize| {
-            self.control_tokens
-                .iter()
-                .any(|t| text[at..].starts_with(t.as_str()))
-        };
+        // every position where a control token starts (checked only where its first
+        // character is: prompts are defused on every render of the budget fit)
         let mut found = text
             .char_indices()
-            .filter(|(at, _)| starts_a_token(*at))
+            .filter(|(at, c)| {
+                self.control_token_starts.contains(c)
+                    && self
+                        .control_tokens
+                        .iter()
+                        .any(|t| text[*at..].starts_with(t.as_str()))
+            })
             .peekable();
         if found.peek().is_none() {
             return Cow::Borrowed(text);

@@ -31,7 +31,7 @@ pub enum LogError {
     #[error(
         "event log {path}: a record of {len} bytes; records are 1 to {MAX_RECORD_BYTES} bytes"
     )]
-    TooLarge { path: PathBuf, len: usize },
+    BadLength { path: PathBuf, len: usize },
     #[error("event log {path}: offset {offset} is past the end ({end})")]
     OutOfRange {
         path: PathBuf,
@@ -116,16 +116,16 @@ impl EventLog {
             .append(true)
             .open(&path)
             .map_err(io)?;
-        let (base, positions, valid_len) = scan(&mut file).map_err(io)?;
-        let file_len = file.metadata().map_err(io)?.len();
-        if valid_len < file_len {
-            let data = std::fs::read(&path).map_err(io)?;
-            let found = corruption_in(&data, base, positions.len(), valid_len);
-            if let Some(corruption) = found {
-                return Err(LogError::Corrupt { path, corruption });
-            }
+        let mut data = Vec::new();
+        file.seek(SeekFrom::Start(0))
+            .and_then(|_| file.read_to_end(&mut data))
+            .map_err(io)?;
+        let (base, positions, valid_len) = scan_bytes(&data);
+        if let Some(corruption) = corruption_in(&data, base, positions.len(), valid_len) {
+            return Err(LogError::Corrupt { path, corruption });
         }
-        let truncated_bytes = file_len - valid_len;
+        drop(data);
+        let truncated_bytes = file.metadata().map_err(io)?.len() - valid_len;
         if truncated_bytes > 0 {
             tracing::warn!(path = %path.display(), truncated_bytes, records = positions.len(),
                 "event log had a torn tail (crash during a write); cutting it off");
@@ -213,7 +213,7 @@ impl EventLog {
             let r = r.as_ref();
             // an empty record would read like zeros left by a crash (see log_records)
             if r.is_empty() || r.len() > MAX_RECORD_BYTES {
-                return Err(LogError::TooLarge {
+                return Err(LogError::BadLength {
                     path: self.path.clone(),
                     len: r.len(),
                 });
@@ -496,7 +496,7 @@ impl EventLog {
             let old = self.read(offset, 1)?.remove(0).1;
             let mut payload = replacement(&old);
             if payload.len() > old.len() {
-                return Err(LogError::TooLarge {
+                return Err(LogError::BadLength {
                     path: self.path.clone(),
                     len: payload.len(),
                 });
@@ -584,15 +584,6 @@ mod redaction_tests {
         );
         assert!(!journal_path(&log.path).exists());
     }
-}
-
-/// Reads the file header (if any) and every record header, checking lengths and checksums;
-/// returns the base, the record positions and the length of the valid prefix.
-fn scan(file: &mut File) -> std::io::Result<(u64, Vec<u64>, u64)> {
-    file.seek(SeekFrom::Start(0))?;
-    let mut data = Vec::new();
-    file.read_to_end(&mut data)?;
-    Ok(scan_bytes(&data))
 }
 
 /// Where rejected input goes when there is no Kafka DLQ: one JSON line per rejected input,

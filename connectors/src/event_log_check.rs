@@ -32,6 +32,11 @@ pub struct LogCheck {
 
 /// Reads `dir/events.log` and reports its bad bytes, changing nothing.
 pub fn check(dir: &Path) -> Result<LogCheck, LogError> {
+    read_and_check(dir).map(|(report, _)| report)
+}
+
+/// [`check`], with the file's bytes.
+fn read_and_check(dir: &Path) -> Result<(LogCheck, Vec<u8>), LogError> {
     let path = dir.join("events.log");
     let data = std::fs::read(&path).map_err(|source| LogError::Io {
         path: path.clone(),
@@ -39,21 +44,22 @@ pub fn check(dir: &Path) -> Result<LogCheck, LogError> {
     })?;
     let (base, positions, valid_len) = scan_bytes(&data);
     let corruption = corruption_in(&data, base, positions.len(), valid_len);
-    Ok(LogCheck {
+    let report = LogCheck {
         path,
         base,
         valid_records: positions.len(),
         bad_bytes: data.len() as u64 - valid_len,
         corruption,
         quarantined_to: None,
-    })
+    };
+    Ok((report, data))
 }
 
 /// Moves the bad bytes of `dir/events.log` (a corrupt stretch and everything after it) to
 /// `dir/quarantine/events-<byte>-<unix time>.bin`, synced, then cuts the log there, synced.
 /// Run it while engram is stopped. A log without bad bytes is left as it is.
 pub fn repair(dir: &Path) -> Result<LogCheck, LogError> {
-    let mut report = check(dir)?;
+    let (mut report, data) = read_and_check(dir)?;
     if report.bad_bytes == 0 {
         return Ok(report);
     }
@@ -61,7 +67,6 @@ pub fn repair(dir: &Path) -> Result<LogCheck, LogError> {
         let path = path.to_path_buf();
         move |source| LogError::Io { path, source }
     };
-    let data = std::fs::read(&report.path).map_err(io(&report.path))?;
     let from = data.len() - report.bad_bytes as usize;
     let folder = dir.join("quarantine");
     std::fs::create_dir_all(&folder).map_err(io(&folder))?;

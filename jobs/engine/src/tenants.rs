@@ -291,6 +291,25 @@ impl TenantRegistry {
         self.current(|f| f.tenants.contains_key(tenant))
     }
 
+    /// `event` if its tenant exists, else why not (field `tenant`): events of an unknown
+    /// tenant are rejected wherever they come from without a tenant's key (Kafka, the admin
+    /// API).
+    pub fn known(
+        &self,
+        event: engram_schemas::Event,
+    ) -> Result<engram_schemas::Event, engram_schemas::EventError> {
+        if self.contains(&event.header.tenant) {
+            return Ok(event);
+        }
+        Err(engram_schemas::EventError::new(
+            "tenant",
+            format!(
+                "unknown tenant {:?}: create it first (`engram tenant create`, or POST /v1/admin/tenants)",
+                event.header.tenant
+            ),
+        ))
+    }
+
     /// Every tenant with its key ids (never the keys).
     pub fn list(&self) -> BTreeMap<String, TenantRecord> {
         self.current(|f| f.tenants.clone())

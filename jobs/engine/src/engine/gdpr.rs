@@ -349,37 +349,29 @@ impl Engine {
 /// is tried again after a pause (1 s, doubling up to 30 s) while the others go on. Runs until
 /// the engine stops or is dropped.
 pub(crate) async fn run_erasures(engine: Weak<Engine>) {
-    let mut pending: VecDeque<LoggedErase> = match engine.upgrade() {
-        Some(e) => match e.completed_erasures() {
-            Ok(done) => e
-                .ingestor
-                .erases_at_open()
-                .iter()
-                .filter(|x| !done.contains(&x.offset))
-                .cloned()
-                .collect(),
-            Err(err) => {
-                tracing::error!(%err, "reading the erasure receipts; interrupted erasures are not resumed");
-                VecDeque::new()
-            }
-        },
+    // erasures already complete: some of those the log held at start-up
+    let done = match engine.upgrade().map(|e| e.completed_erasures()) {
+        Some(Ok(done)) => done,
+        Some(Err(err)) => {
+            tracing::error!(%err, "reading the erasure receipts; interrupted erasures are not resumed");
+            return;
+        }
         None => return,
     };
-    if !pending.is_empty() {
-        tracing::info!(erasures = pending.len(), "finishing interrupted erasures");
-    }
+    let mut pending: VecDeque<LoggedErase> = VecDeque::new();
     let mut pause = Duration::from_secs(1);
     loop {
         let Some(e) = engine.upgrade() else { return };
         if e.stop.load(Ordering::Acquire) {
             return;
         }
-        pending.extend(e.ingestor.take_appended_erases());
+        let taken = e.ingestor.take_erases();
+        pending.extend(taken.into_iter().filter(|x| !done.contains(&x.offset)));
         let Some(next) = pending.pop_front() else {
             let ingestor = e.ingestor.clone();
             drop(e);
             tokio::select! {
-                _ = ingestor.erase_appended() => {}
+                _ = ingestor.erase_waiting() => {}
                 _ = tokio::time::sleep(Duration::from_secs(1)) => {}
             }
             continue;

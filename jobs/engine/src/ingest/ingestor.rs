@@ -87,36 +87,50 @@ pub fn refuse_tenant_scope(event: Event, who: &str) -> Result<Event, EventError>
 }
 
 /// At most this many events in one body: what a request costs in memory, in its answer and in
-/// the reject log stays bounded. A longer array is refused whole, before it is parsed.
+/// the reject log stays bounded. A longer array is refused whole; elements past the limit are
+/// counted, not built.
 pub const MAX_EVENTS_PER_BODY: usize = 10_000;
 
 /// A reason in an answer or the reject log is cut to this many characters: reasons quote the
 /// bad value, which may be long.
 const MAX_REASON_CHARS: usize = 300;
 
-/// The number of elements of `body` if it is a JSON array, counted without building them.
-fn array_len(body: &[u8]) -> Option<usize> {
-    struct Count;
-    impl<'de> serde::de::Visitor<'de> for Count {
-        type Value = usize;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a JSON array")
-        }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<usize, A::Error> {
-            let mut n = 0;
-            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
-                n += 1;
+/// A JSON array's elements, or (`Err`) how many it has when that is more than
+/// [`MAX_EVENTS_PER_BODY`]: one pass, building no element past the limit.
+struct BoundedArray(Result<Vec<Value>, usize>);
+
+impl<'de> serde::Deserialize<'de> for BoundedArray {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Elements;
+        impl<'de> serde::de::Visitor<'de> for Elements {
+            type Value = BoundedArray;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON array")
             }
-            Ok(n)
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<BoundedArray, A::Error> {
+                let mut items = Vec::new();
+                while items.len() < MAX_EVENTS_PER_BODY {
+                    match seq.next_element::<Value>()? {
+                        Some(v) => items.push(v),
+                        None => return Ok(BoundedArray(Ok(items))),
+                    }
+                }
+                let mut n = items.len();
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    n += 1;
+                }
+                Ok(BoundedArray(if n > MAX_EVENTS_PER_BODY {
+                    Err(n)
+                } else {
+                    Ok(items)
+                }))
+            }
         }
+        d.deserialize_seq(Elements)
     }
-    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'[') {
-        return None;
-    }
-    use serde::Deserializer;
-    serde_json::Deserializer::from_slice(body)
-        .deserialize_seq(Count)
-        .ok()
 }
 
 /// `error` with its reason cut to [`MAX_REASON_CHARS`].
@@ -130,32 +144,35 @@ fn bounded(mut error: EventError) -> EventError {
 
 /// A JSON body (one event or an array of events) as validated events, each with its input text.
 fn parse_body(body: &[u8]) -> (Vec<Result<Event, EventError>>, Vec<String>) {
-    if let Some(n) = array_len(body).filter(|n| *n > MAX_EVENTS_PER_BODY) {
-        let error = EventError::new(
-            "$",
-            format!("{n} events in one body; at most {MAX_EVENTS_PER_BODY} per request: send them in several"),
-        );
-        return (
+    let whole = |error: EventError| {
+        (
             vec![Err(error)],
             vec![String::from_utf8_lossy(body).into_owned()],
-        );
+        )
+    };
+    let not_json = |e: serde_json::Error| EventError::new("$", format!("not valid JSON: {e}"));
+    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'[') {
+        return match serde_json::from_slice::<Value>(body) {
+            Ok(v) => (
+                vec![validate_item(&v, body.len())],
+                vec![String::from_utf8_lossy(body).into_owned()],
+            ),
+            Err(e) => whole(not_json(e)),
+        };
     }
-    match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Array(items)) => items
+    match serde_json::from_slice::<BoundedArray>(body) {
+        Ok(BoundedArray(Ok(items))) => items
             .iter()
             .map(|v| {
                 let text = v.to_string();
                 (validate_item(v, text.len()), text)
             })
             .unzip(),
-        Ok(v) => (
-            vec![validate_item(&v, body.len())],
-            vec![String::from_utf8_lossy(body).into_owned()],
-        ),
-        Err(e) => (
-            vec![Err(EventError::new("$", format!("not valid JSON: {e}")))],
-            vec![String::from_utf8_lossy(body).into_owned()],
-        ),
+        Ok(BoundedArray(Err(n))) => whole(EventError::new(
+            "$",
+            format!("{n} events in one body; at most {MAX_EVENTS_PER_BODY} per request: send them in several"),
+        )),
+        Err(e) => whole(not_json(e)),
     }
 }
 
@@ -170,12 +187,11 @@ pub struct Ingestor {
     /// restriction is lifted, then appended to the log.
     held: Mutex<Vec<(Scope, String)>>,
     held_table: HeldTable,
-    /// The erase events the log held when it was opened (a crash may have interrupted them).
-    erases_at_open: Vec<LoggedErase>,
-    /// Erase events appended since, however they arrived (HTTP, Kafka, replay), for the
-    /// engine's erasure task to complete ([`Ingestor::take_appended_erases`]).
-    appended_erases: Mutex<Vec<LoggedErase>>,
-    erase_appended: tokio::sync::Notify,
+    /// Erase events for the engine's erasure task to complete ([`Ingestor::take_erases`]):
+    /// those the log held when it was opened (a crash may have interrupted them; the task
+    /// skips those with a receipt), then each one appended, however it arrived.
+    erases: Mutex<Vec<LoggedErase>>,
+    erase_added: tokio::sync::Notify,
     /// How far ahead of this machine's clock an event's `ts` may be (`None`: any).
     max_future_skew: Option<chrono::Duration>,
 }
@@ -212,7 +228,7 @@ impl Ingestor {
     ) -> Result<Self, IngestError> {
         let mut seen = HashSet::new();
         let mut restricted = HashSet::new();
-        let mut erases_at_open = Vec::new();
+        let mut erases = Vec::new();
         let end = log.end_offset();
         let mut at = 0;
         while at < end {
@@ -233,7 +249,7 @@ impl Ingestor {
                                 ControlAction::Unrestrict => {
                                     restricted.remove(&scope_of(&e, c.scope));
                                 }
-                                ControlAction::Erase => erases_at_open.push(LoggedErase {
+                                ControlAction::Erase => erases.push(LoggedErase {
                                     offset: *offset,
                                     ..LoggedErase::of(&e, c.scope)
                                 }),
@@ -277,9 +293,8 @@ impl Ingestor {
             restricted: Mutex::new(restricted),
             held: Mutex::new(held),
             held_table,
-            erases_at_open,
-            appended_erases: Mutex::new(Vec::new()),
-            erase_appended: tokio::sync::Notify::new(),
+            erases: Mutex::new(erases),
+            erase_added: tokio::sync::Notify::new(),
             max_future_skew: None,
         };
         if legacy_lines.is_some() {
@@ -327,27 +342,17 @@ impl Ingestor {
         ))
     }
 
-    /// The erase events the log held when it was opened, in log order.
-    pub fn erases_at_open(&self) -> &[LoggedErase] {
-        &self.erases_at_open
+    /// The erase events not taken yet, in log order: at the first call those the log held when
+    /// it was opened, then those appended since the last call.
+    pub fn take_erases(&self) -> Vec<LoggedErase> {
+        std::mem::take(&mut *self.erases.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
-    /// The erase events appended since the last call, in log order.
-    pub fn take_appended_erases(&self) -> Vec<LoggedErase> {
-        std::mem::take(
-            &mut *self
-                .appended_erases
-                .lock()
-                .unwrap_or_else(|p| p.into_inner()),
-        )
-    }
-
-    /// Resolves once an erase event has been appended since the last
-    /// [`Ingestor::take_appended_erases`] (at once if one is waiting).
-    pub async fn erase_appended(&self) {
-        let notified = self.erase_appended.notified();
+    /// Resolves once an erase event is waiting to be taken ([`Ingestor::take_erases`]).
+    pub async fn erase_waiting(&self) {
+        let notified = self.erase_added.notified();
         if self
-            .appended_erases
+            .erases
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .is_empty()
@@ -544,14 +549,14 @@ impl Ingestor {
             report.accepted = records.len() - released;
             report.first_offset = Some(first);
             if !erases.is_empty() {
-                self.appended_erases
+                self.erases
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .extend(erases.into_iter().map(|(i, erase)| LoggedErase {
                         offset: first + i as u64,
                         ..erase
                     }));
-                self.erase_appended.notify_one();
+                self.erase_added.notify_one();
             }
         }
         if held_changed || released > 0 {

@@ -16,7 +16,7 @@ use crate::tenants::TenantRegistry;
 use engram_connectors::kafka::{commit, next_batch, offsets_after, send_to_dlq, wait_in_lance};
 pub use engram_connectors::kafka::{produce_files, KafkaConfig, ProduceReport};
 use engram_connectors::EventTable;
-use engram_schemas::{parse_event, Event, EventError, EventKind};
+use engram_schemas::{parse_event, EventKind};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -61,6 +61,10 @@ pub async fn run_kafka_source(
     first_error.map_or(Ok(()), Err)
 }
 
+/// Who is refused a tenant-scope control event from the topic.
+const TENANT_CONTROL_OFF: &str =
+    "the Kafka control topic (unless kafka.allow_tenant_control is set)";
+
 /// One member of the consumer group.
 async fn consume(
     member: usize,
@@ -87,13 +91,10 @@ async fn consume(
             .iter()
             .map(|m| {
                 parse_event(&m.payload, kinds.get(&m.topic).copied())
-                    .and_then(|event| known_tenant(&tenants, event))
+                    .and_then(|event| tenants.known(event))
                     .and_then(|event| match config.allow_tenant_control {
                         true => Ok(event),
-                        false => refuse_tenant_scope(
-                            event,
-                            "the Kafka control topic (unless kafka.allow_tenant_control is set)",
-                        ),
+                        false => refuse_tenant_scope(event, TENANT_CONTROL_OFF),
                     })
             })
             .collect();
@@ -141,20 +142,4 @@ async fn consume(
         );
     }
     Ok(())
-}
-
-/// `event` if its tenant exists (`engram tenant create`, or the admin API), else why not: an
-/// event of an unknown tenant goes to the DLQ like any bad input.
-pub fn known_tenant(tenants: &TenantRegistry, event: Event) -> Result<Event, EventError> {
-    if tenants.contains(&event.header.tenant) {
-        Ok(event)
-    } else {
-        Err(EventError::new(
-            "tenant",
-            format!(
-                "unknown tenant {:?}: create it first (`engram tenant create`, or POST /v1/admin/tenants)",
-                event.header.tenant
-            ),
-        ))
-    }
 }

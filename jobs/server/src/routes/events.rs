@@ -8,7 +8,6 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use engram_engine::ingest::kafka::known_tenant;
 use engram_engine::ingest::{IngestError, IngestReport};
 use engram_engine::Engine;
 use serde_json::{json, Value};
@@ -31,7 +30,7 @@ pub(crate) async fn post_events(
 pub(crate) async fn post_admin_events(State(engine): State<Arc<Engine>>, body: Bytes) -> Response {
     let (ingestor, tenants) = (engine.ingestor.clone(), engine.tenants.clone());
     let result = tokio::task::spawn_blocking(move || {
-        ingestor.ingest_body_checked("http-admin", &body, |e| known_tenant(&tenants, e))
+        ingestor.ingest_body_checked("http-admin", &body, |e| tenants.known(e))
     })
     .await;
     ingest_answer(result)
