@@ -235,3 +235,36 @@ fn parquet_with_the_event_columns_replays_like_json_lines() {
     assert_eq!(stored.keys().cloned().collect::<BTreeSet<_>>(), expected);
     assert!(stored.values().all(|c| *c == 1));
 }
+
+#[test]
+fn an_erase_in_a_replayed_file_is_completed_like_one_sent_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let file = dir.path().join("history.jsonl");
+    // u1's turns are the only ones about the south fence
+    let mut lines: Vec<String> = (0..30).map(|i| event(i).to_string()).collect();
+    lines.push(
+        serde_json::json!({"kind": "control", "event_id": "erase-u1", "tenant": "acme",
+            "user": "u1", "ts": "2025-01-02T00:00:00Z", "action": "erase", "scope": "user"})
+        .to_string(),
+    );
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let summary = dir.path().join("summary.json");
+    assert!(replay(&[&file], &data, &summary)
+        .status()
+        .unwrap()
+        .success());
+    // the replay may stop before its erasure completes; the next start finishes it
+    let server = engram_tests::Server::start(&data);
+    let accepted = Instant::now();
+    let left = || engram_tests::files_containing(&data, "south fence");
+    while !left().is_empty() && accepted.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(left(), Vec::<String>::new());
+    let recall = server.recall("acme", "u1", "where did I plant tomatoes", 5);
+    assert_eq!(recall["results"], serde_json::json!([]), "{recall}");
+    assert!(!engram_tests::files_containing(&data, "north fence").is_empty());
+    let receipts = std::fs::read_to_string(data.join("erasures.jsonl")).unwrap();
+    assert!(receipts.contains("\"erase-u1\""), "{receipts}");
+}
