@@ -8,13 +8,12 @@
 
 mod common;
 
-use common::{apply, collect_into, execute, nonzero, settle, update, Sink};
+use common::{apply, collect_into, difference, execute, nonzero, settle, update, Sink};
 use differential_dataflow::input::Input;
 use engram_operators::correction_clusters::{
     cluster_measures, correction_clusters, present_corrections, promote_patterns, similarity_links,
-    topic_links, ClusterMeasure, CorrectionPoint, LinkGroup, LshBucket, LshHyperplanes,
-    PatternRecord, Polarity, QuantisedEmbedding, TopicHolder, UserKey, LINK_COSINE_THRESHOLD,
-    TOPIC_LINK_COSINE, TOPIC_TERM_HOLDERS,
+    ClusterMeasure, CorrectionPoint, LinkGroup, LshBucket, LshHyperplanes, PatternRecord, Polarity,
+    QuantisedEmbedding, UserKey, LINK_COSINE_THRESHOLD, TOPIC_LINK_COSINE, TOPIC_TERM_HOLDERS,
 };
 use engram_operators::lifecycle::{preference_traces, PreferenceKey, PreferenceTrace};
 use engram_operators::math::decay::{LifecycleThresholds, StabilityParams};
@@ -479,21 +478,6 @@ fn traces_from_scratch(
         .collect()
 }
 
-fn difference<D: Clone + Eq + Hash + Ord + Debug>(
-    name: &str,
-    sink: &Sink<D>,
-    want: &BTreeSet<D>,
-) -> Option<String> {
-    let got: BTreeMap<D, isize> = nonzero(sink).into_iter().collect();
-    let wrong: Vec<_> = got
-        .iter()
-        .filter(|(d, m)| **m != 1 || !want.contains(*d))
-        .collect();
-    let missing: Vec<_> = want.iter().filter(|d| !got.contains_key(*d)).collect();
-    (!wrong.is_empty() || !missing.is_empty())
-        .then(|| format!("{name}: unexpected {wrong:?}, missing {missing:?}"))
-}
-
 /// As [`difference`], for a collection whose records may have a multiplicity above 1.
 fn counted_difference<D: Clone + Eq + Hash + Ord + Debug>(
     name: &str,
@@ -742,181 +726,4 @@ fn clusters_of_arbitrary_links_two_workers() {
     for seed in 300..303 {
         run_arbitrary_links(2, seed, 30);
     }
-}
-
-/// `((user), (x, y))` for each `(x, y)`.
-fn pairs_of(user: &UserKey, pairs: &[(&str, &str)]) -> BTreeSet<Pair> {
-    pairs
-        .iter()
-        .map(|(x, y)| (user.clone(), (x.to_string(), y.to_string())))
-        .collect()
-}
-
-/// A correction of the chain test: a unit vector at `degrees` in the first two dimensions.
-fn chain_point(id: &str, day: i64, degrees: f32) -> CorrectionPoint {
-    let mut v = vec![0.0; DIMS];
-    v[0] = degrees.to_radians().cos();
-    v[1] = degrees.to_radians().sin();
-    CorrectionPoint {
-        correction_id: id.into(),
-        ts_micros: day * 24 * MICROS_PER_HOUR,
-        confidence_milli: 900,
-        polarity: Polarity::Towards,
-        requests: RequestSet::default(),
-        context: String::new(),
-        embedding: QuantisedEmbedding::from_f32(&v),
-        topics: Vec::new(),
-    }
-}
-
-/// A chain a – b – c (a and c too far apart to link) forms one cluster and a pattern; erasing
-/// b splits it into two singletons and withdraws the pattern; b's return restores both.
-#[test]
-fn erasing_the_middle_of_a_chain_splits_its_cluster() {
-    timely::execute(timely::Config::thread(), |worker| {
-        let user: UserKey = ("t".into(), "u".into());
-        // cos 30° = 0.866 ≥ 0.85 between neighbours, cos 60° = 0.5 between the ends
-        let (a, b, c) = (
-            chain_point("a", 0, 0.0),
-            chain_point("b", 1, 30.0),
-            chain_point("c", 2, 60.0),
-        );
-        let links_sink: Sink<Pair> = Default::default();
-        let clusters_sink: Sink<Pair> = Default::default();
-        let patterns_sink: Sink<Pattern> = Default::default();
-        let probe = Handle::new();
-        let mut input = worker.dataflow::<u64, _, _>(|scope| {
-            let (input, corrections) = scope.new_collection();
-            let corrections = present_corrections(corrections);
-            let links = similarity_links(
-                corrections.clone(),
-                LINK_COSINE_THRESHOLD,
-                TOPIC_LINK_COSINE,
-            );
-            let clusters = correction_clusters(corrections.clone(), links.clone());
-            promote_patterns(corrections, clusters.clone())
-                .inspect(collect_into(&patterns_sink))
-                .probe_with(&probe);
-            links.inspect(collect_into(&links_sink)).probe_with(&probe);
-            clusters
-                .inspect(collect_into(&clusters_sink))
-                .probe_with(&probe);
-            input
-        });
-        let pattern = PatternRecord {
-            cluster_id: "a".into(),
-            size: 3,
-            // mean of cos 30°, 1, cos 30° to the centroid's direction at 30°
-            coherence_milli: 911,
-            span_micros: 2 * 24 * MICROS_PER_HOUR,
-            // 1 − (1 − 0.5·0.9)³ = 0.833625
-            confidence_milli: 834,
-        };
-        let promoted = BTreeSet::from([(user.clone(), pattern)]);
-        let joined = pairs_of(&user, &[("a", "a"), ("b", "a"), ("c", "a")]);
-
-        for p in [&a, &b, &c] {
-            input.insert((user.clone(), p.clone()));
-        }
-        settle(worker, &probe, &mut input, 1);
-        let chain = pairs_of(&user, &[("a", "b"), ("b", "c")]);
-        assert_eq!(difference("links", &links_sink, &chain), None);
-        assert_eq!(difference("clusters", &clusters_sink, &joined), None);
-        assert_eq!(difference("patterns", &patterns_sink, &promoted), None);
-
-        input.remove((user.clone(), b.clone()));
-        settle(worker, &probe, &mut input, 2);
-        let split = pairs_of(&user, &[("a", "a"), ("c", "c")]);
-        assert_eq!(difference("links", &links_sink, &BTreeSet::new()), None);
-        assert_eq!(difference("clusters", &clusters_sink, &split), None);
-        assert_eq!(
-            difference("patterns", &patterns_sink, &BTreeSet::new()),
-            None
-        );
-
-        input.insert((user.clone(), b));
-        settle(worker, &probe, &mut input, 3);
-        assert_eq!(difference("clusters", &clusters_sink, &joined), None);
-        assert_eq!(difference("patterns", &patterns_sink, &promoted), None);
-    })
-    .unwrap();
-}
-
-/// A term links only among its first [`TOPIC_TERM_HOLDERS`] holders in time: two late
-/// corrections that share only a common term do not link until earlier holders are retracted,
-/// and a correction whose nearest topic neighbour is below [`TOPIC_LINK_COSINE`] links to none.
-#[test]
-fn a_term_links_only_among_its_first_holders() {
-    timely::execute(timely::Config::thread(), |worker| {
-        let user: UserKey = ("t".into(), "u".into());
-        let sink: Sink<Pair> = Default::default();
-        let probe = Handle::new();
-        let mut input = worker.dataflow::<u64, _, _>(|scope| {
-            let (input, holders) = scope.new_collection::<(UserKey, TopicHolder), isize>();
-            topic_links(holders, TOPIC_LINK_COSINE)
-                .inspect(collect_into(&sink))
-                .probe_with(&probe);
-            input
-        });
-        // a unit vector at `degrees` in the plane of dimensions 2 and 3
-        let in_plane = |degrees: f32| {
-            let mut v = vec![0.0; DIMS];
-            v[2] = degrees.to_radians().cos();
-            v[3] = degrees.to_radians().sin();
-            QuantisedEmbedding::from_f32(&v)
-        };
-        let mut along_first = vec![0.0; DIMS];
-        along_first[0] = 1.0;
-        let holder = |id: &str, ts: i64, embedding: QuantisedEmbedding| {
-            (
-                user.clone(),
-                (id.to_string(), ts, embedding, vec!["diet".to_string()]),
-            )
-        };
-        let early: Vec<_> = (0..TOPIC_TERM_HOLDERS as i64)
-            .map(|i| {
-                holder(
-                    &format!("e{i:02}"),
-                    i,
-                    QuantisedEmbedding::from_f32(&along_first),
-                )
-            })
-            .collect();
-        // l1 and l2 at cos 60° = 0.5, l3 at 90° from l2 and 150° from l1; all orthogonal to the
-        // early ones
-        let late = [
-            holder("l1", 100, in_plane(0.0)),
-            holder("l2", 101, in_plane(60.0)),
-            holder("l3", 102, in_plane(150.0)),
-        ];
-        for h in early.iter().chain(&late) {
-            input.insert(h.clone());
-        }
-        settle(worker, &probe, &mut input, 1);
-        let linked = |a: &str, b: &str| {
-            nonzero(&sink)
-                .iter()
-                .any(|((u, pair), _)| *u == user && *pair == (a.to_string(), b.to_string()))
-        };
-        let touches_l3 = || {
-            nonzero(&sink)
-                .iter()
-                .any(|((_, (a, b)), _)| a == "l3" || b == "l3")
-        };
-        assert!(
-            !linked("l1", "l2"),
-            "l1 and l2 are not among the first holders"
-        );
-        assert!(linked("e00", "e01"), "the early ones link among themselves");
-
-        // three early holders go: l1, l2 and l3 are among the first now
-        for h in &early[..3] {
-            input.remove(h.clone());
-        }
-        settle(worker, &probe, &mut input, 2);
-        assert!(linked("l1", "l2"));
-        assert!(!touches_l3(), "l3's nearest neighbour is at cos 0");
-        assert!(nonzero(&sink).iter().all(|(_, m)| *m == 1));
-    })
-    .unwrap();
 }

@@ -2,8 +2,8 @@
 //! stream of updates on one or more workers ([`execute`]), keeps its own copy of the input
 //! ([`update`], often of a [`random_update`]), accumulates what the operator emits in a
 //! [`Sink`] shared by all workers ([`collect_into`]), and after every round ([`settle`]) has
-//! worker 0 compare the sink's [`nonzero`] contents with the definition computed from scratch,
-//! recording any difference in [`Mismatches`].
+//! worker 0 compare the sink's [`nonzero`] contents with the definition computed from scratch
+//! (often by [`difference`]), recording any difference in [`Mismatches`].
 
 #![allow(dead_code)]
 
@@ -11,7 +11,8 @@ use differential_dataflow::input::InputSession;
 use differential_dataflow::Data;
 use rand::rngs::StdRng;
 use rand::Rng;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Debug;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use timely::dataflow::operators::probe::Handle;
@@ -128,4 +129,21 @@ pub fn settle<D: Data>(
     input.advance_to(time);
     input.flush();
     worker.step_while(|| probe.less_than(input.time()));
+}
+
+/// `None` when `sink` holds each record of `want` once and nothing else; else a message, headed
+/// `name`, listing what it holds wrongly (or with another multiplicity) and what it lacks.
+pub fn difference<D: Clone + Eq + Hash + Ord + Debug>(
+    name: &str,
+    sink: &Sink<D>,
+    want: &BTreeSet<D>,
+) -> Option<String> {
+    let got: BTreeMap<D, isize> = nonzero(sink).into_iter().collect();
+    let wrong: Vec<_> = got
+        .iter()
+        .filter(|(d, m)| **m != 1 || !want.contains(*d))
+        .collect();
+    let missing: Vec<_> = want.iter().filter(|d| !got.contains_key(*d)).collect();
+    (!wrong.is_empty() || !missing.is_empty())
+        .then(|| format!("{name}: unexpected {wrong:?}, missing {missing:?}"))
 }
