@@ -15,7 +15,7 @@ use engram_operators::skill_feedback::{FeedbackVote, MessageKey};
 use engram_operators::summaries::SummaryNode;
 use engram_operators::team_preferences::TeamAssignment;
 use engram_operators::{Episode, SessionKey};
-use engram_schemas::{node_id, Body, ControlAction, Correction, Event, Role};
+use engram_schemas::{node_id, Body, ControlAction, Correction, Event, Header, Interaction, Role};
 
 /// One input to the dataflow, derived from one accepted event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,97 +166,7 @@ impl InputRecord {
                     evidence: f.source_event_id.clone().unwrap_or_default(),
                 },
             )],
-            Body::Interaction(i) => {
-                let key = (
-                    h.tenant.clone(),
-                    h.user.clone(),
-                    h.session.clone().unwrap_or_default(),
-                );
-                // Only the user speaks about themselves in the first person, and states how
-                // they want to be answered ("please keep answers short"): a fact per aspect,
-                // so a later statement about the same aspect supersedes it.
-                let (facts, stated) = if i.role == Role::User {
-                    (extract_facts(&i.content), stated_requests(&i.content).0)
-                } else {
-                    (Vec::new(), Vec::new())
-                };
-                let fact = |n: String, attribute: String, value: String| {
-                    InputRecord::Fact(
-                        (
-                            h.tenant.clone(),
-                            h.user.clone(),
-                            USER_SUBJECT.to_string(),
-                            attribute,
-                        ),
-                        FactAssertion {
-                            valid_from_micros: h.ts.timestamp_micros(),
-                            log_offset,
-                            fact_id: node_id(&h.tenant, &format!("{}#{n}", h.event_id)).to_string(),
-                            value,
-                            evidence: h.event_id.clone(),
-                        },
-                    )
-                };
-                let stated = stated
-                    .into_iter()
-                    .map(|r| fact(r.fact_attribute(), r.fact_attribute(), r.fact_value()));
-                let mut records: Vec<InputRecord> = facts
-                    .into_iter()
-                    .enumerate()
-                    .map(|(n, f)| {
-                        InputRecord::Fact(
-                            (
-                                h.tenant.clone(),
-                                h.user.clone(),
-                                f.subject.clone(),
-                                f.key_attribute(),
-                            ),
-                            FactAssertion {
-                                valid_from_micros: h.ts.timestamp_micros(),
-                                log_offset,
-                                fact_id: node_id(&h.tenant, &format!("{}#fact{n}", h.event_id))
-                                    .to_string(),
-                                value: f.value,
-                                evidence: h.event_id.clone(),
-                            },
-                        )
-                    })
-                    .chain(stated)
-                    .collect();
-                // an answer names the memories it was built with (`meta.memories`: episode ids)
-                if i.role == Role::Assistant {
-                    let used = i.meta.as_ref().and_then(|m| m.get("memories"));
-                    let ids = used.and_then(|v| v.as_array()).into_iter().flatten();
-                    let mut ids: Vec<&str> = ids.filter_map(|v| v.as_str()).collect();
-                    ids.sort_unstable();
-                    ids.dedup();
-                    records.extend(ids.into_iter().map(|id| {
-                        InputRecord::MemoryUse(
-                            (h.tenant.clone(), h.user.clone(), h.event_id.clone()),
-                            MemoryUse {
-                                ts_micros: h.ts.timestamp_micros(),
-                                episode_id: id.to_string(),
-                            },
-                        )
-                    }));
-                }
-                records.push(InputRecord::Episode(
-                    key,
-                    Episode {
-                        ts_micros: h.ts.timestamp_micros(),
-                        turn: i.turn,
-                        log_offset,
-                        id: node_id(&h.tenant, &h.event_id).to_string(),
-                        event_id: h.event_id.clone(),
-                        role: i.role.as_str().to_string(),
-                        content: i.content.clone(),
-                        importance_milli: i
-                            .importance
-                            .map(|x| (x.clamp(0.0, 1.0) * 1000.0).round() as u16),
-                    },
-                ));
-                records
-            }
+            Body::Interaction(i) => Self::of_interaction(h, i, log_offset),
             Body::Feedback(f) => vec![InputRecord::Feedback(
                 (h.tenant.clone(), h.user.clone(), f.message_id.clone()),
                 FeedbackVote {
@@ -317,6 +227,99 @@ impl InputRecord {
             }
             _ => Vec::new(),
         }
+    }
+
+    /// The records of an interaction: the facts the user states about themselves, the memories
+    /// an answer names, and the episode.
+    fn of_interaction(h: &Header, i: &Interaction, log_offset: u64) -> Vec<InputRecord> {
+        let key = (
+            h.tenant.clone(),
+            h.user.clone(),
+            h.session.clone().unwrap_or_default(),
+        );
+        // Only the user speaks about themselves in the first person, and states how
+        // they want to be answered ("please keep answers short"): a fact per aspect,
+        // so a later statement about the same aspect supersedes it.
+        let (facts, stated) = if i.role == Role::User {
+            (extract_facts(&i.content), stated_requests(&i.content).0)
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let fact = |n: String, attribute: String, value: String| {
+            InputRecord::Fact(
+                (
+                    h.tenant.clone(),
+                    h.user.clone(),
+                    USER_SUBJECT.to_string(),
+                    attribute,
+                ),
+                FactAssertion {
+                    valid_from_micros: h.ts.timestamp_micros(),
+                    log_offset,
+                    fact_id: node_id(&h.tenant, &format!("{}#{n}", h.event_id)).to_string(),
+                    value,
+                    evidence: h.event_id.clone(),
+                },
+            )
+        };
+        let stated = stated
+            .into_iter()
+            .map(|r| fact(r.fact_attribute(), r.fact_attribute(), r.fact_value()));
+        let mut records: Vec<InputRecord> = facts
+            .into_iter()
+            .enumerate()
+            .map(|(n, f)| {
+                InputRecord::Fact(
+                    (
+                        h.tenant.clone(),
+                        h.user.clone(),
+                        f.subject.clone(),
+                        f.key_attribute(),
+                    ),
+                    FactAssertion {
+                        valid_from_micros: h.ts.timestamp_micros(),
+                        log_offset,
+                        fact_id: node_id(&h.tenant, &format!("{}#fact{n}", h.event_id)).to_string(),
+                        value: f.value,
+                        evidence: h.event_id.clone(),
+                    },
+                )
+            })
+            .chain(stated)
+            .collect();
+        // an answer names the memories it was built with (`meta.memories`: episode ids)
+        if i.role == Role::Assistant {
+            let used = i.meta.as_ref().and_then(|m| m.get("memories"));
+            let ids = used.and_then(|v| v.as_array()).into_iter().flatten();
+            let mut ids: Vec<&str> = ids.filter_map(|v| v.as_str()).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            records.extend(ids.into_iter().map(|id| {
+                InputRecord::MemoryUse(
+                    (h.tenant.clone(), h.user.clone(), h.event_id.clone()),
+                    MemoryUse {
+                        ts_micros: h.ts.timestamp_micros(),
+                        episode_id: id.to_string(),
+                    },
+                )
+            }));
+        }
+        records.push(InputRecord::Episode(
+            key,
+            Episode {
+                ts_micros: h.ts.timestamp_micros(),
+                turn: i.turn,
+                log_offset,
+                id: node_id(&h.tenant, &h.event_id).to_string(),
+                event_id: h.event_id.clone(),
+                role: i.role.as_str().to_string(),
+                content: i.content.clone(),
+                importance_milli: i
+                    .importance
+                    .map(|x| (x.clamp(0.0, 1.0) * 1000.0).round() as u16),
+            },
+        ));
+        records
     }
 }
 

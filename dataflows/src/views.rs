@@ -231,61 +231,18 @@ impl MemoryViews {
 
     pub(crate) fn apply(&mut self, update: ViewUpdate, diff: isize) {
         match update {
-            ViewUpdate::NextEdge(_, (from, to)) => {
-                if diff > 0 {
-                    self.next.insert(from, to);
-                    self.prev.insert(to, from);
-                } else {
-                    // An edge retracted and its replacement inserted at the same time may come
-                    // in either order: remove only the edge that is being retracted.
-                    if self.next.get(&from) == Some(&to) {
-                        self.next.remove(&from);
-                    }
-                    if self.prev.get(&to) == Some(&from) {
-                        self.prev.remove(&to);
-                    }
-                }
-            }
+            ViewUpdate::NextEdge(_, (from, to)) => self.apply_next_edge(from, to, diff),
             ViewUpdate::Fact((tenant, user, subject, attribute), version) => {
                 let user_memory = self.users.entry((tenant, user)).or_default();
-                let versions = user_memory
-                    .facts
-                    .entry((subject.clone(), attribute.clone()))
-                    .or_default();
-                if diff > 0 {
-                    versions.insert(*version);
-                } else {
-                    versions.remove(&*version);
-                    if versions.is_empty() {
-                        user_memory.facts.remove(&(subject, attribute));
-                    }
-                }
+                user_memory.apply_fact(subject, attribute, *version, diff);
             }
             ViewUpdate::Entity((tenant, user, name), stats) => {
-                let entities = &mut self.users.entry((tenant, user)).or_default().entities;
-                match entities.get_mut(name.as_str()) {
-                    // the name already held is kept: co-mention edges share it
-                    Some(held) if diff > 0 => *held = stats,
-                    None if diff > 0 => {
-                        entities.insert(Arc::from(name), stats);
-                    }
-                    Some(held) if *held == stats => {
-                        entities.remove(name.as_str());
-                    }
-                    _ => {}
-                }
+                let user_memory = self.users.entry((tenant, user)).or_default();
+                user_memory.apply_entity(name, stats, diff);
             }
             ViewUpdate::CoMention((tenant, user, a, b), weight) => {
-                let UserMemory {
-                    entities,
-                    co_mentions,
-                    ..
-                } = self.users.entry((tenant, user)).or_default();
-                let shared = |name: String| match entities.get_key_value(name.as_str()) {
-                    Some((held, _)) => held.clone(),
-                    None => Arc::from(name),
-                };
-                set_or_clear(co_mentions, (shared(a), shared(b)), weight, diff);
+                let user_memory = self.users.entry((tenant, user)).or_default();
+                user_memory.apply_co_mention(a, b, weight, diff);
             }
             ViewUpdate::SkillTally((tenant, user, bucket, skill), tally) => {
                 let skills = &mut self.users.entry((tenant, user)).or_default().skills;
@@ -371,20 +328,97 @@ impl MemoryViews {
             ViewUpdate::PopulationTally(key, tally) => {
                 set_or_clear(&mut self.population, key, tally, diff);
             }
-            ViewUpdate::SessionEpisode(key) => {
-                let user = (key.0.clone(), key.1.clone());
-                let n = self.session_sizes.entry(key.clone()).or_insert(0);
-                *n = (*n as isize + diff).max(0) as usize;
-                if *n == 0 {
-                    self.session_sizes.remove(&key);
-                }
-                let n = self.user_episodes.entry(user.clone()).or_insert(0);
-                *n = (*n as isize + diff).max(0) as usize;
-                if *n == 0 {
-                    self.user_episodes.remove(&user);
-                }
+            ViewUpdate::SessionEpisode(key) => self.count_session_episode(key, diff),
+        }
+    }
+
+    /// Adds (`diff` > 0) or retracts the `NEXT` edge `from` → `to`, and its reverse.
+    fn apply_next_edge(&mut self, from: u128, to: u128, diff: isize) {
+        if diff > 0 {
+            self.next.insert(from, to);
+            self.prev.insert(to, from);
+        } else {
+            // An edge retracted and its replacement inserted at the same time may come
+            // in either order: remove only the edge that is being retracted.
+            if self.next.get(&from) == Some(&to) {
+                self.next.remove(&from);
+            }
+            if self.prev.get(&to) == Some(&from) {
+                self.prev.remove(&to);
             }
         }
+    }
+
+    /// Counts an episode of session `key` in (`diff` > 0) or out of its session's size and its
+    /// user's episodes, dropping a count that reaches 0.
+    fn count_session_episode(&mut self, key: SessionKey, diff: isize) {
+        let user = (key.0.clone(), key.1.clone());
+        let n = self.session_sizes.entry(key.clone()).or_insert(0);
+        *n = (*n as isize + diff).max(0) as usize;
+        if *n == 0 {
+            self.session_sizes.remove(&key);
+        }
+        let n = self.user_episodes.entry(user.clone()).or_insert(0);
+        *n = (*n as isize + diff).max(0) as usize;
+        if *n == 0 {
+            self.user_episodes.remove(&user);
+        }
+    }
+}
+
+impl UserMemory {
+    /// Adds (`diff` > 0) or retracts a version of `(subject, attribute)`, dropping the pair
+    /// when its last version goes.
+    fn apply_fact(
+        &mut self,
+        subject: String,
+        attribute: String,
+        version: FactVersion,
+        diff: isize,
+    ) {
+        let versions = self
+            .facts
+            .entry((subject.clone(), attribute.clone()))
+            .or_default();
+        if diff > 0 {
+            versions.insert(version);
+        } else {
+            versions.remove(&version);
+            if versions.is_empty() {
+                self.facts.remove(&(subject, attribute));
+            }
+        }
+    }
+
+    /// Sets (`diff` > 0) the stats of entity `name`, or removes the entity if they are `stats`.
+    fn apply_entity(&mut self, name: String, stats: EntityStats, diff: isize) {
+        let entities = &mut self.entities;
+        match entities.get_mut(name.as_str()) {
+            // the name already held is kept: co-mention edges share it
+            Some(held) if diff > 0 => *held = stats,
+            None if diff > 0 => {
+                entities.insert(Arc::from(name), stats);
+            }
+            Some(held) if *held == stats => {
+                entities.remove(name.as_str());
+            }
+            _ => {}
+        }
+    }
+
+    /// Sets (`diff` > 0) the weight of the co-mention edge between `a` and `b`, or removes it
+    /// if it is `weight`; the names are those the entities hold, where they do.
+    fn apply_co_mention(&mut self, a: String, b: String, weight: u64, diff: isize) {
+        let UserMemory {
+            entities,
+            co_mentions,
+            ..
+        } = self;
+        let shared = |name: String| match entities.get_key_value(name.as_str()) {
+            Some((held, _)) => held.clone(),
+            None => Arc::from(name),
+        };
+        set_or_clear(co_mentions, (shared(a), shared(b)), weight, diff);
     }
 }
 
