@@ -182,86 +182,16 @@ enum BenchCommand {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let filter = EnvFilter::try_from_env("ENGRAM_LOG")
-        .unwrap_or_else(|_| EnvFilter::new("info,lance=warn,datafusion=warn"));
-    if cli.log_json {
-        tracing_subscriber::fmt()
-            .json()
-            .with_env_filter(filter)
-            .init();
-    } else {
-        tracing_subscriber::fmt().with_env_filter(filter).init();
-    }
+    init_logging(cli.log_json);
     let mut config = Config::load(cli.config.as_deref())?;
     match cli.command {
         Command::Config => {
             print!("{}", toml::to_string_pretty(&config)?);
             Ok(())
         }
-        Command::Log { data_dir, action } => {
-            if let Some(d) = data_dir {
-                config.data_dir = d;
-            }
-            let dir = config.log_dir();
-            let report = match action {
-                LogCommand::Check => engram_connectors::event_log_check::check(&dir)?,
-                LogCommand::Repair => engram_connectors::event_log_check::repair(&dir)?,
-            };
-            println!("{}", serde_json::to_string_pretty(&report)?);
-            if report.corruption.is_some() && report.quarantined_to.is_none() {
-                std::process::exit(1);
-            }
-            Ok(())
-        }
-        Command::Tenant { data_dir, action } => {
-            if let Some(d) = data_dir {
-                config.data_dir = d;
-            }
-            let registry = engram_engine::tenants::TenantRegistry::open(&config.data_dir)?;
-            match action {
-                TenantCommand::Create { tenant } => println!("{}", registry.create(&tenant)?),
-                TenantCommand::Key { tenant } => println!("{}", registry.issue_key(&tenant)?),
-                TenantCommand::Revoke { tenant, key_id } => {
-                    registry.revoke_key(&tenant, &key_id)?
-                }
-                TenantCommand::List => {
-                    for (name, t) in registry.list() {
-                        let ids: Vec<_> = t.keys.iter().map(|k| k.id.as_str()).collect();
-                        println!("{name}\tcreated {}\tkeys {}", t.created, ids.join(" "));
-                    }
-                }
-            }
-            Ok(())
-        }
-        Command::Bench(BenchCommand::Longmemeval {
-            data,
-            json,
-            limit,
-            work_dir,
-            dump,
-            llm,
-            llm_model,
-            answers,
-            context_chars,
-        }) => runtime()?.block_on(engram_engine::longmemeval::run(
-            config,
-            engram_engine::longmemeval::BenchOptions {
-                data,
-                json,
-                limit,
-                work_dir,
-                dump,
-                llm: llm.map(|url| engram_engine::longmemeval::LlmOptions {
-                    url,
-                    model: llm_model,
-                    answers: answers.expect("clap requires --answers with --llm"),
-                    context_chars,
-                }),
-            },
-        )),
-        Command::Bench(BenchCommand::Locomo { data, json }) => runtime()?.block_on(
-            engram_engine::locomo::run(config, engram_engine::locomo::BenchOptions { data, json }),
-        ),
+        Command::Log { data_dir, action } => log_command(config, data_dir, action),
+        Command::Tenant { data_dir, action } => tenant_command(config, data_dir, action),
+        Command::Bench(bench) => bench_command(config, bench),
         Command::Produce {
             files,
             brokers,
@@ -334,6 +264,103 @@ fn main() -> anyhow::Result<()> {
             }
             runtime()?.block_on(serve(config))
         }
+    }
+}
+
+/// Logs as text, or JSON lines, filtered by `ENGRAM_LOG` (default: info, Lance and DataFusion
+/// at warn).
+fn init_logging(json: bool) {
+    let filter = EnvFilter::try_from_env("ENGRAM_LOG")
+        .unwrap_or_else(|_| EnvFilter::new("info,lance=warn,datafusion=warn"));
+    if json {
+        tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .init();
+    } else {
+        tracing_subscriber::fmt().with_env_filter(filter).init();
+    }
+}
+
+/// `engram log check|repair`: prints the report; exits 1 when the log holds a corruption that
+/// was not quarantined.
+fn log_command(
+    mut config: Config,
+    data_dir: Option<PathBuf>,
+    action: LogCommand,
+) -> anyhow::Result<()> {
+    if let Some(d) = data_dir {
+        config.data_dir = d;
+    }
+    let dir = config.log_dir();
+    let report = match action {
+        LogCommand::Check => engram_connectors::event_log_check::check(&dir)?,
+        LogCommand::Repair => engram_connectors::event_log_check::repair(&dir)?,
+    };
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    if report.corruption.is_some() && report.quarantined_to.is_none() {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+/// `engram tenant create|key|revoke|list`.
+fn tenant_command(
+    mut config: Config,
+    data_dir: Option<PathBuf>,
+    action: TenantCommand,
+) -> anyhow::Result<()> {
+    if let Some(d) = data_dir {
+        config.data_dir = d;
+    }
+    let registry = engram_engine::tenants::TenantRegistry::open(&config.data_dir)?;
+    match action {
+        TenantCommand::Create { tenant } => println!("{}", registry.create(&tenant)?),
+        TenantCommand::Key { tenant } => println!("{}", registry.issue_key(&tenant)?),
+        TenantCommand::Revoke { tenant, key_id } => registry.revoke_key(&tenant, &key_id)?,
+        TenantCommand::List => {
+            for (name, t) in registry.list() {
+                let ids: Vec<_> = t.keys.iter().map(|k| k.id.as_str()).collect();
+                println!("{name}\tcreated {}\tkeys {}", t.created, ids.join(" "));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `engram bench longmemeval|locomo`.
+fn bench_command(config: Config, bench: BenchCommand) -> anyhow::Result<()> {
+    match bench {
+        BenchCommand::Longmemeval {
+            data,
+            json,
+            limit,
+            work_dir,
+            dump,
+            llm,
+            llm_model,
+            answers,
+            context_chars,
+        } => runtime()?.block_on(engram_engine::longmemeval::run(
+            config,
+            engram_engine::longmemeval::BenchOptions {
+                data,
+                json,
+                limit,
+                work_dir,
+                dump,
+                llm: llm.map(|url| engram_engine::longmemeval::LlmOptions {
+                    url,
+                    model: llm_model,
+                    answers: answers.expect("clap requires --answers with --llm"),
+                    context_chars,
+                }),
+            },
+        )),
+        BenchCommand::Locomo { data, json } => runtime()?.block_on(engram_engine::locomo::run(
+            config,
+            engram_engine::locomo::BenchOptions { data, json },
+        )),
     }
 }
 
