@@ -288,57 +288,16 @@ fn wait_for(as_of: impl Fn() -> u64, target: u64, interval: Duration) {
 
 fn main() -> anyhow::Result<()> {
     let o = options()?;
-    let total = o.events + o.extra;
-    let mut events = match &o.file {
-        Some(path) => file_events(path, total)?,
-        None => synthetic_events(total, o.users),
-    };
-    for kind in &o.only {
-        anyhow::ensure!(
-            EventKind::parse(kind).is_some(),
-            "--only: {kind} is no event kind"
-        );
-    }
-    if !o.only.is_empty() {
-        events.retain(|e| o.only.iter().any(|k| k == e.kind().as_str()));
-    }
-    anyhow::ensure!(
-        events.len() > o.extra,
-        "need more than {} events, have {}",
-        o.extra,
-        events.len()
-    );
+    let events = load_events(&o)?;
     let loaded = (events.len() - o.extra) as u64;
     let extra = o.extra as u64;
     let workers = o.workers.max(1);
     let heap_without_input = live_heap_bytes();
-    let mut shares: Vec<Vec<(u64, Option<InputRecord>)>> = vec![Vec::new(); workers];
-    let mut episodes = 0u64;
-    // episodes among the loaded events: the sink has them all once the load is done
-    let mut loaded_episodes = 0u64;
-    let mut noise = StdRng::seed_from_u64(5);
-    for (offset, event) in events.iter().enumerate() {
-        let share =
-            &mut shares[engram_engine::ingest::log_source::worker_for(&event.key(), workers)];
-        let records = match &event.body {
-            Body::Correction(c) => {
-                let embedding =
-                    correction_embedding(engram_dataflows::correction_text(c), &mut noise);
-                let mut records = InputRecord::from_event(event, offset as u64);
-                records.extend(InputRecord::correction(event, &embedding));
-                records
-            }
-            _ => InputRecord::from_event(event, offset as u64),
-        };
-        for record in records {
-            let episode = matches!(record, InputRecord::Episode(..)) as u64;
-            episodes += episode;
-            if (offset as u64) < loaded {
-                loaded_episodes += episode;
-            }
-            share.push((offset as u64, Some(record)));
-        }
-    }
+    let PreparedInput {
+        shares,
+        episodes,
+        loaded_episodes,
+    } = prepare_input(&events, loaded, workers);
     // What the records own on the heap (their strings and embeddings): the sources hand it to
     // the dataflow, which frees it once the records are processed, so the heap shrinks by this
     // much over the load whatever the dataflow keeps. The figures below add it back. (The
@@ -418,24 +377,173 @@ fn main() -> anyhow::Result<()> {
     // batches) have had the extra events' time to settle
     let heap_settled = live_heap_bytes();
     let rss_settled = resident_kib();
-    let (entities, co_mentions, facts, clusters, patterns, skills) = {
-        let v = views.read();
-        v.users.values().fold((0, 0, 0, 0, 0, 0), |t, u| {
-            let clusters: std::collections::BTreeSet<&String> =
-                u.correction_clusters.values().collect();
-            (
-                t.0 + u.entities.len(),
-                t.1 + u.co_mentions.len(),
-                t.2 + u.facts.len(),
-                t.3 + clusters.len(),
-                t.4 + u.patterns.len(),
-                t.5 + u.skills.len(),
-            )
-        })
-    };
+    let sizes = view_sizes(&views);
     handle.stop();
     let _ = drain.join();
 
+    print_figures(
+        &o,
+        Figures {
+            loaded,
+            episodes,
+            workers,
+            sizes,
+            from_scratch,
+            one_more,
+            input_owned,
+            rss: (rss_before, rss_after, rss_settled),
+            heap: (heap_before, heap_after, heap_settled),
+            cpu: (cpu_before, cpu_after),
+        },
+    );
+    Ok(())
+}
+
+/// The events of the run: the file's or synthetic ones, of the `--only` kinds; more than
+/// `--extra` of them.
+fn load_events(o: &Options) -> anyhow::Result<Vec<Event>> {
+    let total = o.events + o.extra;
+    let mut events = match &o.file {
+        Some(path) => file_events(path, total)?,
+        None => synthetic_events(total, o.users),
+    };
+    for kind in &o.only {
+        anyhow::ensure!(
+            EventKind::parse(kind).is_some(),
+            "--only: {kind} is no event kind"
+        );
+    }
+    if !o.only.is_empty() {
+        events.retain(|e| o.only.iter().any(|k| k == e.kind().as_str()));
+    }
+    anyhow::ensure!(
+        events.len() > o.extra,
+        "need more than {} events, have {}",
+        o.extra,
+        events.len()
+    );
+    Ok(events)
+}
+
+/// The dataflow input of the events, each record at its event's offset, in the share of the
+/// worker its user is hashed to.
+struct PreparedInput {
+    shares: Vec<Vec<(u64, Option<InputRecord>)>>,
+    /// Episodes among all the records.
+    episodes: u64,
+    /// Episodes among the loaded events (offsets below `loaded`): the sink has them all once
+    /// the load is done.
+    loaded_episodes: u64,
+}
+
+/// Turns `events` into input records for `workers` workers, corrections with their precomputed
+/// embeddings ([`correction_embedding`]).
+fn prepare_input(events: &[Event], loaded: u64, workers: usize) -> PreparedInput {
+    let mut shares: Vec<Vec<(u64, Option<InputRecord>)>> = vec![Vec::new(); workers];
+    let mut episodes = 0u64;
+    let mut loaded_episodes = 0u64;
+    let mut noise = StdRng::seed_from_u64(5);
+    for (offset, event) in events.iter().enumerate() {
+        let share =
+            &mut shares[engram_engine::ingest::log_source::worker_for(&event.key(), workers)];
+        let records = match &event.body {
+            Body::Correction(c) => {
+                let embedding =
+                    correction_embedding(engram_dataflows::correction_text(c), &mut noise);
+                let mut records = InputRecord::from_event(event, offset as u64);
+                records.extend(InputRecord::correction(event, &embedding));
+                records
+            }
+            _ => InputRecord::from_event(event, offset as u64),
+        };
+        for record in records {
+            let episode = matches!(record, InputRecord::Episode(..)) as u64;
+            episodes += episode;
+            if (offset as u64) < loaded {
+                loaded_episodes += episode;
+            }
+            share.push((offset as u64, Some(record)));
+        }
+    }
+    PreparedInput {
+        shares,
+        episodes,
+        loaded_episodes,
+    }
+}
+
+/// How much the views hold, summed over users.
+#[derive(Default)]
+struct ViewSizes {
+    entities: usize,
+    co_mentions: usize,
+    facts: usize,
+    /// Distinct correction clusters.
+    clusters: usize,
+    patterns: usize,
+    skills: usize,
+}
+
+/// The sizes of the views as they are now.
+fn view_sizes(views: &SharedViews) -> ViewSizes {
+    let v = views.read();
+    let mut sizes = ViewSizes::default();
+    for u in v.users.values() {
+        let clusters: std::collections::BTreeSet<&String> =
+            u.correction_clusters.values().collect();
+        sizes.entities += u.entities.len();
+        sizes.co_mentions += u.co_mentions.len();
+        sizes.facts += u.facts.len();
+        sizes.clusters += clusters.len();
+        sizes.patterns += u.patterns.len();
+        sizes.skills += u.skills.len();
+    }
+    sizes
+}
+
+/// What one run measured, for [`print_figures`].
+struct Figures {
+    loaded: u64,
+    episodes: u64,
+    workers: usize,
+    sizes: ViewSizes,
+    /// Seconds the load took.
+    from_scratch: f64,
+    /// Seconds each further event took to reach the views.
+    one_more: Vec<f64>,
+    /// Heap bytes the input records owned.
+    input_owned: u64,
+    /// Resident set (KiB) before the load, after it, and after the further events.
+    rss: (u64, u64, u64),
+    /// Live heap bytes at the same three points (the first as if the input owned nothing).
+    heap: (u64, u64, u64),
+    /// [`cpu_usage`] before and after the load.
+    cpu: ((f64, f64, u64), (f64, f64, u64)),
+}
+
+/// Prints the run's input, the views' sizes, and the figures the module comment lists.
+fn print_figures(o: &Options, f: Figures) {
+    let Figures {
+        loaded,
+        episodes,
+        workers,
+        sizes:
+            ViewSizes {
+                entities,
+                co_mentions,
+                facts,
+                clusters,
+                patterns,
+                skills,
+            },
+        from_scratch,
+        mut one_more,
+        input_owned,
+        rss: (rss_before, rss_after, rss_settled),
+        heap: (heap_before, heap_after, heap_settled),
+        cpu: (cpu_before, cpu_after),
+    } = f;
+    let extra = o.extra;
     let median = percentile(&mut one_more, 50.0);
     let p95 = percentile(&mut one_more, 95.0);
     println!(
@@ -495,5 +603,4 @@ fn main() -> anyhow::Result<()> {
         "live heap after the {extra} more events: {:.0} bytes per episode",
         heap_settled.saturating_sub(heap_before) as f64 / episodes.max(1) as f64
     );
-    Ok(())
 }

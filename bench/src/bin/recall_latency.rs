@@ -28,12 +28,9 @@ async fn main() -> anyhow::Result<()> {
     let users = args.get(1).copied().unwrap_or(20);
     let queries = args.get(2).copied().unwrap_or(300);
     let distinct = args.get(3).copied().unwrap_or(20_000).min(episodes).max(1);
-    let models = std::env::var("ENGRAM_MODELS_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| {
-            std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/engram/models")
-        });
-    let embedder = Arc::new(Embedder::load(&EmbedderConfig::from_models_dir(&models))?);
+    let embedder = Arc::new(Embedder::load(&EmbedderConfig::from_models_dir(
+        &models_dir(),
+    ))?);
     let mut rng = StdRng::seed_from_u64(11);
 
     let texts: Vec<String> = (0..distinct).map(|_| sentence(&mut rng)).collect();
@@ -63,6 +60,101 @@ async fn main() -> anyhow::Result<()> {
         "{} holds {kept} rows, not {episodes}: remove it to load anew",
         table.display()
     );
+    load_episodes(&store, kept, episodes, users, &texts, &vectors, &mut rng).await?;
+
+    let t = Instant::now();
+    let warmed = store.warm_vector_cache().await?;
+    println!(
+        "vector cache: {warmed} users' vectors loaded in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+
+    let recall = Recall {
+        store: store.clone(),
+        passages: None,
+        facts: None,
+        summaries: None,
+        embedder: embedder.clone(),
+        views: Arc::new(SharedViews::default()),
+        config: RecallConfig::default(),
+        speakers: Default::default(),
+    };
+    let qs = questions(queries, users);
+    let ask = |user: &str, q: &str| RecallRequest {
+        tenant: "bench".into(),
+        user: user.to_string(),
+        query: q.to_string(),
+        k: Some(10),
+        as_of: None,
+        include_domain: false,
+    };
+    // warm-up: caches and index files
+    for (user, q) in qs.iter().take(10) {
+        recall.recall(&ask(user, q)).await?;
+    }
+    let mut full = Vec::new();
+    for (user, q) in &qs {
+        let t = Instant::now();
+        let r = recall.recall(&ask(user, q)).await?;
+        full.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert!(!r.results.is_empty());
+    }
+    let qvecs = embedder.embed(&qs.iter().map(|(_, q)| q.as_str()).collect::<Vec<_>>())?;
+    let mut search = Vec::new();
+    for ((user, q), v) in qs.iter().zip(&qvecs) {
+        let t = Instant::now();
+        let fused = recall
+            .fused_candidates_for("bench", user, q, v.clone(), None, 40, None)
+            .await?;
+        search.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert!(!fused.is_empty());
+    }
+    // Each search alone, to show where the time goes.
+    let (mut vector_only, mut text_only) = (Vec::new(), Vec::new());
+    for ((user, q), v) in qs.iter().zip(&qvecs) {
+        let t = Instant::now();
+        store.search_vector("bench", user, v, 40, None).await?;
+        vector_only.push(t.elapsed().as_secs_f64() * 1000.0);
+        let t = Instant::now();
+        store.search_text("bench", user, q, 40, None).await?;
+        text_only.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    print_exact_search_agreement(&table, embedder.dim(), &policy, &store, &qs, &qvecs).await?;
+    println!(
+        "  vector search alone: p50 {:.2} ms  p95 {:.2} ms; full-text alone: p50 {:.2} ms  p95 {:.2} ms",
+        percentile(&mut vector_only, 50.0), percentile(&mut vector_only, 95.0),
+        percentile(&mut text_only, 50.0), percentile(&mut text_only, 95.0),
+    );
+    println!(
+        "recall over {episodes} episodes ({users} users), {queries} queries, k=10:\n  with query embedding: p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms\n  search + fusion only: p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms",
+        percentile(&mut full, 50.0), percentile(&mut full, 95.0), percentile(&mut full, 99.0),
+        percentile(&mut search, 50.0), percentile(&mut search, 95.0), percentile(&mut search, 99.0),
+    );
+    Ok(())
+}
+
+/// `ENGRAM_MODELS_DIR`, else `~/.cache/engram/models`.
+fn models_dir() -> std::path::PathBuf {
+    std::env::var("ENGRAM_MODELS_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| {
+            std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/engram/models")
+        })
+}
+
+/// Appends `episodes` rows to `store`, unless it `kept` them from an earlier run: episode i is
+/// text i mod `texts.len()` with its own words added, and its vector, with noise of its own
+/// past the first `texts.len()`; spread over `users` users in sessions of 25.
+async fn load_episodes(
+    store: &EpisodeStore,
+    kept: usize,
+    episodes: usize,
+    users: usize,
+    texts: &[String],
+    vectors: &[Vec<f32>],
+    rng: &mut StdRng,
+) -> anyhow::Result<()> {
+    let distinct = texts.len();
     let t = Instant::now();
     let mut appended = kept;
     let mut rows = Vec::with_capacity(8192);
@@ -104,78 +196,39 @@ async fn main() -> anyhow::Result<()> {
     } else {
         println!("lance: {kept} episodes kept from an earlier run");
     }
+    Ok(())
+}
 
-    let t = Instant::now();
-    let warmed = store.warm_vector_cache().await?;
-    println!(
-        "vector cache: {warmed} users' vectors loaded in {:.1} s",
-        t.elapsed().as_secs_f64()
-    );
-
-    let recall = Recall {
-        store: store.clone(),
-        passages: None,
-        facts: None,
-        summaries: None,
-        embedder: embedder.clone(),
-        views: Arc::new(SharedViews::default()),
-        config: RecallConfig::default(),
-        speakers: Default::default(),
-    };
-    // queries draw from their own generator, so a run on a kept table asks the same questions
+/// `n` questions, each of a random one of `users` users. They draw from their own generator,
+/// so a run on a kept table asks the same questions.
+fn questions(n: usize, users: usize) -> Vec<(String, String)> {
     let mut rng = StdRng::seed_from_u64(12);
-    let qs: Vec<(String, String)> = (0..queries)
+    (0..n)
         .map(|_| {
             (
                 format!("user{}", rng.gen_range(0..users)),
                 question(&mut rng),
             )
         })
-        .collect();
-    let ask = |user: &str, q: &str| RecallRequest {
-        tenant: "bench".into(),
-        user: user.to_string(),
-        query: q.to_string(),
-        k: Some(10),
-        as_of: None,
-        include_domain: false,
-    };
-    // warm-up: caches and index files
-    for (user, q) in qs.iter().take(10) {
-        recall.recall(&ask(user, q)).await?;
-    }
-    let mut full = Vec::new();
-    for (user, q) in &qs {
-        let t = Instant::now();
-        let r = recall.recall(&ask(user, q)).await?;
-        full.push(t.elapsed().as_secs_f64() * 1000.0);
-        assert!(!r.results.is_empty());
-    }
-    let qvecs = embedder.embed(&qs.iter().map(|(_, q)| q.as_str()).collect::<Vec<_>>())?;
-    let mut search = Vec::new();
-    for ((user, q), v) in qs.iter().zip(&qvecs) {
-        let t = Instant::now();
-        let fused = recall
-            .fused_candidates_for("bench", user, q, v.clone(), None, 40, None)
-            .await?;
-        search.push(t.elapsed().as_secs_f64() * 1000.0);
-        assert!(!fused.is_empty());
-    }
-    // Each search alone, to show where the time goes.
-    let (mut vector_only, mut text_only) = (Vec::new(), Vec::new());
-    for ((user, q), v) in qs.iter().zip(&qvecs) {
-        let t = Instant::now();
-        store.search_vector("bench", user, v, 40, None).await?;
-        vector_only.push(t.elapsed().as_secs_f64() * 1000.0);
-        let t = Instant::now();
-        store.search_text("bench", user, q, 40, None).await?;
-        text_only.push(t.elapsed().as_secs_f64() * 1000.0);
-    }
+        .collect()
+}
+
+/// Prints how many of the exact 10 nearest the store's vector search finds, over the first 100
+/// questions, and how long the exact search takes (`table` opened again, with vectors of `dim`
+/// dimensions).
+async fn print_exact_search_agreement(
+    table: &std::path::Path,
+    dim: usize,
+    policy: &IndexPolicy,
+    store: &EpisodeStore,
+    qs: &[(String, String)],
+    qvecs: &[Vec<f32>],
+) -> anyhow::Result<()> {
     // How many of the exact 10 nearest the store's search finds (the same rows read through
     // a second handle that always searches exactly).
     let exact = EpisodeStore::open(
-        &table,
-        embedder.dim(),
+        table,
+        dim,
         IndexPolicy {
             exact_search_below_user_rows: usize::MAX,
             vector_cache_mib: 0, // Lance's own exact search
@@ -185,7 +238,7 @@ async fn main() -> anyhow::Result<()> {
     .await?;
     let (mut found, mut wanted) = (0usize, 0usize);
     let mut exact_only = Vec::new();
-    for ((user, _), v) in qs.iter().zip(&qvecs).take(100) {
+    for ((user, _), v) in qs.iter().zip(qvecs).take(100) {
         let t = Instant::now();
         let truth: std::collections::HashSet<String> = exact
             .search_vector("bench", user, v, 10, None)
@@ -203,16 +256,6 @@ async fn main() -> anyhow::Result<()> {
         found as f64 / wanted.max(1) as f64,
         percentile(&mut exact_only, 50.0),
         percentile(&mut exact_only, 95.0),
-    );
-    println!(
-        "  vector search alone: p50 {:.2} ms  p95 {:.2} ms; full-text alone: p50 {:.2} ms  p95 {:.2} ms",
-        percentile(&mut vector_only, 50.0), percentile(&mut vector_only, 95.0),
-        percentile(&mut text_only, 50.0), percentile(&mut text_only, 95.0),
-    );
-    println!(
-        "recall over {episodes} episodes ({users} users), {queries} queries, k=10:\n  with query embedding: p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms\n  search + fusion only: p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms",
-        percentile(&mut full, 50.0), percentile(&mut full, 95.0), percentile(&mut full, 99.0),
-        percentile(&mut search, 50.0), percentile(&mut search, 95.0), percentile(&mut search, 99.0),
     );
     Ok(())
 }
