@@ -248,6 +248,20 @@ fn invalid(field: &str, reason: impl Into<String>) -> PromptError {
     PromptError::Invalid(EventError::new(field, reason.into()))
 }
 
+/// What a prompt reads from the views, all at one timestamp ([`Engine::read_user_views`]).
+struct ViewsRead {
+    /// The user's memory.
+    memory: UserMemory,
+    /// The tenant's skill feedback over all its users, by `(context bucket, skill)`.
+    population: HashMap<(u32, String), FeedbackTally>,
+    /// The log offset the views are as of.
+    as_of: u64,
+    /// Engine time, seconds since the Unix epoch.
+    engine_secs: i64,
+    /// The preferences the user's team and organisation hold.
+    inherited: Vec<ActivePreference>,
+}
+
 impl Engine {
     /// Assembles the prompt for `req` (its tenant already checked against the API key).
     pub async fn assemble_prompt(
@@ -294,29 +308,13 @@ impl Engine {
         let (recalled, recent) = tokio::join!(self.recall.recall(&recall_req), recent);
         let (recalled, recent) = (recalled?, recent?);
 
-        // Everything read from the views is read at one timestamp.
-        let (memory, population, views_as_of, engine_secs, inherited) = {
-            let views = self.views.read();
-            let inherited = inherited_preferences(
-                &views,
-                &req.tenant,
-                &req.user,
-                cfg.min_preference_confidence,
-            );
-            let memory = views
-                .users
-                .get(&(req.tenant.clone(), req.user.clone()))
-                .cloned()
-                .unwrap_or_default();
-            let population: HashMap<(u32, String), FeedbackTally> = views
-                .population
-                .iter()
-                .filter(|((t, _, _), _)| *t == req.tenant)
-                .map(|((_, b, s), tally)| ((*b, s.clone()), *tally))
-                .collect();
-            let engine_secs = views.engine_time_secs as i64;
-            (memory, population, views.as_of, engine_secs, inherited)
-        };
+        let ViewsRead {
+            memory,
+            population,
+            as_of: views_as_of,
+            engine_secs,
+            inherited,
+        } = self.read_user_views(req, cfg);
 
         let Candidates {
             preferences,
@@ -400,6 +398,36 @@ impl Engine {
             consistent,
             took_ms: started.elapsed().as_secs_f64() * 1000.0,
         })
+    }
+
+    /// What the prompt for `req` reads from the views, all at one timestamp.
+    fn read_user_views(&self, req: &PromptRequest, cfg: &PromptConfig) -> ViewsRead {
+        let views = self.views.read();
+        let inherited = inherited_preferences(
+            &views,
+            &req.tenant,
+            &req.user,
+            cfg.min_preference_confidence,
+        );
+        let memory = views
+            .users
+            .get(&(req.tenant.clone(), req.user.clone()))
+            .cloned()
+            .unwrap_or_default();
+        let population: HashMap<(u32, String), FeedbackTally> = views
+            .population
+            .iter()
+            .filter(|((t, _, _), _)| *t == req.tenant)
+            .map(|((_, b, s), tally)| ((*b, s.clone()), *tally))
+            .collect();
+        let engine_secs = views.engine_time_secs as i64;
+        ViewsRead {
+            memory,
+            population,
+            as_of: views.as_of,
+            engine_secs,
+            inherited,
+        }
     }
 
     /// The similarity of each of `texts` to the first (the query), by their embeddings.
