@@ -119,6 +119,33 @@ pub fn send_and_score(
     set: &[LabelledRequest],
     timeout: Duration,
 ) -> Scores {
+    let clustered = send_and_cluster(server, tenant, user, prefix, set, timeout);
+    score(
+        &clustered.labels,
+        &clustered.opposites,
+        &clustered.cluster_of,
+    )
+}
+
+/// A labelled set as the server clustered it.
+pub struct Clustered {
+    /// Correction event id → request id.
+    pub labels: BTreeMap<String, String>,
+    /// Pairs of request ids that ask for opposite things.
+    pub opposites: BTreeSet<(String, String)>,
+    /// Correction event id → the server's cluster id.
+    pub cluster_of: BTreeMap<String, String>,
+}
+
+/// Sends `set` as [`send_and_score`] does and returns the server's clusters with the labels.
+pub fn send_and_cluster(
+    server: &Server,
+    tenant: &str,
+    user: &str,
+    prefix: &str,
+    set: &[LabelledRequest],
+    timeout: Duration,
+) -> Clustered {
     let mut labels = BTreeMap::new();
     let mut events = Vec::new();
     for request in set {
@@ -163,7 +190,11 @@ pub fn send_and_score(
             })
             .collect();
         if labels.keys().all(|id| cluster_of.contains_key(id)) {
-            return score(&labels, &opposites, &cluster_of);
+            return Clustered {
+                labels,
+                opposites,
+                cluster_of,
+            };
         }
         assert!(
             start.elapsed() < timeout,
