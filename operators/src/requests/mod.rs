@@ -124,11 +124,13 @@ pub enum Aspect {
     FollowUps,
     /// Practice questions and quizzes.
     Quiz,
+    /// More: show the reasoning behind an answer; less: the result alone.
+    Reasoning,
 }
 
 impl Aspect {
     /// Every aspect.
-    pub const ALL: [Aspect; 40] = [
+    pub const ALL: [Aspect; 41] = [
         Aspect::Length,
         Aspect::Formality,
         Aspect::Bullets,
@@ -169,6 +171,7 @@ impl Aspect {
         Aspect::Pronouns,
         Aspect::FollowUps,
         Aspect::Quiz,
+        Aspect::Reasoning,
     ];
 
     /// The aspect's name, as serialised.
@@ -214,6 +217,7 @@ impl Aspect {
             Aspect::Pronouns => "pronouns",
             Aspect::FollowUps => "follow_ups",
             Aspect::Quiz => "quiz",
+            Aspect::Reasoning => "reasoning",
         }
     }
 }
@@ -378,6 +382,8 @@ impl fmt::Display for Request {
             (FollowUps, Less) => "Do not end with questions or offers of more help.",
             (Quiz, More) => "Add practice questions.",
             (Quiz, Less) => "No practice questions or quizzes.",
+            (Reasoning, More) => "Show the reasoning behind each answer.",
+            (Reasoning, Less) => "Give the result alone, without the reasoning.",
             (Apologies, More) => "Apologise when you get something wrong.",
             (Apologies, Less) => "Do not apologise.",
             (Disclaimers, More) => "Add caveats and disclaimers.",

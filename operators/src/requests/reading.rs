@@ -21,6 +21,14 @@ pub fn requests_of(text: &str) -> RequestSet {
         let negated = sentence
             .iter()
             .any(|w| NEGATED_VERBS.contains(&w.as_str()) || matches!(w.as_str(), "not" | "never"));
+        // "ugh, another list of sources", "ugh 'I apologise for the confusion' again": a
+        // sentence that opens fed up and says "again" complains about what it names
+        let fed_up = sentence
+            .first()
+            .is_some_and(|w| FED_UP.contains(&w.as_str()))
+            && sentence
+                .iter()
+                .any(|w| matches!(w.as_str(), "again" | "another"));
         let mut clause_start = 0;
         let mut i = 0;
         // where the last cue ended, and whether it was turned
@@ -45,6 +53,7 @@ pub fn requests_of(text: &str) -> RequestSet {
                 .iter()
                 .filter(|c| matches_at(&sentence, i, c.words))
                 .max_by_key(|c| c.words.len())
+                .filter(|c| !assumes_something_named(&sentence, i, c))
             else {
                 i += 1;
                 continue;
@@ -66,6 +75,7 @@ pub fn requests_of(text: &str) -> RequestSet {
             };
             // "why so formal??" complains; "why don't you use bullets?" asks
             let turned = if rhetorical { !negated } else { turned };
+            let turned = turned || (fed_up && found.kind != CueKind::Complaint);
             last = Some((end, turned, found.kind));
             if let Some(request) = directed(found, turned) {
                 // "convert the dollars to euros": the value asked for follows "to" or "in"
@@ -143,7 +153,16 @@ fn turned(
             && j + 2 >= before.len()
             && (INTENSIFIERS.contains(&w)
                 || (matches!(w, "many" | "much") && kind == CueKind::Thing))
-            && !(w == "so" && j > 0 && before[j - 1] == "not");
+            && !(w == "so" && j > 0 && before[j - 1] == "not")
+            // "so" qualifies after a verb of being ("it's so long", "why so formal"); elsewhere
+            // it joins ("I'm studying for an exam so expand on everything")
+            && !(w == "so"
+                && !(j > 0
+                    && matches!(
+                        before[j - 1].as_str(),
+                        "is" | "are" | "was" | "were" | "be" | "its" | "why" | "always" | "just"
+                            | "really" | "sound" | "sounds" | "feel" | "feels" | "look" | "looks"
+                    )));
         if negation || intensified && !(kind == CueKind::Thing && !matches!(w, "many" | "much")) {
             flips += 1;
         }
@@ -168,6 +187,34 @@ fn turned(
             .any(|w| REMOVALS.contains(&w.as_str()));
     flips += usize::from(complained);
     flips % 2 == 1
+}
+
+/// Whether the cue at `at` is "assume" followed by what to assume ("assume Linear", "assume I
+/// go by train", "stop assuming I'm a doctor"): a fact to remember, not a request about asking
+/// ("just assume and go", "don't assume, ask").
+fn assumes_something_named(sentence: &[String], at: usize, cue: &Cue) -> bool {
+    cue.words == ["assum*"]
+        && !sentence[at].starts_with("assumption")
+        && sentence.get(at + 1).is_some_and(|next| {
+            !matches!(
+                next.as_str(),
+                "," | "but"
+                    | "and"
+                    | "then"
+                    | "things"
+                    | "stuff"
+                    | "anything"
+                    | "something"
+                    | "whatever"
+                    | "what"
+                    | "if"
+                    | "more"
+                    | "less"
+                    | "so"
+                    | "too"
+                    | "everything"
+            )
+        })
 }
 
 /// The request a cue makes, turned or not. A turned value of a many-valued aspect asks for
@@ -355,7 +402,70 @@ mod tests {
     }
 
     #[test]
+    fn reasoning_is_asked_for_or_away_and_explain_alone_is_not_it() {
+        for text in [
+            "show your work please",
+            "can you tell me the thought process behind it",
+            "explain how you got there, not just the result",
+        ] {
+            assert_eq!(asked(text), ["ReasoningMore"], "{text:?}");
+        }
+        for text in [
+            "just the answer, no explanation",
+            "skip the reasoning",
+            "Please omit the working and justification.",
+            "dont explain how u got there",
+        ] {
+            assert_eq!(asked(text), ["ReasoningLess"], "{text:?}");
+        }
+        assert!(!asked("explain it simply")
+            .iter()
+            .any(|r| r.starts_with("Reasoning")));
+    }
+
+    #[test]
+    fn a_fed_up_sentence_complains_about_what_it_names() {
+        assert_eq!(
+            asked("ugh, another list of sources nobody asked for"),
+            ["SourcesLess"]
+        );
+        assert_eq!(
+            asked("ugh, 'consult an expert' AGAIN? I know the risks"),
+            ["DisclaimersLess"]
+        );
+        // already turned: "ugh" does not turn it back
+        assert_eq!(
+            asked("ugh I don't need the step-by-step walkthrough again"),
+            ["StepsLess"]
+        );
+        // no "again": asking, not complaining
+        assert_eq!(asked("ugh just use bullet points"), ["BulletsMore"]);
+        assert_eq!(
+            asked("flag any risks or downsides when you suggest things"),
+            ["DisclaimersMore"]
+        );
+    }
+
+    #[test]
+    fn assuming_something_named_is_a_fact_not_a_request_about_questions() {
+        assert!(asked("for email how-tos assume Outlook desktop").is_empty());
+        assert!(asked("Stop assuming im training to be a doctor").is_empty());
+        assert_eq!(
+            asked("make reasonable assumptions and go"),
+            ["QuestionsLess"]
+        );
+        assert_eq!(asked("just assume and proceed"), ["QuestionsLess"]);
+        assert_eq!(asked("don't assume!! clarify"), ["QuestionsMore"]);
+    }
+
+    #[test]
     fn too_turns_gradable_cues_but_not_complaints() {
+        // "so" joining two clauses is not "so long"
+        assert_eq!(
+            asked("I'm studying for an exam so expand on everything"),
+            ["LengthMore"]
+        );
+        assert_eq!(asked("your answers are so long"), ["LengthLess"]);
         assert_eq!(asked("too casual"), ["FormalityMore"]);
         assert_eq!(asked("too formal"), ["FormalityLess"]);
         assert_eq!(asked("you sound so stiff"), ["FormalityLess"]);
