@@ -110,13 +110,10 @@ fn wait_for_log_end(server: &Server, end: u64) {
     }
 }
 
-#[test]
-fn produced_events_reach_recall_bad_ones_the_dlq_and_nothing_is_consumed_twice() {
-    let broker = Tansu::start(2);
-    let brokers = broker.brokers.clone();
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let good = [
+/// The good events of the first file: alice's and bob's interactions, a feedback, and one event
+/// for each of the other two input topics.
+fn good_events() -> [Value; 6] {
+    [
         interaction(
             "acme",
             "alice",
@@ -151,12 +148,16 @@ fn produced_events_reach_recall_bad_ones_the_dlq_and_nothing_is_consumed_twice()
                "expected_behavior": "Keep answers short."}),
         json!({"kind": "control", "event_id": "k6", "tenant": "acme", "user": "bob",
                "ts": "2025-01-01T00:06:00Z", "action": "set_team", "team": "support"}),
-    ];
+    ]
+}
+
+/// Each kind of bad message, with the field its rejection names.
+fn bad_messages() -> [(&'static str, String); 5] {
     let oversized = format!(
         r#"{{"kind": "interaction", "event_id": "b4", "tenant": "acme", "user": "alice", "ts": "2025-01-01T00:00:00Z", "role": "user", "content": "{}"}}"#,
         "x".repeat(300 * 1024)
     );
-    let bad = [
+    [
         ("$", "{not json".to_string()),
         (
             "user",
@@ -171,26 +172,21 @@ fn produced_events_reach_recall_bad_ones_the_dlq_and_nothing_is_consumed_twice()
             "tenant",
             r#"{"kind": "interaction", "event_id": "b5", "tenant": "nobody", "user": "alice", "ts": "2025-01-01T00:00:00Z", "role": "user", "content": "a tenant nobody created"}"#.to_string(),
         ),
-    ];
+    ]
+}
+
+/// Writes the good events, then the bad messages, as `events.jsonl` in `dir`.
+fn write_events_file(dir: &Path, good: &[Value], bad: &[(&str, String)]) -> std::path::PathBuf {
     let mut lines: Vec<String> = good.iter().map(Value::to_string).collect();
     lines.extend(bad.iter().map(|(_, line)| line.clone()));
-    let file = dir.path().join("events.jsonl");
+    let file = dir.join("events.jsonl");
     std::fs::write(&file, lines.join("\n")).unwrap();
+    file
+}
 
-    // two timely workers: two members of the consumer group share the partitions
-    let env = [
-        ("ENGRAM_KAFKA_BROKERS", brokers.as_str()),
-        ("ENGRAM_WORKERS", "2"),
-    ];
-    let config = short_session_config(dir.path());
-    let args = ["--config", config.to_str().unwrap()];
-    // events of a tenant engram does not know go to the DLQ: create acme first
-    engram_tests::create_tenant(&data, "acme");
-    let server = Server::start_with_env(&data, &args, &env);
-    let sent = produce(&brokers, &file);
-    assert_eq!(sent, json!({"sent": 11, "invalid": 4}));
-    wait_for_log_end(&server, good.len() as u64);
-    server.wait_caught_up(Duration::from_secs(60));
+/// Alice's recall finds Lisbon and nothing of bob's; the correction and the control event came
+/// through their own topics.
+fn assert_recall_and_the_other_topics_arrived(server: &Server) {
     let recall = server.recall("acme", "alice", "where do I live now?", 5);
     let top = recall["results"][0]["content"].as_str().unwrap_or_default();
     assert!(top.contains("Lisbon"), "{recall}");
@@ -208,10 +204,14 @@ fn produced_events_reach_recall_bad_ones_the_dlq_and_nothing_is_consumed_twice()
     assert_eq!(alice["corrections"].as_array().unwrap().len(), 1, "{alice}");
     let (_, bob) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "bob"}));
     assert_eq!(bob["team"], "support", "{bob}");
+}
 
-    let dlq = read_dlq(&brokers, bad.len());
+/// Each bad message is in the DLQ once, with its original bytes, the field, a reason and the
+/// topic it came from.
+fn assert_each_bad_message_in_the_dlq_once(brokers: &str, bad: &[(&str, String)]) {
+    let dlq = read_dlq(brokers, bad.len());
     assert_eq!(dlq.len(), bad.len(), "each bad message once in the DLQ");
-    for (field, line) in &bad {
+    for (field, line) in bad {
         let (_, headers) = dlq
             .iter()
             .find(|(payload, _)| payload == line)
@@ -225,6 +225,87 @@ fn produced_events_reach_recall_bad_ones_the_dlq_and_nothing_is_consumed_twice()
         assert!(!headers["engram.reason"].is_empty());
         assert_eq!(headers["engram.source.topic"], "engram.interactions");
     }
+}
+
+/// The events table of the stopped server in `data` holds each good event once.
+fn assert_each_good_event_once_in_lance(data: &Path) {
+    let stored = events_in_lance(data);
+    let ids: Vec<&str> = stored.keys().map(String::as_str).collect();
+    assert_eq!(
+        ids,
+        ["k1", "k2", "k3", "k4", "k5", "k6"],
+        "each good event once in Lance"
+    );
+    assert!(stored.values().all(|n| *n == 1), "{stored:?}");
+}
+
+/// Writes `erase.jsonl` in `dir`: a user-scope erase of alice, and a tenant-scope erase.
+fn erases_file(dir: &Path) -> std::path::PathBuf {
+    let erase_file = dir.join("erase.jsonl");
+    let erases = [
+        json!({"kind": "control", "event_id": "k7", "tenant": "acme", "user": "alice",
+               "ts": "2025-01-01T00:07:00Z", "action": "erase", "scope": "user"}),
+        json!({"kind": "control", "event_id": "b6", "tenant": "acme", "user": "bob",
+               "ts": "2025-01-01T00:08:00Z", "action": "erase", "scope": "tenant"}),
+    ];
+    let lines: Vec<String> = erases.iter().map(Value::to_string).collect();
+    std::fs::write(&erase_file, lines.join("\n")).unwrap();
+    erase_file
+}
+
+/// Waits up to 10 s from `accepted` for no file under `data` to hold alice's words, then
+/// asserts that none does.
+fn assert_no_file_holds_alice_10s_after(data: &Path, accepted: Instant) {
+    let alice_left = || {
+        let mut left = Vec::new();
+        for text in ["Lisbon", "lisbon", "Miso", "miso"] {
+            left.extend(engram_tests::files_containing(data, text));
+        }
+        left
+    };
+    while !alice_left().is_empty() && accepted.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(alice_left(), Vec::<String>::new(), "10 s after the erase");
+}
+
+/// The tenant-scope erase (`b6`) is among the first `want` DLQ messages, its field `scope`.
+fn assert_the_tenant_erase_in_the_dlq(brokers: &str, want: usize) {
+    let dlq = read_dlq(brokers, want);
+    let (_, headers) = dlq
+        .iter()
+        .find(|(payload, _)| payload.contains("\"b6\""))
+        .expect("the tenant-scope erase in the DLQ");
+    assert_eq!(headers["engram.field"], "scope", "{headers:?}");
+}
+
+#[test]
+fn produced_events_reach_recall_bad_ones_the_dlq_and_nothing_is_consumed_twice() {
+    let broker = Tansu::start(2);
+    let brokers = broker.brokers.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let good = good_events();
+    let bad = bad_messages();
+    let file = write_events_file(dir.path(), &good, &bad);
+
+    // two timely workers: two members of the consumer group share the partitions
+    let env = [
+        ("ENGRAM_KAFKA_BROKERS", brokers.as_str()),
+        ("ENGRAM_WORKERS", "2"),
+    ];
+    let config = short_session_config(dir.path());
+    let args = ["--config", config.to_str().unwrap()];
+    // events of a tenant engram does not know go to the DLQ: create acme first
+    engram_tests::create_tenant(&data, "acme");
+    let server = Server::start_with_env(&data, &args, &env);
+    let sent = produce(&brokers, &file);
+    assert_eq!(sent, json!({"sent": 11, "invalid": 4}));
+    wait_for_log_end(&server, good.len() as u64);
+    server.wait_caught_up(Duration::from_secs(60));
+    assert_recall_and_the_other_topics_arrived(&server);
+
+    assert_each_bad_message_in_the_dlq_once(&brokers, &bad);
     let status = server.status();
     assert_eq!(status["rejected"], bad.len(), "{status}");
     // the offsets were committed after the Lance commit: the events table holds each good event
@@ -247,50 +328,18 @@ fn produced_events_reach_recall_bad_ones_the_dlq_and_nothing_is_consumed_twice()
     assert_eq!(dlq_after.len(), 2 * bad.len());
     assert_eq!(server.status()["log_end"], good.len() as u64);
     server.interrupt();
-    let stored = events_in_lance(&data);
-    let ids: Vec<&str> = stored.keys().map(String::as_str).collect();
-    assert_eq!(
-        ids,
-        ["k1", "k2", "k3", "k4", "k5", "k6"],
-        "each good event once in Lance"
-    );
-    assert!(stored.values().all(|n| *n == 1), "{stored:?}");
+    assert_each_good_event_once_in_lance(&data);
 
     // An erase through the control topic is completed like POST /v1/erase: within 10 s,
     // nothing of alice is left in the data folder. A tenant-scope erase from the topic goes to
     // the DLQ (kafka.allow_tenant_control is off) and removes nothing.
     let server = Server::start_with_env(&data, &args, &env);
-    let erase_file = dir.path().join("erase.jsonl");
-    let erases = [
-        json!({"kind": "control", "event_id": "k7", "tenant": "acme", "user": "alice",
-               "ts": "2025-01-01T00:07:00Z", "action": "erase", "scope": "user"}),
-        json!({"kind": "control", "event_id": "b6", "tenant": "acme", "user": "bob",
-               "ts": "2025-01-01T00:08:00Z", "action": "erase", "scope": "tenant"}),
-    ];
-    let lines: Vec<String> = erases.iter().map(Value::to_string).collect();
-    std::fs::write(&erase_file, lines.join("\n")).unwrap();
-    produce(&brokers, &erase_file);
+    produce(&brokers, &erases_file(dir.path()));
     wait_for_log_end(&server, good.len() as u64 + 1);
-    let accepted = Instant::now();
-    let alice_left = || {
-        let mut left = Vec::new();
-        for text in ["Lisbon", "lisbon", "Miso", "miso"] {
-            left.extend(engram_tests::files_containing(&data, text));
-        }
-        left
-    };
-    while !alice_left().is_empty() && accepted.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    assert_eq!(alice_left(), Vec::<String>::new(), "10 s after the erase");
+    assert_no_file_holds_alice_10s_after(&data, Instant::now());
     let recall = server.recall("acme", "alice", "where do I live now?", 5);
     assert_eq!(recall["results"], json!([]), "{recall}");
-    let dlq = read_dlq(&brokers, 2 * bad.len() + 1);
-    let (_, headers) = dlq
-        .iter()
-        .find(|(payload, _)| payload.contains("\"b6\""))
-        .expect("the tenant-scope erase in the DLQ");
-    assert_eq!(headers["engram.field"], "scope", "{headers:?}");
+    assert_the_tenant_erase_in_the_dlq(&brokers, 2 * bad.len() + 1);
     assert!(!engram_tests::files_containing(&data, "Berlin").is_empty());
     server.interrupt();
 }
