@@ -9,6 +9,7 @@ use engram_tests::{stand_in_llm, Server};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::Duration;
 
 fn models_dir() -> PathBuf {
@@ -93,10 +94,9 @@ fn brevity_correction(id: &str, days_ago: i64, session: &str) -> Value {
     )
 }
 
-#[test]
-fn prompts_fit_their_budget_count_tokens_like_qwen3_and_carry_preferences_and_provenance() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path());
+/// Alice's history: an old conversation, the same brevity correction on three days, and the
+/// start of session s1.
+fn send_alices_history(server: &Server) {
     let events = json!([
         say(
             "old1",
@@ -135,23 +135,30 @@ fn prompts_fit_their_budget_count_tokens_like_qwen3_and_carry_preferences_and_pr
     let (status, body) = server.post("/v1/events", &events);
     assert_eq!(status, 200, "{body}");
     server.wait_caught_up(Duration::from_secs(60));
+}
 
-    let ask = |budget: usize| {
-        server.post(
-            "/v1/prompt",
-            &json!({"tenant": "acme", "user": "alice", "session": "s1", "query": "Where do I live now, and what is my dog called?",
-                    "budget_tokens": budget, "seed": 7}),
-        )
-    };
-    let (status, p) = ask(3000);
-    assert_eq!(status, 200, "{p}");
+/// Asks for the prompt of alice's session s1, within `budget` tokens.
+fn ask_within(server: &Server, budget: usize) -> (u16, Value) {
+    server.post(
+        "/v1/prompt",
+        &json!({"tenant": "acme", "user": "alice", "session": "s1", "query": "Where do I live now, and what is my dog called?",
+                "budget_tokens": budget, "seed": 7}),
+    )
+}
+
+/// The prompt is a Qwen3 chat whose token count is the reference tokenizer's, within 3000.
+fn assert_a_qwen3_chat_counted_exactly(p: &Value) {
     let prompt = p["prompt"].as_str().unwrap();
     assert!(prompt.starts_with("<|im_start|>system\n"), "{prompt}");
     assert!(prompt.ends_with("<|im_start|>assistant\n"), "{prompt}");
     let total = p["tokens"]["total"].as_u64().unwrap() as usize;
     assert_eq!(total, reference_token_count(prompt), "token count");
     assert!(total <= 3000);
-    // the learned preference is an instruction, with the corrections behind it
+}
+
+/// The learned preference is an instruction in the system message, with the three corrections
+/// behind it.
+fn assert_the_learned_preference_and_its_corrections(p: &Value) {
     let prefs = p["provenance"]["preferences"].as_array().unwrap();
     assert_eq!(prefs.len(), 1, "{p}");
     assert!(prefs[0]["instruction"]
@@ -176,7 +183,12 @@ fn prompts_fit_their_budget_count_tokens_like_qwen3_and_carry_preferences_and_pr
         system.contains("not like “Well, there are many"),
         "do X, not Y: {system}"
     );
-    // memory with dates, recent turns verbatim, the query last
+}
+
+/// Memory with dates, the recent turns verbatim, the query last; one few-shot example; a skill.
+fn assert_memory_recent_turns_and_the_query_last(p: &Value) {
+    let prompt = p["prompt"].as_str().unwrap();
+    let system = p["messages"][0]["content"].as_str().unwrap();
     assert!(
         prompt.contains("Berlin") && prompt.contains("Rex"),
         "{prompt}"
@@ -204,9 +216,12 @@ fn prompts_fit_their_budget_count_tokens_like_qwen3_and_carry_preferences_and_pr
     let skill = &p["provenance"]["skill"];
     assert!(skill["skill_id"].is_string() && !skill["candidates"].as_array().unwrap().is_empty());
     assert!(system.contains("Response style ("), "{system}");
+}
 
-    // a small budget drops memory first, and the count is still exact
-    let (status, small) = ask(260);
+/// A small budget drops memory first, and the count is still exact; a budget too small for
+/// the system part and the query is a clear error.
+fn assert_small_budgets_drop_memory_then_fail_clearly(server: &Server) {
+    let (status, small) = ask_within(server, 260);
     assert_eq!(status, 200, "{small}");
     let small_prompt = small["prompt"].as_str().unwrap();
     let small_total = small["tokens"]["total"].as_u64().unwrap() as usize;
@@ -214,11 +229,14 @@ fn prompts_fit_their_budget_count_tokens_like_qwen3_and_carry_preferences_and_pr
     assert_eq!(small_total, reference_token_count(small_prompt));
     assert!(!small["dropped"].as_object().unwrap().is_empty(), "{small}");
     // too small for the system part and the query: a clear error
-    let (status, err) = ask(20);
+    let (status, err) = ask_within(server, 20);
     assert_eq!(status, 422, "{err}");
     assert_eq!(err["error"]["field"], "budget_tokens");
+}
 
-    // a correction made now takes effect in the very next prompt of the session
+/// A correction made now takes effect in the very next prompt of the session, and not in
+/// another session.
+fn assert_a_correction_now_shapes_the_next_prompt_of_its_session(server: &Server) {
     let fix = event(
         "correction",
         "c-now",
@@ -229,7 +247,7 @@ fn prompts_fit_their_budget_count_tokens_like_qwen3_and_carry_preferences_and_pr
                "expected_behavior": "Never use exclamation marks."}),
     );
     assert_eq!(server.post("/v1/events", &fix).0, 200);
-    let (status, next) = ask(3000);
+    let (status, next) = ask_within(server, 3000);
     assert_eq!(status, 200, "{next}");
     assert!(next["consistent"].as_bool().unwrap());
     assert_eq!(next["provenance"]["session_corrections"], json!(["c-now"]));
@@ -243,8 +261,10 @@ fn prompts_fit_their_budget_count_tokens_like_qwen3_and_carry_preferences_and_pr
         &json!({"tenant": "acme", "user": "alice", "session": "s2", "query": "hello"}),
     );
     assert_eq!(other["provenance"]["session_corrections"], json!([]));
+}
 
-    // bad requests name the field
+/// Bad prompt requests are refused with the field named.
+fn assert_bad_prompt_requests_name_the_field(server: &Server) {
     for (body, field) in [
         (
             json!({"tenant": "acme", "user": "alice", "query": ""}),
@@ -267,6 +287,30 @@ fn prompts_fit_their_budget_count_tokens_like_qwen3_and_carry_preferences_and_pr
         assert_eq!(status, 400, "{body}: {err}");
         assert_eq!(err["error"]["field"], field, "{body}: {err}");
     }
+}
+
+#[test]
+fn prompts_fit_their_budget_count_tokens_like_qwen3_and_carry_preferences_and_provenance() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    send_alices_history(&server);
+
+    let (status, p) = ask_within(&server, 3000);
+    assert_eq!(status, 200, "{p}");
+    assert_a_qwen3_chat_counted_exactly(&p);
+    // the learned preference is an instruction, with the corrections behind it
+    assert_the_learned_preference_and_its_corrections(&p);
+    // memory with dates, recent turns verbatim, the query last
+    assert_memory_recent_turns_and_the_query_last(&p);
+
+    // a small budget drops memory first, and the count is still exact
+    assert_small_budgets_drop_memory_then_fail_clearly(&server);
+
+    // a correction made now takes effect in the very next prompt of the session
+    assert_a_correction_now_shapes_the_next_prompt_of_its_session(&server);
+
+    // bad requests name the field
+    assert_bad_prompt_requests_name_the_field(&server);
 }
 
 fn bullets_correction(
@@ -480,31 +524,8 @@ fn among_hundreds_of_facts_the_one_a_question_is_about_reaches_the_prompt() {
         .contains("golden retriever called Biscuit"));
 }
 
-#[test]
-fn chat_goes_through_the_stand_in_is_stored_and_feedback_moves_the_posterior() {
-    let (llm_url, seen) = stand_in_llm(10, Duration::from_secs(300));
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start_with_env(dir.path(), &[], &[("ENGRAM_LLM_URL", &llm_url)]);
-    let facts = json!([say(
-        "f1",
-        "s0",
-        2,
-        "user",
-        "My sister Mara lives in Lisbon."
-    )]);
-    assert_eq!(server.post("/v1/events", &facts).0, 200);
-    server.wait_caught_up(Duration::from_secs(60));
-
-    let (status, chat) = server.post(
-        "/v1/chat",
-        &json!({"tenant": "acme", "user": "alice", "session": "s9", "query": "Where does my sister live?",
-                "exchange_id": "x1", "context": {"intent": "question", "sentiment": "neutral", "time_of_day": "morning"}}),
-    );
-    assert_eq!(status, 200, "{chat}");
-    assert_eq!(chat["answer"], "stand-in answer");
-    assert_eq!(chat["message_id"], "x1.a");
-    let skill = chat["skill_id"].as_str().unwrap().to_string();
-    // the stand-in got the assembled messages: memory in them, the query last
+/// The stand-in got the assembled messages: memory in them, the query last.
+fn assert_the_stand_in_got_memory_and_the_query_last(seen: &Mutex<Vec<Value>>, chat: &Value) {
     let request = seen.lock().unwrap()[0].clone();
     let sent = request["messages"].as_array().unwrap();
     assert_eq!(sent[0]["role"], "system");
@@ -517,19 +538,11 @@ fn chat_goes_through_the_stand_in_is_stored_and_feedback_moves_the_posterior() {
         .as_array()
         .unwrap()
         .is_empty());
+}
 
-    // the exchange is stored: the next prompt of the session shows it verbatim
-    server.wait_caught_up(Duration::from_secs(60));
-    let (_, next) = server.post(
-        "/v1/prompt",
-        &json!({"tenant": "acme", "user": "alice", "session": "s9", "query": "thanks"}),
-    );
-    let recent = next["provenance"]["recent_turns"].as_array().unwrap();
-    assert_eq!(recent.len(), 2, "{next}");
-    let msgs = next["messages"].as_array().unwrap();
-    assert_eq!(msgs[msgs.len() - 2]["content"], "stand-in answer");
-
-    // feedback on the answer: the user's tally and style move through the dataflow
+/// Feedback on the chat's answer: the user's tally and style move through the dataflow, and
+/// every memory the answer was built with is marked.
+fn assert_feedback_moves_the_tally_style_and_marks(server: &Server, skill: &str, chat: &Value) {
     let (status, fb) = server.post(
         "/v1/feedback",
         &json!({"tenant": "acme", "user": "alice", "message_id": "x1.a", "skill_id": skill, "reward": 1,
@@ -540,7 +553,7 @@ fn chat_goes_through_the_stand_in_is_stored_and_feedback_moves_the_posterior() {
     let (_, memory) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "alice"}));
     let skills = memory["skills"].as_array().unwrap();
     assert_eq!(skills.len(), 1, "{memory}");
-    assert_eq!(skills[0]["skill_id"], skill.as_str());
+    assert_eq!(skills[0]["skill_id"], skill);
     assert_eq!(skills[0]["successes"], 1);
     assert!(skills[0]["posterior"]["mean"].as_f64().unwrap() > 0.5);
     assert_eq!(memory["style"]["feedback_count"], 1);
@@ -567,9 +580,11 @@ fn chat_goes_through_the_stand_in_is_stored_and_feedback_moves_the_posterior() {
         assert!((m["trust"].as_f64().unwrap() - 0.28).abs() < 1e-6, "{m}");
         assert_eq!(m["retained"], true);
     }
+}
 
-    // streamed: the prompt first, then the answer in pieces without the thinking, then done;
-    // the exchange is stored as for a plain chat
+/// A streamed chat: the prompt first, then the answer in pieces without the thinking, then
+/// done; the exchange is stored as for a plain chat.
+fn assert_a_streamed_chat_is_stored_like_a_plain_one(server: &Server, seen: &Mutex<Vec<Value>>) {
     let key = server.key_for("acme");
     let mut events = server
         .post_events(
@@ -612,8 +627,15 @@ fn chat_goes_through_the_stand_in_is_stored_and_feedback_moves_the_posterior() {
     let msgs = next["messages"].as_array().unwrap();
     assert_eq!(msgs[msgs.len() - 3]["content"], "And my sister's name?");
     assert_eq!(msgs[msgs.len() - 2]["content"], "stand-in answer");
+}
 
-    // bad feedback is refused with the field named; another tenant's key cannot vote here
+/// Bad feedback is refused with the field named; another tenant's key cannot vote here; a chat
+/// without a session is refused before the model is asked.
+fn assert_bad_feedback_and_a_chat_without_a_session_are_refused(
+    server: &Server,
+    skill: &str,
+    seen: &Mutex<Vec<Value>>,
+) {
     let (status, err) = server.post(
         "/v1/feedback",
         &json!({"tenant": "acme", "user": "alice", "message_id": "x1.a", "skill_id": skill, "reward": 5}),
@@ -638,6 +660,55 @@ fn chat_goes_through_the_stand_in_is_stored_and_feedback_moves_the_posterior() {
         (400, Some("session"))
     );
     assert_eq!(seen.lock().unwrap().len(), asked);
+}
+
+#[test]
+fn chat_goes_through_the_stand_in_is_stored_and_feedback_moves_the_posterior() {
+    let (llm_url, seen) = stand_in_llm(10, Duration::from_secs(300));
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with_env(dir.path(), &[], &[("ENGRAM_LLM_URL", &llm_url)]);
+    let facts = json!([say(
+        "f1",
+        "s0",
+        2,
+        "user",
+        "My sister Mara lives in Lisbon."
+    )]);
+    assert_eq!(server.post("/v1/events", &facts).0, 200);
+    server.wait_caught_up(Duration::from_secs(60));
+
+    let (status, chat) = server.post(
+        "/v1/chat",
+        &json!({"tenant": "acme", "user": "alice", "session": "s9", "query": "Where does my sister live?",
+                "exchange_id": "x1", "context": {"intent": "question", "sentiment": "neutral", "time_of_day": "morning"}}),
+    );
+    assert_eq!(status, 200, "{chat}");
+    assert_eq!(chat["answer"], "stand-in answer");
+    assert_eq!(chat["message_id"], "x1.a");
+    let skill = chat["skill_id"].as_str().unwrap().to_string();
+    // the stand-in got the assembled messages: memory in them, the query last
+    assert_the_stand_in_got_memory_and_the_query_last(&seen, &chat);
+
+    // the exchange is stored: the next prompt of the session shows it verbatim
+    server.wait_caught_up(Duration::from_secs(60));
+    let (_, next) = server.post(
+        "/v1/prompt",
+        &json!({"tenant": "acme", "user": "alice", "session": "s9", "query": "thanks"}),
+    );
+    let recent = next["provenance"]["recent_turns"].as_array().unwrap();
+    assert_eq!(recent.len(), 2, "{next}");
+    let msgs = next["messages"].as_array().unwrap();
+    assert_eq!(msgs[msgs.len() - 2]["content"], "stand-in answer");
+
+    // feedback on the answer: the user's tally and style move through the dataflow
+    assert_feedback_moves_the_tally_style_and_marks(&server, &skill, &chat);
+
+    // streamed: the prompt first, then the answer in pieces without the thinking, then done;
+    // the exchange is stored as for a plain chat
+    assert_a_streamed_chat_is_stored_like_a_plain_one(&server, &seen);
+
+    // bad feedback is refused with the field named; another tenant's key cannot vote here
+    assert_bad_feedback_and_a_chat_without_a_session_are_refused(&server, &skill, &seen);
 }
 
 /// The added tokens of the Qwen3 tokenizer (`<|im_start|>`, `<think>`, …), read from its file.
