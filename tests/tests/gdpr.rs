@@ -62,17 +62,10 @@ fn wait_stored_everywhere(data: &std::path::Path, marker: &str) {
     assert!(!files_containing(&data.join("log"), marker).is_empty());
 }
 
-#[test]
-fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let server = Server::start_with(&data, &["--workers", "2"]);
-    let users = [
-        ("acme", "alice", "zqalicemark"),
-        ("acme", "bob", "zqbobmark"),
-        ("globex", "alice", "zqglobexmark"),
-    ];
-    for (tenant, user, marker) in users {
+/// Sends each user's history, and a rejected input of theirs, kept in the reject log with its
+/// text.
+fn send_histories_and_a_rejected_input(server: &Server, users: &[(&str, &str, &str)]) {
+    for &(tenant, user, marker) in users {
         let (status, body) = server.post("/v1/events", &json!(history(tenant, user, marker)));
         assert_eq!(status, 200, "{body}");
         // a rejected input of the user, kept in the reject log with its text
@@ -80,13 +73,10 @@ fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
             "user": user, "ts": Utc::now().to_rfc3339(), "role": "narrator", "content": marker});
         assert_eq!(server.post("/v1/events", &bad).0, 422);
     }
-    server.wait_caught_up(Duration::from_secs(60));
-    let data = &server.data_dir;
-    for (_, _, marker) in users {
-        wait_stored_everywhere(data, marker);
-    }
+}
 
-    // the export holds the user's whole subgraph, and only theirs
+/// The export of acme's alice holds her whole subgraph, and only hers.
+fn assert_the_export_holds_alices_subgraph_only(server: &Server) {
     let (status, export) = server.post("/v1/export", &json!({"tenant": "acme", "user": "alice"}));
     assert_eq!(status, 200, "{export}");
     assert_eq!(export["episodes"].as_array().unwrap().len(), 2);
@@ -102,8 +92,10 @@ fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
         export["correction_clusters"][0]["pattern"]["size"], 3,
         "{export}"
     );
+}
 
-    // erase
+/// Erases acme's alice; the receipt counts everything of hers.
+fn erase_alice_and_check_the_receipt(server: &Server) {
     let (status, receipt) = server.post("/v1/erase", &json!({"tenant": "acme", "user": "alice"}));
     assert_eq!(status, 200, "{receipt}");
     assert_eq!(receipt["episodes_erased"], 2, "{receipt}");
@@ -117,76 +109,66 @@ fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
     let logged = history("acme", "alice", "zqalicemark").len();
     assert_eq!(receipt["log_records_redacted"], logged, "{receipt}");
     assert_eq!(receipt["rejections_removed"], 1, "{receipt}");
+}
 
-    let assert_gone = |server: &Server| {
-        let (_, export) = server.post("/v1/export", &json!({"tenant": "acme", "user": "alice"}));
-        for view in [
-            "episodes",
-            "facts",
-            "entities",
-            "co_mentions",
-            "skills",
-            "correction_clusters",
-            "preferences",
-            "corrections",
-            "summaries",
-        ] {
-            assert_eq!(export[view], json!([]), "{view} after the erase: {export}");
-        }
-        assert_eq!(export["style"], Value::Null);
-        assert_eq!(
-            export["team"],
-            Value::Null,
-            "her team membership after the erase"
-        );
-        let recall = server.recall("acme", "alice", "what is my locker code", 10);
-        assert_eq!(recall["results"], json!([]));
-        assert_eq!(recall["facts"], json!([]));
-        assert_eq!(recall["summaries"], json!([]));
-        let (_, prompt) = server.post(
-            "/v1/prompt",
-            &json!({"tenant": "acme", "user": "alice", "session": "s1", "query": "locker code?"}),
-        );
-        assert!(!prompt.to_string().contains("zqalicemark"), "{prompt}");
-        let files = files_containing(&server.data_dir, "zqalicemark");
-        assert!(files.is_empty(), "alice's text is still in {files:?}");
-        // everyone else keeps everything
-        for (tenant, user, marker) in [
-            ("acme", "bob", "zqbobmark"),
-            ("globex", "alice", "zqglobexmark"),
-        ] {
-            let r = server.recall(tenant, user, "what is my locker code", 10);
-            assert_eq!(
-                r["results"].as_array().unwrap().len(),
-                2,
-                "{tenant}/{user}: {r}"
-            );
-            assert!(r.to_string().contains(marker));
-            assert!(
-                !files_containing(&server.data_dir.join("lance/episodes.lance/data"), marker)
-                    .is_empty()
-            );
-        }
-        let (_, bob) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "bob"}));
-        assert_eq!(bob["corrections"].as_array().unwrap().len(), 3);
-    };
-    assert_gone(&server);
-
-    // after a crash and restart (the log replayed) it stays gone, and a redelivery of an
-    // erased event is recognised, not stored again
-    server.kill9();
-    let server = Server::start_with(&dir.path().join("data"), &["--workers", "2"]);
-    server.wait_caught_up(Duration::from_secs(60));
-    let (status, again) = server.post(
-        "/v1/events",
-        &json!(history("acme", "alice", "zqalicemark")[..1]),
+/// Nothing of acme's alice is left in any view, recall, prompt or file, and everyone else
+/// keeps everything.
+fn assert_alice_gone_and_everyone_else_kept(server: &Server) {
+    let (_, export) = server.post("/v1/export", &json!({"tenant": "acme", "user": "alice"}));
+    for view in [
+        "episodes",
+        "facts",
+        "entities",
+        "co_mentions",
+        "skills",
+        "correction_clusters",
+        "preferences",
+        "corrections",
+        "summaries",
+    ] {
+        assert_eq!(export[view], json!([]), "{view} after the erase: {export}");
+    }
+    assert_eq!(export["style"], Value::Null);
+    assert_eq!(
+        export["team"],
+        Value::Null,
+        "her team membership after the erase"
     );
-    assert_eq!(status, 200, "{again}");
-    assert_eq!(again["duplicates"], 1, "{again}");
-    server.wait_caught_up(Duration::from_secs(60));
-    assert_gone(&server);
+    let recall = server.recall("acme", "alice", "what is my locker code", 10);
+    assert_eq!(recall["results"], json!([]));
+    assert_eq!(recall["facts"], json!([]));
+    assert_eq!(recall["summaries"], json!([]));
+    let (_, prompt) = server.post(
+        "/v1/prompt",
+        &json!({"tenant": "acme", "user": "alice", "session": "s1", "query": "locker code?"}),
+    );
+    assert!(!prompt.to_string().contains("zqalicemark"), "{prompt}");
+    let files = files_containing(&server.data_dir, "zqalicemark");
+    assert!(files.is_empty(), "alice's text is still in {files:?}");
+    // everyone else keeps everything
+    for (tenant, user, marker) in [
+        ("acme", "bob", "zqbobmark"),
+        ("globex", "alice", "zqglobexmark"),
+    ] {
+        let r = server.recall(tenant, user, "what is my locker code", 10);
+        assert_eq!(
+            r["results"].as_array().unwrap().len(),
+            2,
+            "{tenant}/{user}: {r}"
+        );
+        assert!(r.to_string().contains(marker));
+        assert!(
+            !files_containing(&server.data_dir.join("lance/episodes.lance/data"), marker)
+                .is_empty()
+        );
+    }
+    let (_, bob) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "bob"}));
+    assert_eq!(bob["corrections"].as_array().unwrap().len(), 3);
+}
 
-    // erasing a tenant removes its data and its keys
+/// Erasing globex removes its data and its keys; its views hold nothing, read back under a key
+/// issued afresh; acme's data stays.
+fn assert_erasing_globex_removes_its_data_and_keys(server: &Server) {
     let globex = server.key_for("globex");
     let resp = reqwest::blocking::Client::new()
         .delete(format!("{}/v1/admin/tenants/globex", server.base))
@@ -231,6 +213,48 @@ fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
         "zqbobmark"
     )
     .is_empty());
+}
+
+#[test]
+fn an_erased_user_leaves_no_trace_and_everyone_else_keeps_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start_with(&data, &["--workers", "2"]);
+    let users = [
+        ("acme", "alice", "zqalicemark"),
+        ("acme", "bob", "zqbobmark"),
+        ("globex", "alice", "zqglobexmark"),
+    ];
+    send_histories_and_a_rejected_input(&server, &users);
+    server.wait_caught_up(Duration::from_secs(60));
+    let data = &server.data_dir;
+    for (_, _, marker) in users {
+        wait_stored_everywhere(data, marker);
+    }
+
+    // the export holds the user's whole subgraph, and only theirs
+    assert_the_export_holds_alices_subgraph_only(&server);
+
+    // erase
+    erase_alice_and_check_the_receipt(&server);
+    assert_alice_gone_and_everyone_else_kept(&server);
+
+    // after a crash and restart (the log replayed) it stays gone, and a redelivery of an
+    // erased event is recognised, not stored again
+    server.kill9();
+    let server = Server::start_with(&dir.path().join("data"), &["--workers", "2"]);
+    server.wait_caught_up(Duration::from_secs(60));
+    let (status, again) = server.post(
+        "/v1/events",
+        &json!(history("acme", "alice", "zqalicemark")[..1]),
+    );
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["duplicates"], 1, "{again}");
+    server.wait_caught_up(Duration::from_secs(60));
+    assert_alice_gone_and_everyone_else_kept(&server);
+
+    // erasing a tenant removes its data and its keys
+    assert_erasing_globex_removes_its_data_and_keys(&server);
 }
 
 fn control(id: &str, action: &str) -> Value {
