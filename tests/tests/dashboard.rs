@@ -7,7 +7,7 @@
 
 use chrono::{Duration as Days, Utc};
 use engram_tests::browser::Browser;
-use engram_tests::Server;
+use engram_tests::{EventStream, Server};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -81,14 +81,10 @@ fn artifact(name: &str) -> PathBuf {
         .join(name)
 }
 
-#[test]
-fn the_page_shows_a_promotion_and_a_moving_posterior_live() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path());
-    let key = server.key_for("acme");
-    // some memory before the page opens: a conversation and a fact
+/// Some memory of alice's before the page opens: a conversation and a fact.
+fn send_alices_conversation_and_fact(server: &Server) {
     post_ok(
-        &server,
+        server,
         json!([
             say(
                 "acme",
@@ -108,7 +104,11 @@ fn the_page_shows_a_promotion_and_a_moving_posterior_live() {
         ]),
     );
     server.wait_caught_up(WAIT);
+}
 
+/// Opens the dashboard for alice under `key` and waits until it is live with her episodes;
+/// marks the page so that a reload would show.
+fn open_the_live_page(server: &Server, key: &str) -> Browser {
     let browser = Browser::start(1400, 1800);
     browser.open(&format!("{}/dashboard#key={key}&user=alice", server.base));
     browser.wait_for(
@@ -123,22 +123,15 @@ fn the_page_shows_a_promotion_and_a_moving_posterior_live() {
     );
     // anything that reloads the page would drop this
     browser.eval("window.__loaded_once = 'yes'; return true");
+    browser
+}
 
-    // a fact superseded: Paris → Berlin
-    post_ok(
-        &server,
-        json!([fact("acme", "f2", "alice", 50, "city", "Berlin")]),
-    );
-    browser.wait_for(
-        "the superseded fact",
-        "const r = document.querySelector('[data-testid=superseded-fact]');\
-         return r && r.textContent.includes('Paris') && r.textContent.includes('Berlin')",
-        WAIT,
-    );
-
+/// Two corrections form a cluster, not yet a pattern; the third, a day after the first,
+/// promotes it and activates its preference.
+fn assert_three_corrections_promote_a_cluster(server: &Server, browser: &Browser) {
     // two corrections: a cluster forms, not yet a pattern (n < 3)
     post_ok(
-        &server,
+        server,
         json!([
             brevity_correction("acme", "c1", "alice", 72),
             brevity_correction("acme", "c2", "alice", 48),
@@ -157,7 +150,7 @@ fn the_page_shows_a_promotion_and_a_moving_posterior_live() {
     );
     // the third, a day after the first: n = 3, span ≥ 1 day, coherent → promoted
     post_ok(
-        &server,
+        server,
         json!([brevity_correction("acme", "c3", "alice", 24)]),
     );
     browser.wait_for(
@@ -172,9 +165,12 @@ fn the_page_shows_a_promotion_and_a_moving_posterior_live() {
          return c && c.dataset.promoted === 'true' && p && p.dataset.state === 'active'",
         WAIT,
     );
+}
 
-    // feedback moves the posterior of the skill it is for
-    feedback(&server, "acme", "alice", "m1", "concise", 1);
+/// Feedback moves the posterior the page shows for the skill it is for: one vote, then five
+/// more.
+fn assert_feedback_moves_the_shown_posterior(server: &Server, browser: &Browser) {
+    feedback(server, "acme", "alice", "m1", "concise", 1);
     let first = browser
         .wait_for(
             "the concise skill's posterior",
@@ -187,7 +183,7 @@ fn the_page_shows_a_promotion_and_a_moving_posterior_live() {
     assert!((first - 2.0 / 3.0).abs() < 1e-3, "{first}");
     for (i, reward) in [1, 1, 1, -1, 1].into_iter().enumerate() {
         feedback(
-            &server,
+            server,
             "acme",
             "alice",
             &format!("m{}", i + 2),
@@ -208,6 +204,34 @@ fn the_page_shows_a_promotion_and_a_moving_posterior_live() {
         .unwrap();
     // Beta(1 + 5, 1 + 1): mean 6/8
     assert!((moved - 0.75).abs() < 1e-3, "{moved}");
+}
+
+#[test]
+fn the_page_shows_a_promotion_and_a_moving_posterior_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let key = server.key_for("acme");
+    // some memory before the page opens: a conversation and a fact
+    send_alices_conversation_and_fact(&server);
+
+    let browser = open_the_live_page(&server, &key);
+
+    // a fact superseded: Paris → Berlin
+    post_ok(
+        &server,
+        json!([fact("acme", "f2", "alice", 50, "city", "Berlin")]),
+    );
+    browser.wait_for(
+        "the superseded fact",
+        "const r = document.querySelector('[data-testid=superseded-fact]');\
+         return r && r.textContent.includes('Paris') && r.textContent.includes('Berlin')",
+        WAIT,
+    );
+
+    assert_three_corrections_promote_a_cluster(&server, &browser);
+
+    // feedback moves the posterior of the skill it is for
+    assert_feedback_moves_the_shown_posterior(&server, &browser);
 
     // all of it arrived through the stream: one snapshot, no reload
     assert_eq!(browser.eval("return window.__loaded_once"), json!("yes"));
@@ -236,15 +260,10 @@ fn the_page_shows_a_promotion_and_a_moving_posterior_live() {
     eprintln!("dashboard screenshot: {}", shot.display());
 }
 
-#[test]
-fn a_tenants_key_reads_only_its_own_stream() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path());
-    let acme = server.key_for("acme");
-    let globex = server.key_for("globex");
-    // the same user name in both tenants; globex's words are distinctive
+/// The same user name in both tenants; globex's words are distinctive.
+fn send_alice_of_both_tenants(server: &Server) {
     post_ok(
-        &server,
+        server,
         json!([say(
             "acme",
             "a1",
@@ -254,7 +273,7 @@ fn a_tenants_key_reads_only_its_own_stream() {
         )]),
     );
     post_ok(
-        &server,
+        server,
         json!([
             say(
                 "globex",
@@ -275,34 +294,18 @@ fn a_tenants_key_reads_only_its_own_stream() {
         ]),
     );
     server.wait_caught_up(WAIT);
+}
 
-    // no key, a wrong key: refused
-    let limit = Duration::from_secs(30);
-    let refused = |key: Option<&str>| {
-        server
-            .events(key, "/v1/dashboard/stream", limit)
-            .err()
-            .map(|(status, _)| status)
-    };
-    assert_eq!(refused(None), Some(401));
-    assert_eq!(refused(Some("engram_0000")), Some(401));
-    // a user name that is not a name
-    let (status, body) = server
-        .events(
-            Some(&acme),
-            "/v1/dashboard/stream?user=a%27%20OR%201=1",
-            limit,
-        )
+/// The status a dashboard stream under `key` is refused with, or `None` when it opens.
+fn stream_refusal(server: &Server, key: Option<&str>, limit: Duration) -> Option<u16> {
+    server
+        .events(key, "/v1/dashboard/stream", limit)
         .err()
-        .unwrap();
-    assert_eq!(
-        (status, body["error"]["field"].as_str()),
-        (400, Some("user"))
-    );
+        .map(|(status, _)| status)
+}
 
-    let mut stream = server
-        .events(Some(&acme), "/v1/dashboard/stream?user=alice", limit)
-        .unwrap();
+/// The snapshot of acme's stream lists acme's users only.
+fn assert_the_snapshot_is_acmes_only(stream: &mut EventStream) {
     let (name, snapshot) = stream.next_event().unwrap();
     assert_eq!(name, "snapshot");
     assert_eq!(snapshot["tenant"], "acme");
@@ -314,11 +317,13 @@ fn a_tenants_key_reads_only_its_own_stream() {
         .map(|r| r["key"].as_str().unwrap())
         .collect();
     assert_eq!(users, ["alice"], "acme's users only: {snapshot}");
+}
 
-    // globex keeps writing while acme's page follows; then acme writes once
+/// Globex writes five times, then acme writes once.
+fn send_globex_writes_then_one_of_acme(server: &Server) {
     for i in 0..5 {
         post_ok(
-            &server,
+            server,
             json!([
                 fact(
                     "globex",
@@ -333,9 +338,13 @@ fn a_tenants_key_reads_only_its_own_stream() {
         );
     }
     post_ok(
-        &server,
+        server,
         json!([fact("acme", "af1", "alice", 1, "plant", "ferns")]),
     );
+}
+
+/// Acme's own change arrives on its stream, and nothing of globex's has.
+fn assert_acmes_change_arrives_and_nothing_of_globex(stream: &mut EventStream) {
     let (_, change) = stream
         .until(WAIT, |name, data| {
             name == "changes" && data.to_string().contains("ferns")
@@ -360,17 +369,11 @@ fn a_tenants_key_reads_only_its_own_stream() {
             "acme's stream carries globex's {secret:?}"
         );
     }
+}
 
-    // globex's own key does see globex's alice (the stream is the key's tenant's, no other)
-    let mut theirs = server
-        .events(Some(&globex), "/v1/dashboard/stream?user=alice", limit)
-        .unwrap();
-    let (_, snapshot) = theirs.next_event().unwrap();
-    assert_eq!(snapshot["tenant"], "globex");
-    assert!(snapshot.to_string().contains("GlobexSecretCo"));
-    assert!(!snapshot.to_string().contains("ferns"));
-
-    // a revoked key is refused at once, and a stream it opened ends within seconds
+/// A second key of acme, once revoked, is refused at once, and a stream it opened ends within
+/// seconds.
+fn assert_a_revoked_key_is_refused_and_its_stream_ends(server: &Server, limit: Duration) {
     let (status, body) = server.post_as(
         Some(&server.admin_key),
         "/v1/admin/tenants/acme/keys",
@@ -391,7 +394,7 @@ fn a_tenants_key_reads_only_its_own_stream() {
         .send()
         .unwrap();
     assert!(resp.status().is_success(), "{}", resp.status());
-    assert_eq!(refused(Some(&second)), Some(401));
+    assert_eq!(stream_refusal(server, Some(&second), limit), Some(401));
     let started = std::time::Instant::now();
     while open.next_event().is_some() {
         assert!(
@@ -399,6 +402,58 @@ fn a_tenants_key_reads_only_its_own_stream() {
             "the revoked key's stream goes on"
         );
     }
+}
+
+#[test]
+fn a_tenants_key_reads_only_its_own_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let acme = server.key_for("acme");
+    let globex = server.key_for("globex");
+    // the same user name in both tenants; globex's words are distinctive
+    send_alice_of_both_tenants(&server);
+
+    // no key, a wrong key: refused
+    let limit = Duration::from_secs(30);
+    assert_eq!(stream_refusal(&server, None, limit), Some(401));
+    assert_eq!(
+        stream_refusal(&server, Some("engram_0000"), limit),
+        Some(401)
+    );
+    // a user name that is not a name
+    let (status, body) = server
+        .events(
+            Some(&acme),
+            "/v1/dashboard/stream?user=a%27%20OR%201=1",
+            limit,
+        )
+        .err()
+        .unwrap();
+    assert_eq!(
+        (status, body["error"]["field"].as_str()),
+        (400, Some("user"))
+    );
+
+    let mut stream = server
+        .events(Some(&acme), "/v1/dashboard/stream?user=alice", limit)
+        .unwrap();
+    assert_the_snapshot_is_acmes_only(&mut stream);
+
+    // globex keeps writing while acme's page follows; then acme writes once
+    send_globex_writes_then_one_of_acme(&server);
+    assert_acmes_change_arrives_and_nothing_of_globex(&mut stream);
+
+    // globex's own key does see globex's alice (the stream is the key's tenant's, no other)
+    let mut theirs = server
+        .events(Some(&globex), "/v1/dashboard/stream?user=alice", limit)
+        .unwrap();
+    let (_, snapshot) = theirs.next_event().unwrap();
+    assert_eq!(snapshot["tenant"], "globex");
+    assert!(snapshot.to_string().contains("GlobexSecretCo"));
+    assert!(!snapshot.to_string().contains("ferns"));
+
+    // a revoked key is refused at once, and a stream it opened ends within seconds
+    assert_a_revoked_key_is_refused_and_its_stream_ends(&server, limit);
 }
 
 #[test]
