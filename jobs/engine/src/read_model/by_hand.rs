@@ -1,26 +1,18 @@
-//! Read models of the views: one user's memory as the JSON that `/v1/memory` returns and
-//! export embeds, read from the views at one timestamp.
+//! The oracle for the typed read model: `memory_json` as it was built by hand (JSON assembled
+//! field by field), kept to check that the typed views serialise to exactly the same JSON.
 
+use super::{lifecycle_name, micros_to_rfc3339, stated_preference_facts};
 use engram_dataflows::views::UserMemory;
 use engram_dataflows::MemoryViews;
-use engram_operators::facts::FactVersion;
-use engram_operators::facts::USER_SUBJECT;
 use engram_operators::math::beta::{discounted_user_posterior, ShrinkageParams};
-use engram_operators::math::decay::{LifecycleState, LifecycleThresholds};
+use engram_operators::math::decay::LifecycleThresholds;
 use engram_operators::math::skills::STYLE_DIMENSION_NAMES;
-use engram_operators::requests::Request;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-/// A time in microseconds as RFC 3339 (whole seconds, UTC); empty when out of range.
-pub fn micros_to_rfc3339(micros: i64) -> String {
-    chrono::DateTime::from_timestamp_micros(micros)
-        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-        .unwrap_or_default()
-}
-
-/// One user's part of the views (see `/v1/memory` in the README).
-pub fn memory_json(views: &MemoryViews, tenant: &str, user: &str) -> Value {
+/// One user's part of the views as the hand-built JSON `/v1/memory` returned before the typed
+/// read model: the oracle the typed model is checked against.
+pub(super) fn memory_json_by_hand(views: &MemoryViews, tenant: &str, user: &str) -> Value {
     let empty = Default::default();
     let memory = views
         .users
@@ -87,20 +79,6 @@ pub fn memory_json(views: &MemoryViews, tenant: &str, user: &str) -> Value {
         "correction_clusters": correction_clusters, "preferences": preferences,
         "stated_preferences": stated_preferences,
     })
-}
-
-/// The preferences the user stated in ordinary messages: each current fact
-/// `preference: <aspect>` about the user, with what it asks for.
-pub fn stated_preference_facts(memory: &UserMemory) -> Vec<(Request, &FactVersion)> {
-    memory
-        .facts
-        .iter()
-        .filter(|((subject, _), _)| subject == USER_SUBJECT)
-        .filter_map(|((_, attribute), versions)| {
-            let current = versions.iter().find(|v| v.valid_to.is_none())?;
-            Some((Request::from_fact(attribute, &current.value)?, current))
-        })
-        .collect()
 }
 
 /// The stated preferences as the instruction each gives, with the message it was said in.
@@ -285,12 +263,4 @@ fn edges_and_summaries(memory: &UserMemory) -> (Vec<Value>, Vec<Value>) {
         })
         .collect();
     (edges, summaries)
-}
-
-pub fn lifecycle_name(state: LifecycleState) -> &'static str {
-    match state {
-        LifecycleState::Active => "active",
-        LifecycleState::Inactive => "inactive",
-        LifecycleState::Archived => "archived",
-    }
 }
