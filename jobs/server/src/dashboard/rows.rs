@@ -5,7 +5,7 @@
 use engram_dataflows::views::UserMemory;
 use engram_dataflows::MemoryViews;
 use engram_engine::prompt::preference_wording;
-use engram_engine::read_model::{lifecycle_name, micros_to_rfc3339};
+use engram_engine::read_model::{lifecycle_name, micros_to_rfc3339, EntityView, FactVersionView};
 use engram_operators::math::beta::{discounted_user_posterior, thompson_shares, ShrinkageParams};
 use engram_operators::math::decay::{lifecycle_transition_times, LifecycleThresholds};
 use engram_operators::math::skills::BASE_SKILLS;
@@ -113,8 +113,9 @@ pub(super) fn org_row(views: &MemoryViews, tenant: &str, id: &str) -> Option<Val
     }))
 }
 
-/// The latest [`ROW_HISTORY`] versions of one `(subject, attribute)`, oldest first, and how
-/// many there are (a row is re-sent whenever a version is added: it must stay small).
+/// The latest [`ROW_HISTORY`] versions of one `(subject, attribute)`, oldest first (as the
+/// read model's [`FactVersionView`]s), and how many there are (a row is re-sent whenever a
+/// version is added: it must stay small).
 pub(super) fn fact_row(memory: &UserMemory, subject: &str, attribute: &str) -> Option<Value> {
     let versions = memory
         .facts
@@ -122,15 +123,10 @@ pub(super) fn fact_row(memory: &UserMemory, subject: &str, attribute: &str) -> O
     let total = versions.len();
     let mut versions: Vec<_> = versions.iter().collect();
     versions.sort_by_key(|v| (v.valid_from, v.fact_id.clone()));
-    let versions: Vec<Value> = versions
+    let versions: Vec<FactVersionView> = versions
         .into_iter()
         .skip(total.saturating_sub(ROW_HISTORY))
-        .map(|v| {
-            json!({"id": v.fact_id, "value": v.value,
-                "valid_from": micros_to_rfc3339(v.valid_from),
-                "valid_to": v.valid_to.map(micros_to_rfc3339),
-                "superseded_by": v.superseded_by})
-        })
+        .map(FactVersionView::new)
         .collect();
     Some(
         json!({"subject": subject, "attribute": attribute, "versions": versions,
@@ -138,14 +134,10 @@ pub(super) fn fact_row(memory: &UserMemory, subject: &str, attribute: &str) -> O
     )
 }
 
+/// An entity, as the read model's [`EntityView`].
 pub(super) fn entity_row(memory: &UserMemory, name: &str) -> Option<Value> {
     let s = memory.entities.get(name)?;
-    Some(json!({
-        "name": name, "kind": format!("{:?}", s.kind).to_lowercase(),
-        "mentions": s.mention_count,
-        "first_seen": micros_to_rfc3339(s.first_seen_micros),
-        "last_seen": micros_to_rfc3339(s.last_seen_micros),
-    }))
+    Some(json!(EntityView::new(name, s)))
 }
 
 /// A correction's words as the dashboard shows them: what it asks for, else the original.
