@@ -2,6 +2,7 @@
 //! `tokenizer.json`. Mean pooling over the attention mask and L2 normalisation are done here,
 //! so any BERT-style ONNX sentence-embedding model whose output is `last_hidden_state` works.
 
+use crate::embedding_cache::EmbeddingCache;
 use ort::session::{builder::GraphOptimizationLevel, Session};
 use ort::value::Tensor;
 use std::collections::HashMap;
@@ -40,8 +41,10 @@ pub struct EmbedderConfig {
     /// Texts per inference call.
     #[serde(default = "default_batch")]
     pub batch_size: usize,
-    /// Distinct texts whose vectors are kept in memory, so a text seen again is not embedded
-    /// again (replays and benchmarks repeat texts); 0 turns the cache off.
+    /// Distinct texts whose vectors are kept in memory, all tenants together, so a text a
+    /// tenant embedded before is not embedded again for that tenant (replays and benchmarks
+    /// repeat texts); 0 turns the cache off. A text is never a hit for another tenant
+    /// ([`crate::embedding_cache`]).
     #[serde(default)]
     pub cache_entries: usize,
     /// Corrections whose requests are not recognised link when the cosine of their embeddings
@@ -108,8 +111,7 @@ pub struct Embedder {
     takes_token_types: bool,
     batch_size: usize,
     dim: usize,
-    cache: Option<Mutex<HashMap<String, Vec<f32>>>>,
-    cache_entries: usize,
+    cache: Option<Mutex<EmbeddingCache>>,
     model_texts: std::sync::atomic::AtomicU64,
 }
 
@@ -191,8 +193,8 @@ impl Embedder {
             takes_token_types,
             batch_size: cfg.batch_size.max(1),
             dim: 0,
-            cache: (cfg.cache_entries > 0).then(|| Mutex::new(HashMap::new())),
-            cache_entries: cfg.cache_entries,
+            cache: (cfg.cache_entries > 0)
+                .then(|| Mutex::new(EmbeddingCache::new(cfg.cache_entries))),
             model_texts: Default::default(),
         };
         embedder.dim = embedder
@@ -207,11 +209,14 @@ impl Embedder {
         self.dim
     }
 
-    /// Forgets every cached text and vector (after an erase, no text of the erased stays in
-    /// memory here).
-    pub fn clear_cache(&self) {
+    /// Forgets every text `tenant` cached (after an erase in the tenant, no text of the erased
+    /// stays in memory here); other tenants' entries stay.
+    pub fn forget_tenant(&self, tenant: &str) {
         if let Some(cache) = &self.cache {
-            cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
+            cache
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .forget_tenant(tenant);
         }
     }
 
@@ -220,34 +225,51 @@ impl Embedder {
         self.model_texts.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// One L2-normalised vector per text, in order. With the cache on, texts embedded before
-    /// (and repeats within `texts`) are not run through the model again.
-    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedderError> {
+    /// Texts answered from the cache since load (0 with the cache off).
+    pub fn cache_hits(&self) -> u64 {
+        self.cache.as_ref().map_or(0, |cache| {
+            cache.lock().unwrap_or_else(|p| p.into_inner()).hits()
+        })
+    }
+
+    /// One L2-normalised vector per text, in order, for `tenant`. With the cache on, texts
+    /// this tenant embedded before (and repeats within `texts`) are not run through the model
+    /// again; another tenant's texts are never used.
+    pub fn embed(&self, tenant: &str, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedderError> {
+        let pairs: Vec<(&str, &str)> = texts.iter().map(|text| (tenant, *text)).collect();
+        self.embed_each(&pairs)
+    }
+
+    /// Like [`Embedder::embed`] for a batch mixing tenants: one vector per `(tenant, text)`,
+    /// in order, each text cached under its own tenant.
+    pub fn embed_each(&self, texts: &[(&str, &str)]) -> Result<Vec<Vec<f32>>, EmbedderError> {
         let Some(cache) = &self.cache else {
-            return self.embed_uncached(texts);
+            let plain: Vec<&str> = texts.iter().map(|(_, text)| *text).collect();
+            return self.embed_uncached(&plain);
         };
         let mut out: Vec<Option<Vec<f32>>> = {
-            let c = cache.lock().unwrap_or_else(|p| p.into_inner());
-            texts.iter().map(|t| c.get(*t).cloned()).collect()
+            let mut c = cache.lock().unwrap_or_else(|p| p.into_inner());
+            texts
+                .iter()
+                .map(|(tenant, text)| c.get(tenant, text))
+                .collect()
         };
-        let mut missing: Vec<&str> = texts
+        let mut missing: Vec<(&str, &str)> = texts
             .iter()
             .zip(&out)
             .filter(|(_, v)| v.is_none())
-            .map(|(t, _)| *t)
+            .map(|(pair, _)| *pair)
             .collect();
         missing.sort_unstable();
         missing.dedup();
-        let fresh = self.embed_uncached(&missing)?;
+        let missing_texts: Vec<&str> = missing.iter().map(|(_, text)| *text).collect();
+        let fresh = self.embed_uncached(&missing_texts)?;
+        let fresh: HashMap<(&str, &str), Vec<f32>> = missing.into_iter().zip(fresh).collect();
         let mut c = cache.lock().unwrap_or_else(|p| p.into_inner());
-        if c.len() + fresh.len() > self.cache_entries {
-            c.clear(); // simple and bounded; a replay's working set is what gets re-cached
-        }
-        let fresh: HashMap<&str, Vec<f32>> = missing.into_iter().zip(fresh).collect();
-        for (t, v) in texts.iter().zip(out.iter_mut()) {
+        for (pair, v) in texts.iter().zip(out.iter_mut()) {
             if v.is_none() {
-                let vector = fresh[*t].clone();
-                c.insert(t.to_string(), vector.clone());
+                let vector = fresh[pair].clone();
+                c.insert(pair.0, pair.1, vector.clone());
                 *v = Some(vector);
             }
         }

@@ -4,6 +4,7 @@
 
 pub mod chat_template;
 pub mod embedder;
+pub mod embedding_cache;
 pub mod episode_store;
 pub mod event_files;
 pub mod event_log;

@@ -7,13 +7,16 @@ fn paraphrases_score_clearly_above_unrelated_sentences() {
     let e = common::embedder();
     assert_eq!(e.dim(), 384);
     let v = e
-        .embed(&[
-            "The cat is sleeping on the sofa.",
-            "A cat naps on the couch.",
-            "Quarterly revenue grew by eight percent.",
-            "How do I reset my router password?",
-            "I forgot the admin password of my wifi router, how can I change it?",
-        ])
+        .embed(
+            "acme",
+            &[
+                "The cat is sleeping on the sofa.",
+                "A cat naps on the couch.",
+                "Quarterly revenue grew by eight percent.",
+                "How do I reset my router password?",
+                "I forgot the admin password of my wifi router, how can I change it?",
+            ],
+        )
         .unwrap();
     for x in &v {
         let norm: f32 = x.iter().map(|a| a * a).sum::<f32>().sqrt();
@@ -37,8 +40,8 @@ fn batching_and_padding_do_not_change_a_vector() {
     let e = common::embedder();
     let short = "Lisbon";
     let long = "My sister Jana visits from Prague on April 20th and we plan to take tram 28 through Alfama.";
-    let alone = e.embed(&[short]).unwrap().remove(0);
-    let together = e.embed(&[long, short, long]).unwrap();
+    let alone = e.embed("acme", &[short]).unwrap().remove(0);
+    let together = e.embed("acme", &[long, short, long]).unwrap();
     assert!(
         cosine(&alone, &together[1]) > 0.999,
         "padding must be masked out of the mean"
@@ -50,7 +53,7 @@ fn batching_and_padding_do_not_change_a_vector() {
 fn long_inputs_are_truncated_not_refused() {
     let e = common::embedder();
     let long = "word ".repeat(5000);
-    let v = e.embed(&[long.as_str()]).unwrap();
+    let v = e.embed("acme", &[long.as_str()]).unwrap();
     assert_eq!(v[0].len(), 384);
 }
 
@@ -76,16 +79,42 @@ fn the_cache_returns_the_same_vectors_and_handles_repeats() {
     let cached = Embedder::load(&cfg).unwrap();
     let plain = common::embedder();
     let texts = ["alpha beta", "gamma", "alpha beta", "delta epsilon zeta"];
-    let a = cached.embed(&texts).unwrap();
-    let b = plain.embed(&texts).unwrap();
+    let a = cached.embed("acme", &texts).unwrap();
+    let b = plain.embed("acme", &texts).unwrap();
     for (x, y) in a.iter().zip(&b) {
         assert!(cosine(x, y) > 0.9999);
     }
     // more distinct texts than the cache holds: it is cleared, answers stay right
     let more = ["one", "two", "three", "four", "gamma"];
-    let c = cached.embed(&more).unwrap();
-    let d = plain.embed(&more).unwrap();
+    let c = cached.embed("acme", &more).unwrap();
+    let d = plain.embed("acme", &more).unwrap();
     for (x, y) in c.iter().zip(&d) {
         assert!(cosine(x, y) > 0.9999);
     }
+}
+
+#[test]
+fn a_text_one_tenant_embedded_is_not_a_cache_hit_for_another() {
+    let mut cfg = EmbedderConfig::from_models_dir(&common::models_dir());
+    cfg.cache_entries = 100;
+    let e = Embedder::load(&cfg).unwrap();
+    let text = "my sister's name is Ingrid";
+    let first = e.embed("acme", &[text]).unwrap();
+    let (hits, model) = (e.cache_hits(), e.model_texts());
+    let other = e.embed("globex", &[text]).unwrap();
+    assert_eq!(e.cache_hits(), hits, "globex must not hit acme's entry");
+    assert_eq!(
+        e.model_texts(),
+        model + 1,
+        "globex's text runs through the model"
+    );
+    assert!(cosine(&first[0], &other[0]) > 0.9999);
+    e.embed("acme", &[text]).unwrap();
+    assert_eq!(e.cache_hits(), hits + 1, "acme hits its own entry");
+    // an erase in acme forgets acme's texts only
+    e.forget_tenant("acme");
+    e.embed("acme", &[text]).unwrap();
+    e.embed("globex", &[text]).unwrap();
+    assert_eq!(e.cache_hits(), hits + 2, "only globex's entry is left");
+    assert_eq!(e.model_texts(), model + 2);
 }

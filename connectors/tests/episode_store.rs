@@ -53,7 +53,7 @@ async fn vector_and_full_text_recall_stay_inside_the_user() {
         ("acme", "bob", "My cat Tigre sleeps all day."),
         ("other", "alice", "I have a cat named Luna."),
     ];
-    let vectors = e.embed(&texts.map(|t| t.2)).unwrap();
+    let vectors = e.embed("acme", &texts.map(|t| t.2)).unwrap();
     let rows = texts
         .iter()
         .zip(vectors)
@@ -62,7 +62,10 @@ async fn vector_and_full_text_recall_stay_inside_the_user() {
         .collect();
     assert_eq!(store.append(rows).await.unwrap(), 5);
 
-    let q = e.embed(&["what is the name of my pet?"]).unwrap().remove(0);
+    let q = e
+        .embed("acme", &["what is the name of my pet?"])
+        .unwrap()
+        .remove(0);
     let hits = store
         .search_vector("acme", "alice", &q, 10, None)
         .await

@@ -36,7 +36,7 @@ async fn main() -> anyhow::Result<()> {
     let texts: Vec<String> = (0..distinct).map(|_| sentence(&mut rng)).collect();
     let t = Instant::now();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let vectors = embedder.embed(&refs)?;
+    let vectors = embedder.embed("bench", &refs)?;
     let embed_secs = t.elapsed().as_secs_f64();
     println!(
         "embedding: {} sentences in {:.1} s = {:.0} sentences/s",
@@ -99,7 +99,10 @@ async fn main() -> anyhow::Result<()> {
         full.push(t.elapsed().as_secs_f64() * 1000.0);
         assert!(!r.results.is_empty());
     }
-    let qvecs = embedder.embed(&qs.iter().map(|(_, q)| q.as_str()).collect::<Vec<_>>())?;
+    let qvecs = embedder.embed(
+        "bench",
+        &qs.iter().map(|(_, q)| q.as_str()).collect::<Vec<_>>(),
+    )?;
     let mut search = Vec::new();
     for ((user, q), v) in qs.iter().zip(&qvecs) {
         let t = Instant::now();

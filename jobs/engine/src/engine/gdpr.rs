@@ -250,7 +250,8 @@ impl Engine {
                 .unwrap_or(false)
         })?;
         let tenant_keys_removed = user.is_none() && self.tenants.remove(tenant).is_ok();
-        self.recall.embedder.clear_cache();
+        // the erased texts were cached under this tenant only
+        self.recall.embedder.forget_tenant(tenant);
         self.recall.speakers.forget(tenant, user);
         let receipt = ErasureReceipt {
             erase_event_id: event_id.to_string(),

@@ -82,14 +82,14 @@ impl LogSource {
         let (Some(embedder), false) = (&self.embedder, corrections.is_empty()) else {
             return Vec::new();
         };
-        let texts: Vec<&str> = corrections
+        let texts: Vec<(&str, &str)> = corrections
             .iter()
             .map(|(_, event)| match &event.body {
-                Body::Correction(c) => correction_text(c),
-                _ => "",
+                Body::Correction(c) => (event.header.tenant.as_str(), correction_text(c)),
+                _ => (event.header.tenant.as_str(), ""),
             })
             .collect();
-        match embedder.embed(&texts) {
+        match embedder.embed_each(&texts) {
             Ok(vectors) => corrections
                 .iter()
                 .zip(vectors)

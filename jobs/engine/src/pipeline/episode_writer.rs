@@ -254,9 +254,10 @@ fn embed_stage(
         }
         let fresh: Vec<&(SessionKey, Episode)> = chunk.iter().filter(|(_, e)| !stored(e)).collect();
         // a turn is embedded by its body: a speaker prefix would dominate a short turn's vector
-        let mut texts: Vec<&str> = fresh
+        // (tenant, text): each text is cached under its own tenant
+        let mut texts: Vec<(&str, &str)> = fresh
             .iter()
-            .map(|(_, e)| embedding_text(&e.content))
+            .map(|(key, e)| (key.0.as_str(), embedding_text(&e.content)))
             .collect();
         // (episode in chunk, passage number, text)
         let mut split: Vec<(usize, usize, String)> = Vec::new();
@@ -271,9 +272,13 @@ fn embed_stage(
                 }
             }
         }
-        texts.extend(split.iter().map(|(_, _, t)| t.as_str()));
+        texts.extend(
+            split
+                .iter()
+                .map(|(i, _, t)| (chunk[*i].0 .0.as_str(), t.as_str())),
+        );
         let mut vectors = match retry(stop, "embedding episodes", texts.len(), || {
-            embedder.embed(&texts)
+            embedder.embed_each(&texts)
         }) {
             Some(v) => v,
             None => return,
@@ -320,8 +325,11 @@ fn embed_side_chunk(
         take += 1;
     }
     let mut chunk: Vec<EpisodeRow> = pending.drain(..take).collect();
-    let texts: Vec<&str> = chunk.iter().map(|r| r.content.as_str()).collect();
-    let vectors = retry(stop, what, texts.len(), || embedder.embed(&texts))?;
+    let texts: Vec<(&str, &str)> = chunk
+        .iter()
+        .map(|r| (r.tenant.as_str(), r.content.as_str()))
+        .collect();
+    let vectors = retry(stop, what, texts.len(), || embedder.embed_each(&texts))?;
     for (row, vector) in chunk.iter_mut().zip(vectors) {
         row.vector = vector;
     }

@@ -324,7 +324,10 @@ impl Engine {
         } = candidates(&memory, inherited, req, cfg, &recalled.facts);
         // Relevance to the query of every candidate text, in the order of `candidate_texts`.
         let relevance = self
-            .relevance_to_query(candidate_texts(req, &facts, &preferences, &examples))
+            .relevance_to_query(
+                &req.tenant,
+                candidate_texts(req, &facts, &preferences, &examples),
+            )
             .await?;
         let first_preference = 1 + facts.len();
         let first_example = first_preference + preferences.len();
@@ -430,12 +433,18 @@ impl Engine {
         }
     }
 
-    /// The similarity of each of `texts` to the first (the query), by their embeddings.
-    async fn relevance_to_query(&self, texts: Vec<String>) -> Result<Vec<f64>, PromptError> {
+    /// The similarity of each of `texts` to the first (the query), by their embeddings made
+    /// for `tenant`.
+    async fn relevance_to_query(
+        &self,
+        tenant: &str,
+        texts: Vec<String>,
+    ) -> Result<Vec<f64>, PromptError> {
         let embedder = self.recall.embedder.clone();
+        let tenant = tenant.to_string();
         let vectors = tokio::task::spawn_blocking(move || {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            embedder.embed(&refs)
+            embedder.embed(&tenant, &refs)
         })
         .await
         .expect("embedding task")?;

@@ -170,18 +170,19 @@ impl Recall {
             .then(|| self.speakers.get(tenant, user, rows))
             .flatten();
         let Some(speakers) = cached else {
-            return Ok((self.embed_query(query).await?, None));
+            return Ok((self.embed_query(tenant, query).await?, None));
         };
         match speaker_free(query, &speakers) {
             None => {
-                let vector = self.embed_query(query).await?;
+                let vector = self.embed_query(tenant, query).await?;
                 Ok((vector.clone(), Some(vector)))
             }
             Some(asked) => {
                 let embedder = self.embedder.clone();
                 let texts = [query.to_string(), asked];
+                let tenant = tenant.to_string();
                 let mut vectors = tokio::task::spawn_blocking(move || {
-                    embedder.embed(&[texts[0].as_str(), texts[1].as_str()])
+                    embedder.embed(&tenant, &[texts[0].as_str(), texts[1].as_str()])
                 })
                 .await
                 .expect("embedding task")?;
@@ -191,12 +192,14 @@ impl Recall {
         }
     }
 
-    /// The query's embedding (on a blocking thread: the model runs for milliseconds).
-    pub async fn embed_query(&self, query: &str) -> Result<Vec<f32>, RecallError> {
+    /// The query's embedding for `tenant` (on a blocking thread: the model runs for
+    /// milliseconds).
+    pub async fn embed_query(&self, tenant: &str, query: &str) -> Result<Vec<f32>, RecallError> {
         let embedder = self.embedder.clone();
         let text = query.to_string();
+        let tenant = tenant.to_string();
         Ok(
-            tokio::task::spawn_blocking(move || embedder.embed(&[text.as_str()]))
+            tokio::task::spawn_blocking(move || embedder.embed(&tenant, &[text.as_str()]))
                 .await
                 .expect("embedding task")?
                 .remove(0),
@@ -298,7 +301,7 @@ impl Recall {
                 }
                 match asked {
                     Some(asked) => {
-                        let vector = self.embed_query(&asked).await?;
+                        let vector = self.embed_query(tenant, &asked).await?;
                         self.nearest_turns(tenant, user, vector, depth, as_of)
                             .await?
                     }
