@@ -177,6 +177,9 @@ enum BenchCommand {
         /// Also write the metrics as JSON to this file.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// Write each question's k = 50 results and evidence ids as JSON lines (error analysis).
+        #[arg(long)]
+        dump: Option<PathBuf>,
     },
 }
 
@@ -357,10 +360,12 @@ fn bench_command(config: Config, bench: BenchCommand) -> anyhow::Result<()> {
                 }),
             },
         )),
-        BenchCommand::Locomo { data, json } => runtime()?.block_on(engram_engine::locomo::run(
-            config,
-            engram_engine::locomo::BenchOptions { data, json },
-        )),
+        BenchCommand::Locomo { data, json, dump } => {
+            runtime()?.block_on(engram_engine::locomo::run(
+                config,
+                engram_engine::locomo::BenchOptions { data, json, dump },
+            ))
+        }
     }
 }
 

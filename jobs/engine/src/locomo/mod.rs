@@ -50,6 +50,8 @@ pub struct Turn {
 pub struct BenchOptions {
     pub data: std::path::PathBuf,
     pub json: Option<std::path::PathBuf>,
+    /// Write each question's k = 50 results and its evidence ids as JSON lines (error analysis).
+    pub dump: Option<std::path::PathBuf>,
 }
 
 /// "1:56 pm on 8 May, 2023" → UTC.
@@ -183,6 +185,12 @@ pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
     // questions whose k = 50 recall's top 10 is not the k = 10 recall
     let mut top10_differs = 0;
     let mut without_evidence = 0;
+    let mut dump = match &opts.dump {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+        )),
+        None => None,
+    };
     for sample in &samples {
         for qa in &sample.qa {
             let Some(category) = category_name(qa.category) else {
@@ -206,6 +214,17 @@ pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
                 let resp = engine.recall.recall(&req).await?;
                 if k == 10 {
                     latencies_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+                }
+                if let (Some(out), 50) = (dump.as_mut(), k) {
+                    use std::io::Write;
+                    let line = json!({
+                        "sample_id": sample.sample_id,
+                        "question": qa.question,
+                        "category": category,
+                        "evidence": evidence,
+                        "results": resp.results,
+                    });
+                    writeln!(out, "{line}")?;
                 }
                 let ids: Vec<String> = resp.results.into_iter().map(|h| h.event_id).collect();
                 ranked_at.push(ids);
