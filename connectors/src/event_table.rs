@@ -16,6 +16,7 @@
 //! so a redelivery is still recognised), rewrites the files that held them and removes every
 //! old version.
 
+use crate::durable_commits::{sync_directories, SyncedCommits};
 use crate::episode_store::StoreError;
 use arrow_array::{
     Array, ArrayRef, BinaryArray, BooleanArray, RecordBatch, RecordBatchIterator, StringArray,
@@ -48,6 +49,8 @@ pub struct EventTable {
     session: Arc<lance::session::Session>,
     /// Erases completed: a copy of records read before one may hold what it removed.
     erasures: std::sync::atomic::AtomicU64,
+    /// Every commit is durable when it returns: the log drops what the table holds.
+    commits: Arc<SyncedCommits>,
 }
 
 /// One record's columns, from its bytes.
@@ -111,10 +114,12 @@ impl EventTable {
                 Default::default(),
             )),
             erasures: Default::default(),
+            commits: SyncedCommits::new(),
         };
         if dir.join("_versions").exists() {
             let ds = lance::dataset::builder::DatasetBuilder::from_uri(&uri)
                 .with_session(table.session.clone())
+                .with_commit_handler(table.commits.clone())
                 .load()
                 .await
                 .map_err(|e| table.err("open", e))?;
@@ -214,6 +219,7 @@ impl EventTable {
                 WriteMode::Create
             },
             session: Some(self.session.clone()),
+            commit_handler: Some(self.commits.clone()),
             ..Default::default()
         };
         let mut ds = match existing {
@@ -347,6 +353,7 @@ impl EventTable {
             let params = WriteParams {
                 mode: WriteMode::Append,
                 session: Some(self.session.clone()),
+                commit_handler: Some(self.commits.clone()),
                 ..Default::default()
             };
             ds = Dataset::write(
@@ -371,6 +378,12 @@ impl EventTable {
         ds.cleanup_old_versions(chrono::TimeDelta::zero(), Some(true), Some(false))
             .await
             .map_err(|e| self.err("erase: remove old versions", e))?;
+        // the receipt that follows promises the removed files stay removed
+        sync_directories(Path::new(&self.uri)).map_err(|source| StoreError::Io {
+            path: self.uri.clone(),
+            op: "erase: sync directories",
+            source,
+        })?;
         *self.dataset.write().unwrap() = Some(Arc::new(ds));
         self.erasures
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);

@@ -7,6 +7,7 @@
 //! behind. Callers are synchronous (the ingestor), so the table runs its Lance calls on a
 //! runtime of its own.
 
+use crate::durable_commits::{sync_directories, SyncedCommits};
 use crate::episode_store::StoreError;
 use crate::own_runtime::OwnRuntime;
 use arrow_array::{
@@ -23,6 +24,8 @@ use std::sync::Arc;
 pub struct HeldTable {
     uri: String,
     runtime: OwnRuntime,
+    /// Held events are acknowledged after a rewrite: it must be durable when it returns.
+    commits: Arc<SyncedCommits>,
 }
 
 impl HeldTable {
@@ -34,7 +37,11 @@ impl HeldTable {
             path: uri.clone(),
             source,
         })?;
-        let table = HeldTable { uri, runtime };
+        let table = HeldTable {
+            uri,
+            runtime,
+            commits: SyncedCommits::new(),
+        };
         let records = if table.exists() {
             table.runtime.block_on(table.load())?
         } else {
@@ -96,6 +103,7 @@ impl HeldTable {
             let schema = batch.schema();
             let params = WriteParams {
                 mode: WriteMode::Overwrite,
+                commit_handler: Some(self.commits.clone()),
                 ..Default::default()
             };
             let ds = Dataset::write(
@@ -108,7 +116,12 @@ impl HeldTable {
             ds.cleanup_old_versions(chrono::TimeDelta::zero(), Some(true), Some(false))
                 .await
                 .map_err(|e| self.err("remove old versions", e))?;
-            Ok(())
+            // removed versions held erased events: they stay removed
+            sync_directories(Path::new(&self.uri)).map_err(|source| StoreError::Io {
+                path: self.uri.clone(),
+                op: "sync directories",
+                source,
+            })
         })
     }
 }

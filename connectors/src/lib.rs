@@ -3,6 +3,7 @@
 //! historical event files, and the Kafka client.
 
 pub mod chat_template;
+pub mod durable_commits;
 pub mod embedder;
 pub mod embedding_cache;
 pub mod episode_store;

@@ -69,6 +69,14 @@ impl EpisodeStore {
         ds.cleanup_old_versions(chrono::TimeDelta::zero(), Some(true), Some(false))
             .await
             .map_err(|e| self.err("erase: remove old versions", e))?;
+        // the receipt that follows promises the removed files stay removed
+        crate::durable_commits::sync_directories(std::path::Path::new(&self.uri)).map_err(
+            |source| StoreError::Io {
+                path: self.uri.clone(),
+                op: "erase: sync directories",
+                source,
+            },
+        )?;
         {
             let mut st = self.state.write().unwrap();
             let mut removed = 0;

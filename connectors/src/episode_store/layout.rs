@@ -219,6 +219,7 @@ impl EpisodeStore {
         let params = WriteParams {
             mode: WriteMode::Overwrite,
             session: Some(self.session.clone()),
+            commit_handler: Some(self.commits.clone()),
             ..Default::default()
         };
         let out = InsertBuilder::new(Arc::new(ds.clone()))

@@ -15,6 +15,7 @@ mod open;
 mod search;
 mod write;
 
+use crate::durable_commits::SyncedCommits;
 use crate::vector_cache::{UserVectors, VectorCache};
 use arrow_array::builder::{FixedSizeListBuilder, Float32Builder};
 use arrow_array::{
@@ -63,6 +64,13 @@ pub enum StoreError {
     #[error("Lance dataset {path}: starting the runtime its calls run on: {source}")]
     Runtime {
         path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("Lance dataset {path}: {op}: {source}")]
+    Io {
+        path: String,
+        op: &'static str,
         #[source]
         source: std::io::Error,
     },
@@ -172,6 +180,8 @@ pub struct EpisodeStore {
     /// Quantised vectors of users searched exactly, for the version in `dataset`
     /// ([`IndexPolicy::vector_cache_mib`]).
     vectors: std::sync::Mutex<VectorCache>,
+    /// Commits are durable when they return (an erase receipt follows them).
+    commits: Arc<SyncedCommits>,
 }
 
 #[derive(Default)]

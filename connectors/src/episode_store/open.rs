@@ -23,10 +23,12 @@ impl EpisodeStore {
             erased: RwLock::new(HashMap::new()),
             vectors: std::sync::Mutex::new(VectorCache::new(cache_bytes)),
             session,
+            commits: SyncedCommits::new(),
         };
         if dir.join("_versions").exists() {
             let ds = lance::dataset::builder::DatasetBuilder::from_uri(&uri)
                 .with_session(store.session.clone())
+                .with_commit_handler(store.commits.clone())
                 .load()
                 .await
                 .map_err(|e| store.err("open", e))?;

@@ -51,6 +51,7 @@ impl EpisodeStore {
                 WriteMode::Create
             },
             session: Some(self.session.clone()),
+            commit_handler: Some(self.commits.clone()),
             ..Default::default()
         };
         let ds = match existing {
