@@ -238,16 +238,27 @@ impl Server {
     }
 
     pub fn get(&self, path: &str) -> (u16, String) {
-        let resp = self
-            .http
-            .get(format!("{}{}", self.base, path))
-            .send()
-            .expect("request");
+        self.get_as(None, path)
+    }
+
+    /// GETs `path` with exactly this key (or none).
+    pub fn get_as(&self, key: Option<&str>, path: &str) -> (u16, String) {
+        let mut req = self.http.get(format!("{}{}", self.base, path));
+        if let Some(k) = key {
+            req = req.bearer_auth(k);
+        }
+        let resp = req.send().expect("request");
         (resp.status().as_u16(), resp.text().unwrap_or_default())
     }
 
+    /// `/v1/status` as the operator sees it (with the admin key: the engine-wide figures).
     pub fn status(&self) -> Value {
-        serde_json::from_str(&self.get("/v1/status").1).unwrap()
+        serde_json::from_str(&self.get_as(Some(&self.admin_key), "/v1/status").1).unwrap()
+    }
+
+    /// `/metrics` as the operator sees it (with the admin key).
+    pub fn metrics(&self) -> String {
+        self.get_as(Some(&self.admin_key), "/metrics").1
     }
 
     /// Waits until every accepted event is in the views and every episode is in Lance.

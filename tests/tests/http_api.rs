@@ -185,7 +185,7 @@ fn bad_events_are_rejected_with_the_field_named_and_kept_while_good_ones_are_acc
         .unwrap()
         .contains("last tuesday"));
     assert_eq!(lines[3]["original"], "{\"event_id\": ");
-    let (_, metrics) = server.get("/metrics");
+    let metrics = server.metrics();
     assert!(
         metrics.contains("engram_events_rejected_total 4"),
         "{metrics}"

@@ -337,9 +337,15 @@ impl TenantRegistry {
     }
 }
 
+/// The id of `key`: its first characters, as listings, revocations and the audit log name it
+/// (too few to use the key).
+pub fn key_id(key: &str) -> String {
+    key.chars().take(KEY_PREFIX.len() + 8).collect()
+}
+
 fn key_record(key: &str) -> KeyRecord {
     KeyRecord {
-        id: key.chars().take(KEY_PREFIX.len() + 8).collect(),
+        id: key_id(key),
         sha256: digest(key),
         created: chrono::Utc::now(),
     }

@@ -12,6 +12,38 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub struct AuthTenant(pub String);
 
+/// The id of the request's tenant key ([`engram_engine::tenants::key_id`]: never the secret),
+/// for the audit log.
+#[derive(Debug, Clone)]
+pub struct AuthKeyId(pub String);
+
+/// Who reads `/v1/status` and `/metrics`, by the key the request presents.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Viewer {
+    /// The admin key: the operator's view of the whole engine.
+    Operator,
+    /// A tenant's key: that tenant's counts only.
+    Tenant(String),
+    /// No key: health only.
+    Anonymous,
+}
+
+/// The [`Viewer`] of a request; `401` for a key that is neither the admin key nor a live
+/// tenant key (a wrong key is an error, not a silent downgrade to the public view).
+pub(crate) fn viewer(engine: &Engine, headers: &HeaderMap) -> Result<Viewer, Response> {
+    let Some(key) = presented_key(headers) else {
+        return Ok(Viewer::Anonymous);
+    };
+    let admin = engine.config.admin_key.as_deref();
+    if admin.is_some_and(|admin| engram_engine::tenants::same_secret(key, admin)) {
+        return Ok(Viewer::Operator);
+    }
+    match engine.tenants.authenticate(key) {
+        Some(tenant) => Ok(Viewer::Tenant(tenant)),
+        None => Err(unauthorized("unknown or revoked API key")),
+    }
+}
+
 pub(crate) fn presented_key(headers: &HeaderMap) -> Option<&str> {
     if let Some(v) = headers
         .get(header::AUTHORIZATION)
@@ -37,7 +69,9 @@ pub(crate) async fn require_tenant_key(
     };
     match engine.tenants.authenticate(key) {
         Some(tenant) => {
+            let key_id = AuthKeyId(engram_engine::tenants::key_id(key));
             req.extensions_mut().insert(AuthTenant(tenant));
+            req.extensions_mut().insert(key_id);
             next.run(req).await
         }
         None => unauthorized("unknown or revoked API key"),

@@ -4,6 +4,7 @@
 
 pub mod gdpr;
 pub mod health;
+pub mod tenant_status;
 
 use crate::config::Config;
 use crate::ingest::log_source::{LogSource, PipelineFailures};

@@ -1,19 +1,77 @@
-//! `GET /v1/status`, `GET /metrics` and `GET /v1/openapi.json`: no tenant data, no key.
+//! `GET /v1/status`, `GET /metrics` and `GET /v1/openapi.json`. What status and metrics show
+//! depends on the key presented ([`Viewer`]): the admin key sees the whole engine and every
+//! tenant's counts, a tenant's key only its own tenant's counts, no key only that the server
+//! is up. Engine-wide figures (log offsets, rejections, indexes) are never shown to a tenant:
+//! they grow with every tenant's traffic.
 
+use crate::auth::{viewer, Viewer};
 use axum::extract::State;
-use axum::http::header;
+use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use engram_engine::engine::tenant_status::TenantCounts;
 use engram_engine::Engine;
+use serde_json::json;
+use std::fmt::Write;
 use std::sync::Arc;
 
-pub(crate) async fn get_status(State(engine): State<Arc<Engine>>) -> Response {
-    Json(engine.status().await).into_response()
+pub(crate) async fn get_status(State(engine): State<Arc<Engine>>, headers: HeaderMap) -> Response {
+    let uptime_seconds = engine.status_uptime_seconds();
+    match viewer(&engine, &headers) {
+        Err(refused) => refused,
+        Ok(Viewer::Anonymous) => {
+            Json(json!({"view": "public", "up": true, "uptime_seconds": uptime_seconds}))
+                .into_response()
+        }
+        Ok(Viewer::Tenant(tenant)) => {
+            let counts = engine.tenant_counts(&tenant);
+            let mut body = json!({"view": "tenant", "tenant": tenant, "up": true,
+                "uptime_seconds": uptime_seconds});
+            merge(&mut body, &counts);
+            Json(body).into_response()
+        }
+        Ok(Viewer::Operator) => {
+            let mut body = serde_json::to_value(engine.status().await).expect("status serialises");
+            merge(&mut body, &json!({"view": "operator", "up": true}));
+            body["tenants"] = json!(engine.counts_by_tenant());
+            Json(body).into_response()
+        }
+    }
 }
 
-pub(crate) async fn get_metrics(State(engine): State<Arc<Engine>>) -> Response {
+/// Adds the fields of `more` (an object once serialised) to the object `body`.
+fn merge(body: &mut serde_json::Value, more: &impl serde::Serialize) {
+    if let (Some(body), serde_json::Value::Object(more)) = (
+        body.as_object_mut(),
+        serde_json::to_value(more).expect("serialises"),
+    ) {
+        body.extend(more);
+    }
+}
+
+pub(crate) async fn get_metrics(State(engine): State<Arc<Engine>>, headers: HeaderMap) -> Response {
+    let mut body = String::from(
+        "# HELP engram_up 1 while the server answers.\n# TYPE engram_up gauge\nengram_up 1\n",
+    );
+    match viewer(&engine, &headers) {
+        Err(refused) => return refused,
+        Ok(Viewer::Anonymous) => {}
+        Ok(Viewer::Tenant(tenant)) => {
+            write_tenant_metrics(&mut body, [(tenant.clone(), engine.tenant_counts(&tenant))]);
+        }
+        Ok(Viewer::Operator) => {
+            write_engine_metrics(&mut body, &engine).await;
+            write_tenant_metrics(&mut body, engine.counts_by_tenant());
+        }
+    }
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+}
+
+/// The engine-wide metrics (the operator's).
+async fn write_engine_metrics(body: &mut String, engine: &Engine) {
     let s = engine.status().await;
-    let body = format!(
+    let _ = write!(
+        body,
         "# HELP engram_log_end_offset Offset the next accepted event will get.\n\
          # TYPE engram_log_end_offset gauge\nengram_log_end_offset {}\n\
          # HELP engram_views_as_of Input-log offset the views reflect.\n\
@@ -29,7 +87,9 @@ pub(crate) async fn get_metrics(State(engine): State<Arc<Engine>>) -> Response {
          # HELP engram_corrections_not_embedded_total Corrections whose embedding failed (not clustered).\n\
          # TYPE engram_corrections_not_embedded_total counter\nengram_corrections_not_embedded_total {}\n\
          # HELP engram_unreadable_records_total Event-log records that could not be read (skipped).\n\
-         # TYPE engram_unreadable_records_total counter\nengram_unreadable_records_total {}\n",
+         # TYPE engram_unreadable_records_total counter\nengram_unreadable_records_total {}\n\
+         # HELP engram_embedding_cache_hits_total Texts whose vector came from the embedder's per-tenant cache.\n\
+         # TYPE engram_embedding_cache_hits_total counter\nengram_embedding_cache_hits_total {}\n",
         s.log_end,
         s.views_as_of,
         s.log_end.saturating_sub(s.views_as_of),
@@ -38,8 +98,57 @@ pub(crate) async fn get_metrics(State(engine): State<Arc<Engine>>) -> Response {
         s.unindexed_rows,
         s.failures.corrections_not_embedded,
         s.failures.unreadable_records,
+        engine.recall.embedder.cache_hits(),
     );
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+}
+
+/// One labelled series per tenant of each [`TenantCounts`] field.
+fn write_tenant_metrics(
+    body: &mut String,
+    tenants: impl IntoIterator<Item = (String, TenantCounts)>,
+) {
+    let tenants: Vec<(String, TenantCounts)> = tenants.into_iter().collect();
+    let series: [(&str, &str, fn(&TenantCounts) -> usize); 4] = [
+        (
+            "engram_tenant_users",
+            "Users of the tenant with episodes in the views.",
+            |c| c.users,
+        ),
+        (
+            "engram_tenant_episodes",
+            "The tenant's episodes in the views.",
+            |c| c.episodes,
+        ),
+        (
+            "engram_tenant_episodes_stored",
+            "The tenant's episodes committed to Lance.",
+            |c| c.episodes_stored,
+        ),
+        (
+            "engram_tenant_pending_episodes",
+            "The tenant's episodes in the views not yet committed to Lance.",
+            |c| c.pending_episodes,
+        ),
+    ];
+    for (name, help, value) in series {
+        let _ = write!(body, "# HELP {name} {help}\n# TYPE {name} gauge\n");
+        for (tenant, counts) in &tenants {
+            let _ = writeln!(
+                body,
+                "{name}{{tenant=\"{}\"}} {}",
+                label_value(tenant),
+                value(counts)
+            );
+        }
+    }
+}
+
+/// `value` escaped for a Prometheus label (backslash, quote and newline).
+fn label_value(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 /// The OpenAPI document of this API.
