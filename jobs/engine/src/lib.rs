@@ -10,6 +10,7 @@
 //! - [`engine`]: the running [`Engine`] (start, status, shutdown, export and erase);
 //! - [`prompt`], [`replay`], [`longmemeval`]: what uses a running engine.
 
+pub mod audit_log;
 pub mod config;
 pub mod engine;
 pub mod ingest;

@@ -2,6 +2,7 @@
 //! group in [`routes`], API keys in [`auth`], every error's HTTP status in [`error`], the
 //! dashboard page and stream in [`dashboard`].
 
+pub mod audit;
 pub mod auth;
 pub mod dashboard;
 pub mod error;
@@ -13,7 +14,7 @@ use auth::{require_admin_key, require_tenant_key};
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use axum::routing::{delete, get, post};
-use axum::Router;
+use axum::{Extension, Router};
 use engram_engine::Engine;
 use routes::{admin, chat, events, gdpr, memory, prompt, status};
 use std::sync::Arc;
@@ -35,6 +36,9 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .route("/v1/export", post(gdpr::post_export))
         .route("/v1/erase", post(gdpr::post_erase))
         .route("/v1/dashboard/stream", get(dashboard::get_stream))
+        .route("/v1/audit", get(routes::audit::get_own_audit))
+        // innermost: records what the handler answered, with the key the outer layers checked
+        .route_layer(middleware::from_fn(audit::audit_tenant_requests))
         .route_layer(middleware::from_fn_with_state(
             engine.clone(),
             require_tenant_key,
@@ -45,6 +49,10 @@ pub fn router(engine: Arc<Engine>) -> Router {
             post(admin::create_tenant).get(admin::list_tenants),
         )
         .route("/v1/admin/tenants/{tenant}", delete(admin::erase_tenant))
+        .route(
+            "/v1/admin/tenants/{tenant}/audit",
+            get(routes::audit::get_tenant_audit),
+        )
         .route("/v1/admin/events", post(events::post_admin_events))
         .route("/v1/admin/tenants/{tenant}/keys", post(admin::issue_key))
         .route(
@@ -64,5 +72,9 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .route("/dashboard", get(dashboard::get_page))
         .route("/metrics", get(status::get_metrics))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(Extension(Arc::new(engram_engine::audit_log::AuditLog::new(
+            &engine.config.data_dir.join("audit"),
+            Default::default(),
+        ))))
         .with_state(engine)
 }

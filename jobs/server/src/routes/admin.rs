@@ -5,7 +5,8 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::{Extension, Json};
+use engram_engine::audit_log::{AuditAction, AuditEntry, AuditLog};
 use engram_engine::Engine;
 use serde_json::json;
 use std::sync::Arc;
@@ -77,16 +78,30 @@ pub(crate) async fn revoke_key(
     }
 }
 
-/// Erases a whole tenant (its users' data and its keys).
+/// Erases a whole tenant (its users' data and its keys). The tenant's audit log keeps the
+/// erase's record (key id `admin`).
 pub(crate) async fn erase_tenant(
     State(engine): State<Arc<Engine>>,
+    Extension(audit): Extension<Arc<AuditLog>>,
     Path(tenant): Path<String>,
 ) -> Response {
     if let Err(reason) = engram_schemas::validate_name(&tenant) {
         return error(StatusCode::BAD_REQUEST, "tenant", reason);
     }
-    match engine.erase(&tenant, None).await {
+    let response = match engine.erase(&tenant, None).await {
         Ok(receipt) => Json(receipt).into_response(),
         Err(e) => gdpr_error(e),
+    };
+    let entry = AuditEntry {
+        tenant: &tenant,
+        key_id: "admin",
+        action: AuditAction::Erase,
+        user: None,
+        route: "DELETE /v1/admin/tenants/{tenant}",
+        status: response.status().as_u16(),
+    };
+    if let Err(err) = audit.append(entry) {
+        tracing::error!(%err, %tenant, "could not write the audit record of a tenant erase");
     }
+    response
 }

@@ -1,6 +1,7 @@
 //! The routes, one module per group; [`crate::router`] wires them.
 
 pub mod admin;
+pub mod audit;
 pub mod chat;
 pub mod events;
 pub mod gdpr;
