@@ -43,6 +43,55 @@ pub struct Config {
     /// How skill feedback is weighed: `skills.feedback_half_life_days` discounts old votes.
     pub skills: SkillParams,
     pub log: LogConfig,
+    /// Bounds on what clients may take of the HTTP server: per-tenant rates, timeouts, caps on
+    /// connections and dashboard streams.
+    pub limits: LimitsConfig,
+}
+
+/// Bounds on the HTTP server's resources. For each rate, `0` turns it off.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Requests a second per tenant (every request with a tenant key; admin-key requests are
+    /// not limited): beyond, `429` with `Retry-After`.
+    pub requests_per_s: u64,
+    /// Events a second per tenant, in `POST /v1/events` bodies (each element of an array).
+    pub events_per_s: u64,
+    /// Request body bytes a second per tenant.
+    pub bytes_per_s: u64,
+    /// Each per-tenant bucket holds this many seconds of its rate (the burst a quiet tenant may
+    /// send at once; at least one unit).
+    pub burst_s: f64,
+    /// A request's head must arrive within this many seconds of the server starting to wait for
+    /// it (on a new connection, or on a kept-alive one after its last answer): a client that
+    /// never finishes its headers is disconnected. `0`: no bound.
+    pub header_read_timeout_s: u64,
+    /// A request body (of a tenant route) that pauses this many seconds between two pieces is
+    /// refused (`408`). `0`: no bound. (A kept-alive connection waiting for its next request
+    /// is bounded by `header_read_timeout_s`: the wait counts as reading that request's head.)
+    pub idle_timeout_s: u64,
+    /// Connections served at once; further ones wait, unaccepted, until one closes. `0`: no cap.
+    pub max_connections: usize,
+    /// Open dashboard streams (`GET /v1/dashboard/stream`) per tenant; beyond, `429`. `0`: no cap.
+    pub dashboard_streams_per_tenant: usize,
+    /// Open dashboard streams in all; beyond, `429`. `0`: no cap.
+    pub dashboard_streams: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            requests_per_s: 2000,
+            events_per_s: 20_000,
+            bytes_per_s: 64 << 20,
+            burst_s: 1.0,
+            header_read_timeout_s: 10,
+            idle_timeout_s: 60,
+            max_connections: 1024,
+            dashboard_streams_per_tenant: 16,
+            dashboard_streams: 256,
+        }
+    }
 }
 
 /// The embedded log, the write-ahead buffer in front of the Lance `events` table.
@@ -135,6 +184,19 @@ impl Default for LlmConfig {
         }
     }
 }
+
+/// The environment variables of `[limits]`, one per key: `ENGRAM_LIMIT_` and the key in capitals.
+pub const LIMITS_ENV: [&str; 9] = [
+    "ENGRAM_LIMIT_REQUESTS_PER_S",
+    "ENGRAM_LIMIT_EVENTS_PER_S",
+    "ENGRAM_LIMIT_BYTES_PER_S",
+    "ENGRAM_LIMIT_BURST_S",
+    "ENGRAM_LIMIT_HEADER_READ_TIMEOUT_S",
+    "ENGRAM_LIMIT_IDLE_TIMEOUT_S",
+    "ENGRAM_LIMIT_MAX_CONNECTIONS",
+    "ENGRAM_LIMIT_DASHBOARD_STREAMS_PER_TENANT",
+    "ENGRAM_LIMIT_DASHBOARD_STREAMS",
+];
 
 /// Texts whose vectors `serve` keeps (about 1.6 KiB each).
 pub const SERVE_EMBEDDING_CACHE: usize = 20_000;
@@ -281,6 +343,7 @@ impl Default for Config {
             hierarchy: HierarchyParams::default(),
             skills: SkillParams::default(),
             log: LogConfig::default(),
+            limits: LimitsConfig::default(),
         }
     }
 }
@@ -334,13 +397,22 @@ impl Config {
                 ),
             });
         }
+        if !(self.limits.burst_s > 0.0 && self.limits.burst_s.is_finite()) {
+            return Err(ConfigError::Invalid {
+                key: "limits.burst_s",
+                reason: format!(
+                    "{} is not a positive number of seconds",
+                    self.limits.burst_s
+                ),
+            });
+        }
         Ok(())
     }
 
     /// Applies `ENGRAM_DATA_DIR`, `ENGRAM_HTTP_ADDR`, `ENGRAM_WORKERS`, `ENGRAM_MODELS_DIR`,
     /// `ENGRAM_DEMO`, `ENGRAM_CLOCK`, `ENGRAM_KAFKA_BROKERS`, `ENGRAM_KAFKA_GROUP`,
     /// `ENGRAM_ADMIN_KEY`, `ENGRAM_LLM_URL`, `ENGRAM_LLM_MODEL`, `ENGRAM_LOG_DISCARD_AFTER_BYTES`
-    /// as read by `get`.
+    /// and the `ENGRAM_LIMIT_*` variables of `[limits]` (see [`LIMITS_ENV`]) as read by `get`.
     pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
         fn parse<T: std::str::FromStr>(name: &'static str, value: String) -> Result<T, ConfigError>
         where
@@ -400,6 +472,27 @@ impl Config {
         }
         if let Some(v) = get("ENGRAM_LOG_DISCARD_AFTER_BYTES") {
             self.log.discard_after_bytes = parse("ENGRAM_LOG_DISCARD_AFTER_BYTES", v)?;
+        }
+        for name in LIMITS_ENV {
+            if let Some(v) = get(name) {
+                let l = &mut self.limits;
+                match name {
+                    "ENGRAM_LIMIT_REQUESTS_PER_S" => l.requests_per_s = parse(name, v)?,
+                    "ENGRAM_LIMIT_EVENTS_PER_S" => l.events_per_s = parse(name, v)?,
+                    "ENGRAM_LIMIT_BYTES_PER_S" => l.bytes_per_s = parse(name, v)?,
+                    "ENGRAM_LIMIT_BURST_S" => l.burst_s = parse(name, v)?,
+                    "ENGRAM_LIMIT_HEADER_READ_TIMEOUT_S" => {
+                        l.header_read_timeout_s = parse(name, v)?
+                    }
+                    "ENGRAM_LIMIT_IDLE_TIMEOUT_S" => l.idle_timeout_s = parse(name, v)?,
+                    "ENGRAM_LIMIT_MAX_CONNECTIONS" => l.max_connections = parse(name, v)?,
+                    "ENGRAM_LIMIT_DASHBOARD_STREAMS_PER_TENANT" => {
+                        l.dashboard_streams_per_tenant = parse(name, v)?
+                    }
+                    "ENGRAM_LIMIT_DASHBOARD_STREAMS" => l.dashboard_streams = parse(name, v)?,
+                    _ => unreachable!("every name of LIMITS_ENV is matched"),
+                }
+            }
         }
         Ok(())
     }

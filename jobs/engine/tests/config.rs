@@ -80,3 +80,43 @@ fn mrs_weights_must_name_a_preset() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn limits_come_from_the_file_and_every_limit_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("engram.toml");
+    std::fs::write(&path, "[limits]\nrequests_per_s = 5\nmax_connections = 0\n").unwrap();
+    let mut cfg = Config::load(Some(&path)).unwrap();
+    assert_eq!(cfg.limits.requests_per_s, 5);
+    assert_eq!(cfg.limits.max_connections, 0);
+    assert_eq!(
+        cfg.limits.events_per_s, 20_000,
+        "unset keys keep their defaults"
+    );
+    // each variable sets its own key: variable i gets the value i + 1
+    let env: HashMap<&str, String> = engram_engine::config::LIMITS_ENV
+        .iter()
+        .enumerate()
+        .map(|(i, name)| (*name, (i + 1).to_string()))
+        .collect();
+    cfg.apply_env(|k| env.get(k).cloned()).unwrap();
+    let l = &cfg.limits;
+    assert_eq!(
+        (l.requests_per_s, l.events_per_s, l.bytes_per_s, l.burst_s),
+        (1, 2, 3, 4.0)
+    );
+    assert_eq!(
+        (l.header_read_timeout_s, l.idle_timeout_s, l.max_connections),
+        (5, 6, 7)
+    );
+    assert_eq!(
+        (l.dashboard_streams_per_tenant, l.dashboard_streams),
+        (8, 9)
+    );
+    cfg.limits.burst_s = 0.0;
+    assert!(cfg
+        .check()
+        .unwrap_err()
+        .to_string()
+        .contains("limits.burst_s"));
+}
