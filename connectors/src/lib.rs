@@ -14,6 +14,7 @@ pub mod held_table;
 pub mod kafka;
 pub mod log_records;
 pub mod own_runtime;
+pub mod reject_log;
 pub mod table_archive;
 pub mod vector_cache;
 
@@ -22,7 +23,8 @@ pub use embedder::{Embedder, EmbedderConfig, EmbedderError};
 pub use episode_store::{EpisodeHit, EpisodeRow, EpisodeStore, IndexPolicy, StoreError};
 pub use event_files::{EventFile, EventFileError, EventFileFormat, FileRecord};
 pub mod event_log_check;
-pub use event_log::{ArchivedRecords, EventLog, LogError, RejectLog, Rejection};
+pub use event_log::{ArchivedRecords, EventLog, LogError};
 pub use event_table::EventTable;
 pub use held_table::HeldTable;
+pub use reject_log::{RejectLimits, RejectLog, RejectRecord, Rejection};
 pub use table_archive::TableArchive;

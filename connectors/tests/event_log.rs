@@ -179,7 +179,7 @@ fn rejections_are_kept_with_reason_and_original_and_counted_across_reopen() {
     };
     {
         let log = RejectLog::open(dir.path()).unwrap();
-        log.record(&[r.clone(), r.clone()]).unwrap();
+        log.record(None, &[r.clone(), r.clone()]).unwrap();
         assert_eq!(log.count(), 2);
     }
     let log = RejectLog::open(dir.path()).unwrap();

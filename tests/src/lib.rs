@@ -85,6 +85,30 @@ pub fn log_file_base(data_dir: &Path) -> u64 {
     }
 }
 
+/// Every record of the reject files under `data_dir` (`log/rejects/`), with its file relative
+/// to that folder: files in name order (`_unknown.jsonl`, then `tenants/<tenant>.jsonl`, each
+/// before its rotated copies), records in file order.
+pub fn reject_records(data_dir: &Path) -> Vec<(String, Value)> {
+    let root = data_dir.join("log").join("rejects");
+    let mut files = Vec::new();
+    for dir in [root.clone(), root.join("tenants")] {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if e.path().is_file() {
+                files.push(e.path());
+            }
+        }
+    }
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let rel = f.strip_prefix(&root).unwrap().display().to_string();
+        for line in std::fs::read_to_string(&f).unwrap().lines() {
+            out.push((rel.clone(), serde_json::from_str(line).unwrap()));
+        }
+    }
+    out
+}
+
 impl Server {
     /// Starts `engram serve` on `data_dir` (port chosen by the OS, demo off), and waits until it
     /// listens.

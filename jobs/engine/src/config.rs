@@ -104,6 +104,11 @@ pub struct LogConfig {
     /// Events dated more than this many seconds after the server's clock are rejected (field
     /// `ts`); `0` accepts any date.
     pub max_future_skew_s: u64,
+    /// Each reject file (one per tenant, and `_unknown`) is rotated before a record would take
+    /// it past this many bytes.
+    pub reject_max_bytes: u64,
+    /// Rotated reject files kept per tenant (older ones are deleted); `0` keeps none.
+    pub reject_keep_files: usize,
 }
 
 impl Default for LogConfig {
@@ -111,6 +116,8 @@ impl Default for LogConfig {
         LogConfig {
             discard_after_bytes: 64 << 20,
             max_future_skew_s: 300,
+            reject_max_bytes: 16 << 20,
+            reject_keep_files: 3,
         }
     }
 }
@@ -472,6 +479,12 @@ impl Config {
         }
         if let Some(v) = get("ENGRAM_LOG_DISCARD_AFTER_BYTES") {
             self.log.discard_after_bytes = parse("ENGRAM_LOG_DISCARD_AFTER_BYTES", v)?;
+        }
+        if let Some(v) = get("ENGRAM_REJECT_MAX_BYTES") {
+            self.log.reject_max_bytes = parse("ENGRAM_REJECT_MAX_BYTES", v)?;
+        }
+        if let Some(v) = get("ENGRAM_REJECT_KEEP_FILES") {
+            self.log.reject_keep_files = parse("ENGRAM_REJECT_KEEP_FILES", v)?;
         }
         for name in LIMITS_ENV {
             if let Some(v) = get(name) {

@@ -207,48 +207,41 @@ impl Engine {
             Some(s) => s.erase(tenant, user, offset).await?,
             None => 0,
         };
-        // The log: every record of the erased below the erase event.
+        // The log: every record of the erased below the erase event, found through the index of
+        // each user's offsets (no record of someone with no data is read).
         let log = self.ingestor.log().clone();
+        let index = self.ingestor.user_offsets().clone();
         let (t, u) = (tenant.to_string(), user.map(str::to_string));
         let log_records_redacted = tokio::task::spawn_blocking(move || {
             let mut offsets = Vec::new();
-            let mut at = 0;
-            while at < offset {
-                let chunk = log.read(at, 4096.min((offset - at) as usize))?;
-                at += chunk.len() as u64;
-                for (o, bytes) in chunk {
-                    if let Ok(e) = Event::from_canonical_json(&bytes) {
-                        if matches(&t, u.as_deref(), &e.header.tenant, &e.header.user)
-                            && !e.governs_processing()
-                        {
-                            offsets.push(o);
-                        }
+            let candidates = index.offsets(&t, u.as_deref(), offset);
+            // the file's records only: the events table redacts those below the base itself
+            let in_file: Vec<u64> = candidates
+                .into_iter()
+                .filter(|o| *o >= log.base_offset())
+                .collect();
+            for (o, bytes) in index.read(&log, &in_file)? {
+                if let Ok(e) = Event::from_canonical_json(&bytes) {
+                    if matches(&t, u.as_deref(), &e.header.tenant, &e.header.user)
+                        && !e.governs_processing()
+                    {
+                        offsets.push(o);
                     }
                 }
             }
-            log.redact(&offsets, |old| {
+            let redacted = log.redact(&offsets, |old| {
                 let e = Event::from_canonical_json(old).expect("read just now");
                 Redacted::new(&e.header.tenant, &e.header.event_id)
                     .to_json()
                     .into_bytes()
-            })
+            })?;
+            // their records are redacted: nothing below the erase is read for them again
+            index.forget(&t, u.as_deref(), offset);
+            Ok::<_, engram_connectors::LogError>(redacted)
         })
         .await
         .expect("redact task")?;
-        let rejections_removed = self.ingestor.rejects().purge(|r| {
-            serde_json::from_str::<Value>(&r.original)
-                .ok()
-                .and_then(|v| {
-                    let t = v.get("tenant")?.as_str()?.to_string();
-                    let u = v
-                        .get("user")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string();
-                    Some(matches(tenant, user, &t, &u))
-                })
-                .unwrap_or(false)
-        })?;
+        let rejections_removed = self.ingestor.rejects().erase(tenant, user)?;
         let tenant_keys_removed = user.is_none() && self.tenants.remove(tenant).is_ok();
         // the erased texts were cached under this tenant only
         self.recall.embedder.forget_tenant(tenant);
@@ -292,19 +285,13 @@ impl Engine {
     /// those held for a restriction, in order.
     fn stored_events(&self, tenant: &str, user: &str) -> Result<Vec<Value>, GdprError> {
         let log = self.ingestor.log();
+        let index = self.ingestor.user_offsets();
         let mut events = Vec::new();
-        let mut offset = 0;
-        while offset < log.end_offset() {
-            let chunk = log.read(offset, 4096)?;
-            if chunk.is_empty() {
-                break;
-            }
-            offset += chunk.len() as u64;
-            for (_, bytes) in chunk {
-                if let Ok(event) = Event::from_canonical_json(&bytes) {
-                    if event.header.tenant == tenant && event.header.user == user {
-                        events.push(serde_json::to_value(&event).expect("events serialize"));
-                    }
+        let offsets = index.offsets(tenant, Some(user), log.end_offset());
+        for (_, bytes) in index.read(log, &offsets)? {
+            if let Ok(event) = Event::from_canonical_json(&bytes) {
+                if event.header.tenant == tenant && event.header.user == user {
+                    events.push(serde_json::to_value(&event).expect("events serialize"));
                 }
             }
         }

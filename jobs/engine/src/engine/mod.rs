@@ -14,7 +14,9 @@ use crate::pipeline::episode_writer::{spawn_episode_writer, PassageSink, SideTab
 use crate::query::recall::Recall;
 use crate::tenants::TenantRegistry;
 use anyhow::Context;
-use engram_connectors::{Embedder, EpisodeStore, EventLog, EventTable, IndexPolicy, RejectLog};
+use engram_connectors::{
+    Embedder, EpisodeStore, EventLog, EventTable, IndexPolicy, RejectLimits, RejectLog,
+};
 use engram_dataflows::{run_memory_dataflow, DataflowHandle, InputSource, SharedViews};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -77,6 +79,18 @@ pub struct Status {
     pub uptime_seconds: f64,
     /// Input the pipeline could not use.
     pub failures: FailureCounts,
+    /// Bytes control events read since the start: `log`, of event-log records (the erasure
+    /// task and every worker's re-reads on an erase, restrict or unrestrict, and exports of
+    /// restricted users); `rejects`, of reject files rewritten by erasures. An erase of someone
+    /// with no data reads 0 of both.
+    pub control_bytes_read: ControlBytesRead,
+}
+
+/// See [`Status::control_bytes_read`].
+#[derive(Debug, Serialize)]
+pub struct ControlBytesRead {
+    pub log: u64,
+    pub rejects: u64,
 }
 
 /// [`PipelineFailures`] as counted so far.
@@ -124,7 +138,13 @@ impl Engine {
         // The table is the store of record: the log reads below its base from it, and a log
         // that lost records the table holds continues at the table's end.
         attach_archive(&log, &events)?;
-        let rejects = Arc::new(RejectLog::open(&config.log_dir())?);
+        let rejects = Arc::new(RejectLog::open_with(
+            &config.log_dir(),
+            RejectLimits {
+                max_bytes: config.log.reject_max_bytes,
+                keep_files: config.log.reject_keep_files,
+            },
+        )?);
         let ingestor = Ingestor::open(log.clone(), rejects, &config.held_dir())?;
         let ingestor = Arc::new(match config.log.max_future_skew_s {
             0 => ingestor,
@@ -188,6 +208,7 @@ impl Engine {
         let source_embedder = embedder.clone();
         let failures = Arc::new(PipelineFailures::default());
         let source_failures = failures.clone();
+        let source_offsets = ingestor.user_offsets().clone();
         let dataflow = run_memory_dataflow(
             config.workers,
             move |index, peers| {
@@ -198,7 +219,8 @@ impl Engine {
                         index,
                         peers,
                     )
-                    .with_failures(source_failures.clone()),
+                    .with_failures(source_failures.clone())
+                    .with_user_offsets(source_offsets.clone()),
                 ) as Box<dyn InputSource>
             },
             config.clock,
@@ -216,6 +238,10 @@ impl Engine {
         .map_err(|e| anyhow::anyhow!("starting the timely workers: {e}"))?;
 
         let tenants = Arc::new(TenantRegistry::open(&config.data_dir)?);
+        let known = tenants.clone();
+        ingestor
+            .rejects()
+            .set_known_tenants(Box::new(move |t| known.contains(t)));
         let chat_template = load_chat_template(config.models_dir.clone()).await?;
         let llm = llm_client(&config)?;
         let recall = Recall {
@@ -346,6 +372,10 @@ impl Engine {
                     .corrections_not_embedded
                     .load(Ordering::Relaxed),
                 unreadable_records: self.failures.unreadable_records.load(Ordering::Relaxed),
+            },
+            control_bytes_read: ControlBytesRead {
+                log: self.ingestor.user_offsets().bytes_read(),
+                rejects: self.ingestor.rejects().erase_bytes_read(),
             },
         }
     }

@@ -2,6 +2,7 @@
 //! the durable log (the events of restricted users to the Lance `held` table instead), and keep
 //! every rejected input with its reason.
 
+use super::user_offsets::UserOffsets;
 use engram_connectors::{EventLog, HeldTable, LogError, RejectLog, Rejection, StoreError};
 use engram_schemas::{
     check_event_size, parse_event_value, Body, ControlAction, ControlScope, Event, EventError,
@@ -194,6 +195,8 @@ pub struct Ingestor {
     erase_added: tokio::sync::Notify,
     /// How far ahead of this machine's clock an event's `ts` may be (`None`: any).
     max_future_skew: Option<chrono::Duration>,
+    /// The log offsets of each user's data events.
+    user_offsets: Arc<UserOffsets>,
 }
 
 /// An erase event as read from the log.
@@ -229,6 +232,7 @@ impl Ingestor {
         let mut seen = HashSet::new();
         let mut restricted = HashSet::new();
         let mut erases = Vec::new();
+        let user_offsets = Arc::new(UserOffsets::default());
         let end = log.end_offset();
         let mut at = 0;
         while at < end {
@@ -241,6 +245,9 @@ impl Ingestor {
                 }
                 match Event::from_canonical_json(bytes) {
                     Ok(e) => {
+                        if !e.governs_processing() {
+                            user_offsets.add(&e.header.tenant, &e.header.user, *offset);
+                        }
                         if let Body::Control(c) = &e.body {
                             match c.action {
                                 ControlAction::Restrict => {
@@ -296,6 +303,7 @@ impl Ingestor {
             erases: Mutex::new(erases),
             erase_added: tokio::sync::Notify::new(),
             max_future_skew: None,
+            user_offsets,
         };
         if legacy_lines.is_some() {
             let held = ingestor
@@ -310,7 +318,7 @@ impl Ingestor {
             })?;
         }
         // events held for a restriction lifted just before a crash go to the log now
-        ingestor.ingest_with("held", Vec::new(), &[], true)?;
+        ingestor.ingest_with("held", None, Vec::new(), &[], true)?;
         Ok(ingestor)
     }
 
@@ -392,6 +400,11 @@ impl Ingestor {
         &self.rejects
     }
 
+    /// Where each `(tenant, user)`'s data events are in the log.
+    pub fn user_offsets(&self) -> &Arc<UserOffsets> {
+        &self.user_offsets
+    }
+
     /// Ingests a JSON body: one event or an array of events.
     pub fn ingest_body(&self, source: &str, body: &[u8]) -> Result<IngestReport, IngestError> {
         let (parsed, originals) = parse_body(body);
@@ -407,7 +420,7 @@ impl Ingestor {
         body: &[u8],
         tenant: &str,
     ) -> Result<IngestReport, IngestError> {
-        self.ingest_body_checked(source, body, |e| {
+        self.ingest_body_by(source, body, Some(tenant), |e| {
             if e.header.tenant != tenant {
                 return Err(EventError::new(
                     "tenant",
@@ -429,9 +442,21 @@ impl Ingestor {
         body: &[u8],
         check: impl Fn(Event) -> Result<Event, EventError>,
     ) -> Result<IngestReport, IngestError> {
+        self.ingest_body_by(source, body, None, check)
+    }
+
+    /// [`Ingestor::ingest_body_checked`] for a body sent with the key of `submitter` (when
+    /// given): its rejects are filed under that tenant (see [`RejectLog`]).
+    fn ingest_body_by(
+        &self,
+        source: &str,
+        body: &[u8],
+        submitter: Option<&str>,
+        check: impl Fn(Event) -> Result<Event, EventError>,
+    ) -> Result<IngestReport, IngestError> {
         let (parsed, originals) = parse_body(body);
         let parsed = parsed.into_iter().map(|p| p.and_then(&check)).collect();
-        self.ingest_parsed(source, parsed, &originals)
+        self.ingest_with(source, submitter, parsed, &originals, false)
     }
 
     /// Ingests already-parsed events; `originals[i]` is the input text of `parsed[i]`.
@@ -441,14 +466,16 @@ impl Ingestor {
         parsed: Vec<Result<Event, EventError>>,
         originals: &[String],
     ) -> Result<IngestReport, IngestError> {
-        self.ingest_with(source, parsed, originals, false)
+        self.ingest_with(source, None, parsed, originals, false)
     }
 
     /// [`Ingestor::ingest_parsed`]; with `release_lifted`, held events whose restriction was
     /// lifted (a crash came between the lift and rewriting the held table) go to the log first.
+    /// Rejects are filed under `submitter` when given (the tenant whose key sent them).
     fn ingest_with(
         &self,
         source: &str,
+        submitter: Option<&str>,
         parsed: Vec<Result<Event, EventError>>,
         originals: &[String],
         release_lifted: bool,
@@ -464,12 +491,12 @@ impl Ingestor {
         // held events whose restriction is lifted go to the log
         let release = |held: &mut Vec<(Scope, String)>,
                        restricted: &HashSet<Scope>,
-                       records: &mut Vec<String>| {
+                       records: &mut Vec<(String, Option<Scope>)>| {
             let mut released = 0;
             held.retain(|((t, u), line)| {
                 let free = !is_restricted(restricted, t, u);
                 if free {
-                    records.push(line.clone());
+                    records.push((line.clone(), Some((t.clone(), u.clone()))));
                     released += 1;
                 }
                 !free
@@ -497,7 +524,7 @@ impl Ingestor {
                             if c.action == ControlAction::Erase {
                                 erases.push((records.len(), LoggedErase::of(&event, c.scope)));
                             }
-                            records.push(event.to_json());
+                            records.push((event.to_json(), None));
                             match c.action {
                                 ControlAction::Restrict => {
                                     restricted.insert(scope_of(&event, c.scope));
@@ -523,7 +550,7 @@ impl Ingestor {
                             held_changed = true;
                             report.held += 1;
                         }
-                        _ => records.push(event.to_json()),
+                        _ => records.push((event.to_json(), Some((tenant.clone(), user.clone())))),
                     }
                 }
                 Err(error) => {
@@ -540,11 +567,19 @@ impl Ingestor {
                 }
             }
         }
-        self.rejects.record(&rejections)?;
+        self.rejects.record(submitter, &rejections)?;
         // The log first: a crash before the held table is rewritten leaves released events in
         // both, and the next start drops the held copies as duplicates.
         if !records.is_empty() {
-            let first = self.log.append(&records)?;
+            // noted first: a worker that reads a control event after them finds them
+            let next = self.log.end_offset();
+            for (i, (_, owner)) in records.iter().enumerate() {
+                if let Some((t, u)) = owner {
+                    self.user_offsets.add(t, u, next + i as u64);
+                }
+            }
+            let lines: Vec<&str> = records.iter().map(|(line, _)| line.as_str()).collect();
+            let first = self.log.append(&lines)?;
             // released events were accepted (and counted) when they were held
             report.accepted = records.len() - released;
             report.first_offset = Some(first);

@@ -5,6 +5,7 @@
 //! the dataflow itself does no I/O and runs no model. They are few next to messages, so one
 //! batched call per read chunk costs little.
 
+use super::user_offsets::UserOffsets;
 use engram_connectors::{Embedder, EventLog};
 use engram_dataflows::{correction_text, InputRecord, InputSource};
 use engram_schemas::{Body, ControlAction, ControlScope, Event, Redacted};
@@ -41,6 +42,9 @@ pub struct LogSource {
     /// `(tenant, "")` for a whole tenant. Their users' records are out of the dataflow.
     restricted: HashSet<(String, String)>,
     failures: Arc<PipelineFailures>,
+    /// Where each user's events are: control events re-read only those (without it, the
+    /// whole log below them).
+    user_offsets: Option<Arc<UserOffsets>>,
 }
 
 impl LogSource {
@@ -60,12 +64,19 @@ impl LogSource {
             erased_at: HashMap::new(),
             restricted: HashSet::new(),
             failures: Arc::default(),
+            user_offsets: None,
         }
     }
 
     /// Counts what this source cannot use in `failures` (shared by the workers' sources).
     pub fn with_failures(mut self, failures: Arc<PipelineFailures>) -> Self {
         self.failures = failures;
+        self
+    }
+
+    /// Re-reads, for control events, only the records `index` names (see [`UserOffsets`]).
+    pub fn with_user_offsets(mut self, index: Arc<UserOffsets>) -> Self {
+        self.user_offsets = Some(index);
         self
     }
 }
@@ -158,49 +169,34 @@ impl LogSource {
     ) -> (Vec<(u64, InputRecord, isize)>, Vec<(u64, Event)>) {
         let mut out = Vec::new();
         let mut unsent_corrections = Vec::new();
-        let mut offset = 0;
-        while offset < at {
-            let chunk = match self
-                .log
-                .read(offset, READ_CHUNK.min((at - offset) as usize))
-            {
-                Ok(c) => c,
-                Err(err) => {
-                    tracing::error!(%err, offset, "reading the event log for an erase or restriction failed; retrying");
-                    std::thread::sleep(std::time::Duration::from_millis(100));
-                    continue;
-                }
+        self.for_each_record_before(tenant, user, at, |o, bytes| {
+            let Ok(event) = Event::from_canonical_json(bytes) else {
+                return;
             };
-            offset += chunk.len() as u64;
-            for (o, bytes) in chunk {
-                let Ok(event) = Event::from_canonical_json(&bytes) else {
-                    continue;
-                };
-                let h = &event.header;
-                if h.tenant != tenant
-                    || user.is_some_and(|u| u != h.user)
-                    || event.governs_processing()
-                    || worker_for(&event.key(), self.peers) != self.worker
-                    || self.erased_since(tenant, &h.user).is_some_and(|s| o <= s)
-                    || !include(&h.user)
-                {
-                    continue;
-                }
-                out.extend(
-                    InputRecord::from_event(&event, o)
-                        .into_iter()
-                        .map(|r| (at, r, diff)),
-                );
-                let sent = |u: &str| {
-                    self.sent_corrections
-                        .get(&(tenant.to_string(), u.to_string()))
-                        .is_some_and(|sent| sent.iter().any(|(s, _)| *s == o))
-                };
-                if matches!(event.body, Body::Correction(_)) && !sent(&h.user) {
-                    unsent_corrections.push((o, event));
-                }
+            let h = &event.header;
+            if h.tenant != tenant
+                || user.is_some_and(|u| u != h.user)
+                || event.governs_processing()
+                || worker_for(&event.key(), self.peers) != self.worker
+                || self.erased_since(tenant, &h.user).is_some_and(|s| o <= s)
+                || !include(&h.user)
+            {
+                return;
             }
-        }
+            out.extend(
+                InputRecord::from_event(&event, o)
+                    .into_iter()
+                    .map(|r| (at, r, diff)),
+            );
+            let sent = |u: &str| {
+                self.sent_corrections
+                    .get(&(tenant.to_string(), u.to_string()))
+                    .is_some_and(|sent| sent.iter().any(|(s, _)| *s == o))
+            };
+            if matches!(event.body, Body::Correction(_)) && !sent(&h.user) {
+                unsent_corrections.push((o, event));
+            }
+        });
         for ((t, u), sent) in &self.sent_corrections {
             if t != tenant || user.is_some_and(|x| x != u) || !include(u) {
                 continue;
@@ -213,6 +209,44 @@ impl LogSource {
             );
         }
         (out, unsent_corrections)
+    }
+
+    /// Calls `f` with each record below `at` that may be an event of the tenant (of `user` only,
+    /// when given): those the index names when the source has one, else every record. A failed
+    /// read is retried until it succeeds (the views cannot go on without these records).
+    fn for_each_record_before(
+        &self,
+        tenant: &str,
+        user: Option<&str>,
+        at: u64,
+        mut f: impl FnMut(u64, &[u8]),
+    ) {
+        let retry = |err: &engram_connectors::LogError| {
+            tracing::error!(%err, "reading the event log for an erase or restriction failed; retrying");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        if let Some(index) = &self.user_offsets {
+            let offsets = index.offsets(tenant, user, at);
+            loop {
+                match index.read(&self.log, &offsets) {
+                    Ok(records) => return records.iter().for_each(|(o, b)| f(*o, b)),
+                    Err(err) => retry(&err),
+                }
+            }
+        }
+        let mut offset = 0;
+        while offset < at {
+            match self
+                .log
+                .read(offset, READ_CHUNK.min((at - offset) as usize))
+            {
+                Ok(chunk) => {
+                    offset += chunk.len() as u64;
+                    chunk.iter().for_each(|(o, b)| f(*o, b));
+                }
+                Err(err) => retry(&err),
+            }
+        }
     }
 
     /// The retractions an erase at `at` makes on this worker: every record sent for the
@@ -390,6 +424,15 @@ mod tests {
     #[test]
     fn the_dataflow_gets_every_record_not_erased_of_the_users_not_restricted() {
         for seed in 0..30 {
+            check_random_log(seed, false);
+            check_random_log(seed, true);
+        }
+    }
+
+    /// The dataflow's input from [`random_log`]`(seed)` is the definition's, with control
+    /// events re-reading the whole log or (`indexed`) only what a [`UserOffsets`] names.
+    fn check_random_log(seed: u64, indexed: bool) {
+        {
             let dir = tempfile::tempdir().unwrap();
             let log = Arc::new(EventLog::open(dir.path()).unwrap());
             let events: Vec<Event> = random_log(seed)
@@ -401,9 +444,18 @@ mod tests {
             for piece in lines.chunks(17) {
                 log.append(piece).unwrap();
             }
+            let index = Arc::new(UserOffsets::default());
+            for (o, e) in events.iter().enumerate() {
+                if !e.governs_processing() {
+                    index.add(&e.header.tenant, &e.header.user, o as u64);
+                }
+            }
             let mut got: BTreeMap<String, isize> = BTreeMap::new();
             for worker in 0..2 {
                 let mut source = LogSource::new(log.clone(), None, worker, 2);
+                if indexed {
+                    source = source.with_user_offsets(index.clone());
+                }
                 while let Some((records, _)) = source.poll() {
                     for (_, record, diff) in records {
                         let count = got.entry(format!("{record:?}")).or_default();
@@ -456,7 +508,7 @@ mod tests {
                     }
                 }
             }
-            assert_eq!(got, want, "seed {seed}");
+            assert_eq!(got, want, "seed {seed}, indexed {indexed}");
         }
     }
 }
