@@ -398,13 +398,15 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     // Tests and scripts read this line to find the port when started with port 0.
     println!("engram listening on http://{local}");
     let closing = engine.clone();
-    axum::serve(listener, engram_server::router(engine.clone()))
-        .with_graceful_shutdown(async move {
-            let _ = tokio::signal::ctrl_c().await;
-            tracing::info!("shutting down");
-            closing.begin_closing();
-        })
-        .await?;
+    // header-read timeout and connection cap ([limits]); shuts down gracefully on Ctrl-C
+    let limits = engram_server::listener::ConnectionLimits::from_config(&engine.config.limits);
+    let router = engram_server::router(engine.clone());
+    engram_server::listener::serve_bounded(listener, router, limits, async move {
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("shutting down");
+        closing.begin_closing();
+    })
+    .await?;
     kafka_stop.store(true, Ordering::Release);
     if let Some(kafka) = kafka {
         kafka.await?;

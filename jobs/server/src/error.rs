@@ -27,6 +27,15 @@ pub(crate) fn unauthorized(reason: &str) -> Response {
     resp
 }
 
+/// `429`: a per-tenant limit or a cap on streams refused the request; `Retry-After` (whole
+/// seconds, at least 1) says when to try again.
+pub(crate) fn too_many_requests(reason: impl std::fmt::Display, retry_after_secs: u64) -> Response {
+    let mut resp = error(StatusCode::TOO_MANY_REQUESTS, "$", reason);
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, retry_after_secs.max(1).into());
+    resp
+}
+
 pub(crate) fn tenant_error(err: TenantError) -> Response {
     use TenantError as E;
     match err {

@@ -6,9 +6,13 @@ pub mod audit;
 pub mod auth;
 pub mod dashboard;
 pub mod error;
+pub mod listener;
 pub mod openapi;
 pub mod request;
+pub mod request_limits;
 pub mod routes;
+pub mod stream_slots;
+pub mod tenant_limits;
 
 use auth::{require_admin_key, require_tenant_key};
 use axum::extract::DefaultBodyLimit;
@@ -24,8 +28,12 @@ pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
 
 /// The routes. Tenant routes need a tenant's API key (`Authorization: Bearer …` or
 /// `X-API-Key`); admin routes need the admin key; health, status and metrics (no tenant data)
-/// need none.
+/// need none. Tenant-key requests are charged to the tenant's limits ([`request_limits`]).
 pub fn router(engine: Arc<Engine>) -> Router {
+    let request_limits = Arc::new(request_limits::RequestLimits::from_config(
+        &engine.config.limits,
+        MAX_BODY_BYTES,
+    ));
     let tenant_routes = Router::new()
         .route("/v1/events", post(events::post_events))
         .route("/v1/recall", post(memory::post_recall))
@@ -39,6 +47,11 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .route("/v1/audit", get(routes::audit::get_own_audit))
         // innermost: records what the handler answered, with the key the outer layers checked
         .route_layer(middleware::from_fn(audit::audit_tenant_requests))
+        // the later layer runs first: the key names the tenant, then its limits apply
+        .route_layer(middleware::from_fn_with_state(
+            request_limits,
+            request_limits::limit_tenant_requests,
+        ))
         .route_layer(middleware::from_fn_with_state(
             engine.clone(),
             require_tenant_key,
@@ -75,6 +88,9 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .layer(Extension(Arc::new(engram_engine::audit_log::AuditLog::new(
             &engine.config.data_dir.join("audit"),
             Default::default(),
+        ))))
+        .layer(Extension(Arc::new(stream_slots::StreamSlots::from_config(
+            &engine.config.limits,
         ))))
         .with_state(engine)
 }

@@ -11,7 +11,8 @@
 mod rows;
 
 use crate::auth::{check_not_restricted, presented_key, AuthTenant};
-use crate::error::error;
+use crate::error::{error, too_many_requests};
+use crate::stream_slots::{StreamSlot, StreamSlots};
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -74,10 +75,12 @@ pub struct StreamQuery {
     pub user: Option<String>,
 }
 
-/// `GET /v1/dashboard/stream`: the tenant's dashboard rows as server-sent events.
+/// `GET /v1/dashboard/stream`: the tenant's dashboard rows as server-sent events; `429` when
+/// the tenant, or the server, has as many streams open as `[limits]` allows.
 pub async fn get_stream(
     State(engine): State<Arc<Engine>>,
     Extension(auth): Extension<AuthTenant>,
+    Extension(slots): Extension<Arc<StreamSlots>>,
     headers: HeaderMap,
     Query(query): Query<StreamQuery>,
 ) -> Response {
@@ -93,6 +96,11 @@ pub async fn get_stream(
             return resp;
         }
     }
+    let slot = match slots.try_open(&tenant) {
+        Ok(slot) => slot,
+        // a place frees when any stream ends: no better wait to offer than the least
+        Err(reached) => return too_many_requests(reached, 1),
+    };
     let (snapshot, changes) = {
         let (views, changes) = engine.views.subscribe();
         (snapshot(&engine, &views, &tenant, user.as_deref()), changes)
@@ -107,6 +115,7 @@ pub async fn get_stream(
         changes,
         health: engine.health.subscribe(),
         closing: engine.closing(),
+        _slot: slot,
     };
     let events = futures::stream::unfold(follower, |mut f| async move {
         let event = f.next_event().await?;
@@ -131,6 +140,8 @@ struct Follower {
     changes: broadcast::Receiver<Arc<ViewChanges>>,
     health: watch::Receiver<Option<Arc<Value>>>,
     closing: watch::Receiver<bool>,
+    /// This stream's place under the caps on streams, freed when the stream ends.
+    _slot: StreamSlot,
 }
 
 impl Follower {
