@@ -1,7 +1,7 @@
 //! Turning untrusted bytes into [`Event`]s, with errors that name the field.
 
 use crate::event::*;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, Utc};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -70,7 +70,9 @@ pub fn parse_event_value(value: &Value, kind_hint: Option<EventKind>) -> Res<Eve
         tenant: name_field(obj, "tenant")?,
         user: if user_optional {
             match obj.get("user") {
+                // "" is how engram writes a tenant-wide control's user: accept it back
                 None | Some(Value::Null) => String::new(),
+                Some(Value::String(s)) if s.is_empty() => String::new(),
                 Some(_) => name_field(obj, "user")?,
             }
         } else {
@@ -465,9 +467,18 @@ pub fn validate_name(s: &str) -> Result<(), String> {
 
 fn ts_field(obj: &Map<String, Value>, field: &str) -> Res<DateTime<Utc>> {
     let s = req_str(obj, field)?;
-    DateTime::parse_from_rfc3339(s)
+    let t = DateTime::parse_from_rfc3339(s)
         .map(|t| t.with_timezone(&Utc))
-        .map_err(|e| EventError::new(field, format!("{s:?} is not an RFC 3339 timestamp: {e}")))
+        .map_err(|e| EventError::new(field, format!("{s:?} is not an RFC 3339 timestamp: {e}")))?;
+    // an offset can carry a time past year 9999 (or before 0000) in UTC, which RFC 3339, and so
+    // the canonical JSON that engram writes, cannot express
+    if !(0..=9999).contains(&t.year()) {
+        return Err(EventError::new(
+            field,
+            format!("{s:?} is outside the years 0000 to 9999 in UTC"),
+        ));
+    }
+    Ok(t)
 }
 
 fn unit_value(field: &str, v: &Value) -> Res<f32> {
