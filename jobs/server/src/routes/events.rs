@@ -37,7 +37,7 @@ pub(crate) async fn post_admin_events(State(engine): State<Arc<Engine>>, body: B
 }
 
 /// 200 with the report when every event was accepted (or recognised), 422 with it when any
-/// was rejected, 503 when the log could not store them.
+/// was rejected, 503 with `Retry-After: 1` when the log could not store them (disk full).
 fn ingest_answer(
     result: Result<Result<IngestReport, IngestError>, tokio::task::JoinError>,
 ) -> Response {
@@ -52,11 +52,16 @@ fn ingest_answer(
         }
         Ok(Err(err)) => {
             tracing::error!(%err, "appending to the event log failed");
-            error(
+            // nothing of the body was stored (a half-written batch is cut off): the client
+            // sends it again, after a disk full for instance
+            let mut resp = error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "$",
                 format!("the event log could not store the events: {err}"),
-            )
+            );
+            resp.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, 1.into());
+            resp
         }
         Err(err) => error(StatusCode::INTERNAL_SERVER_ERROR, "$", err),
     }
