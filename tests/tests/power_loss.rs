@@ -66,23 +66,30 @@ fn send_until_stopped(server: Arc<Server>, from: u64, stop: Arc<AtomicBool>) -> 
     (acked, i)
 }
 
-#[test]
-fn a_power_loss_at_random_points_loses_no_acknowledged_event_and_duplicates_none() {
+/// What one round of power losses on one data folder came to.
+#[derive(Default)]
+struct Round {
+    acknowledged: usize,
+    stored: usize,
+    lost: Vec<String>,
+    duplicated: Vec<String>,
+    files_lost: usize,
+    restarts_from_lance: usize,
+}
+
+/// `trials` power losses on a fresh data folder, then a clean start and the count of what is
+/// stored against what was acknowledged.
+fn power_loss_round(trials: usize, rng: &mut rand::rngs::StdRng) -> Round {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let journal = dir.path().join("durable-files");
     let journal_env = journal.display().to_string();
     let env = [("ENGRAM_SYNC_JOURNAL", journal_env.as_str())];
-    let trials = std::env::var("ENGRAM_POWER_LOSS_TRIALS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5);
-    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let mut next = 0u64;
     let mut acknowledged: BTreeSet<String> = BTreeSet::new();
-    let (mut files_lost, mut restarts_from_lance) = (0, 0);
+    let mut round = Round::default();
     for trial in 0..trials {
-        restarts_from_lance += usize::from(engram_tests::log_file_base(&data) > 0);
+        round.restarts_from_lance += usize::from(engram_tests::log_file_base(&data) > 0);
         let server = Arc::new(Server::start_with_env(&data, &[], &env));
         let stop = Arc::new(AtomicBool::new(false));
         let client = {
@@ -97,35 +104,69 @@ fn a_power_loss_at_random_points_loses_no_acknowledged_event_and_duplicates_none
         acknowledged.extend(acked);
         next = sent;
         let lost = lose_what_was_not_synced(&data, &journal);
-        files_lost += lost;
+        round.files_lost += lost;
         eprintln!(
             "trial {trial}: {next} events sent, {} acknowledged so far, {lost} unsynced files lost",
             acknowledged.len()
         );
     }
-    restarts_from_lance += usize::from(engram_tests::log_file_base(&data) > 0);
-    assert!(
-        restarts_from_lance > 0,
-        "no restart found the log's prefix only in Lance: the test did not reach that case"
-    );
+    round.restarts_from_lance += usize::from(engram_tests::log_file_base(&data) > 0);
     let server = Server::start(&data);
     server.wait_caught_up(Duration::from_secs(120));
     drop(server);
     let stored: BTreeMap<String, usize> =
         engram_tests::stored_event_ids(&data, "acme", &["u0", "u1", "u2"]);
-    let lost: Vec<&String> = acknowledged
-        .iter()
-        .filter(|id| !stored.contains_key(*id))
+    round.acknowledged = acknowledged.len();
+    round.stored = stored.len();
+    round.lost = acknowledged
+        .into_iter()
+        .filter(|id| !stored.contains_key(id))
         .collect();
-    let duplicated: Vec<_> = stored.iter().filter(|(_, n)| **n > 1).collect();
-    eprintln!(
-        "{trials} power losses ({files_lost} unsynced files deleted, {restarts_from_lance} restarts \
-         read the log's prefix from Lance): {} acknowledged, {} stored, {} lost, {} duplicated",
-        acknowledged.len(),
-        stored.len(),
-        lost.len(),
-        duplicated.len()
-    );
-    assert!(lost.is_empty(), "acknowledged and lost: {lost:?}");
-    assert!(duplicated.is_empty(), "duplicated: {duplicated:?}");
+    round.duplicated = stored
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|(id, _)| id)
+        .collect();
+    round
+}
+
+#[test]
+fn a_power_loss_at_random_points_loses_no_acknowledged_event_and_duplicates_none() {
+    // rounds of at most 10 power losses, each on a fresh folder, so restarts stay short
+    let trials: usize = std::env::var("ENGRAM_POWER_LOSS_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let mut done = 0;
+    while done < trials {
+        let n = (trials - done).min(10);
+        let round = power_loss_round(n, &mut rng);
+        done += n;
+        eprintln!(
+            "{done}/{trials} power losses; this round: {n} ({} unsynced files deleted, {} \
+             restarts read the log's prefix from Lance), {} acknowledged, {} stored, {} lost, \
+             {} duplicated",
+            round.files_lost,
+            round.restarts_from_lance,
+            round.acknowledged,
+            round.stored,
+            round.lost.len(),
+            round.duplicated.len()
+        );
+        assert!(
+            round.restarts_from_lance > 0,
+            "no restart found the log's prefix only in Lance: the round did not reach that case"
+        );
+        assert!(
+            round.lost.is_empty(),
+            "acknowledged and lost: {:?}",
+            round.lost
+        );
+        assert!(
+            round.duplicated.is_empty(),
+            "duplicated: {:?}",
+            round.duplicated
+        );
+    }
 }
