@@ -96,7 +96,7 @@ fn power_loss_round(trials: usize, rng: &mut rand::rngs::StdRng) -> Round {
             let (server, stop) = (server.clone(), stop.clone());
             std::thread::spawn(move || send_until_stopped(server, next, stop))
         };
-        std::thread::sleep(Duration::from_millis(rng.gen_range(200..2500)));
+        std::thread::sleep(Duration::from_millis(rng.gen_range(100..1500)));
         server.kill9_now();
         stop.store(true, Ordering::Relaxed);
         let (acked, sent) = client.join().unwrap();
@@ -112,7 +112,7 @@ fn power_loss_round(trials: usize, rng: &mut rand::rngs::StdRng) -> Round {
     }
     round.restarts_from_lance += usize::from(engram_tests::log_file_base(&data) > 0);
     let server = Server::start(&data);
-    server.wait_caught_up(Duration::from_secs(120));
+    server.wait_caught_up(Duration::from_secs(300));
     drop(server);
     let stored: BTreeMap<String, usize> =
         engram_tests::stored_event_ids(&data, "acme", &["u0", "u1", "u2"]);
