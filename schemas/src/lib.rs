@@ -2,10 +2,12 @@
 //!
 //! This crate depends on no other crate of the workspace.
 
+pub mod body;
 pub mod event;
 pub mod tables;
 pub mod validate;
 
+pub use body::{parse_body, validate_item, MAX_EVENTS_PER_BODY};
 pub use event::*;
 pub use validate::{
     check_event_size, parse_event, parse_event_value, validate_name, EventError, MAX_EVENT_BYTES,
