@@ -146,6 +146,19 @@ fn walk(dataset: &Path) -> io::Result<(HashSet<PathBuf>, Vec<PathBuf>)> {
     Ok((files, dirs))
 }
 
+/// Whether `dataset` holds a committed version: a manifest in `_versions`. A crash (or a power
+/// loss) during the first commit can leave the folder, even `_versions`, without one: the
+/// dataset is then still to be created.
+pub fn has_committed_version(dataset: &Path) -> bool {
+    std::fs::read_dir(dataset.join("_versions")).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.ends_with(".manifest") && !name.starts_with('.')
+        })
+    })
+}
+
 /// fsyncs every directory of `dataset` (`_versions` included), so that files removed from it
 /// stay removed after a power loss.
 pub fn sync_directories(dataset: &Path) -> io::Result<()> {
@@ -224,6 +237,19 @@ mod tests {
         assert_eq!(handler.sync_data_files(&ds).unwrap(), 1, "data/b only");
         let synced = handler.synced.lock().unwrap().clone();
         assert_eq!(synced, HashSet::from([ds.join("data/b.lance")]), "a pruned");
+    }
+
+    #[test]
+    fn a_versions_folder_without_a_manifest_is_no_committed_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let ds = dir.path().join("t.lance");
+        assert!(!has_committed_version(&ds), "no folder");
+        std::fs::create_dir_all(ds.join("_versions")).unwrap();
+        assert!(!has_committed_version(&ds), "empty _versions");
+        std::fs::write(ds.join("_versions/1.manifest-5b1f0c2e-staging"), b"m").unwrap();
+        assert!(!has_committed_version(&ds), "only a staging file");
+        std::fs::write(ds.join("_versions/18446744073709551614.manifest"), b"m").unwrap();
+        assert!(has_committed_version(&ds));
     }
 
     #[test]

@@ -116,7 +116,7 @@ impl EventTable {
             erasures: Default::default(),
             commits: SyncedCommits::new(),
         };
-        if dir.join("_versions").exists() {
+        if crate::durable_commits::has_committed_version(dir) {
             let ds = lance::dataset::builder::DatasetBuilder::from_uri(&uri)
                 .with_session(table.session.clone())
                 .with_commit_handler(table.commits.clone())

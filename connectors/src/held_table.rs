@@ -52,7 +52,7 @@ impl HeldTable {
 
     /// Whether the dataset has been written (it is created by the first write).
     fn exists(&self) -> bool {
-        Path::new(&self.uri).join("_versions").exists()
+        crate::durable_commits::has_committed_version(Path::new(&self.uri))
     }
 
     fn err(&self, op: &'static str, source: lance::Error) -> StoreError {

@@ -177,3 +177,28 @@ async fn a_log_reads_its_discarded_prefix_from_the_table_across_blocks_and_after
         }
     }
 }
+
+/// A crash (or a power loss) during the very first commit can leave `_versions` without a
+/// manifest: the tables open as not created yet, and the first write creates them.
+#[tokio::test]
+async fn a_versions_folder_without_a_manifest_opens_as_a_table_to_create() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.lance");
+    std::fs::create_dir_all(path.join("_versions")).unwrap();
+    std::fs::create_dir_all(path.join("data")).unwrap();
+    std::fs::write(path.join("data/left-by-the-crash.lance"), b"partial").unwrap();
+    let table = EventTable::open(&path).await.unwrap();
+    assert_eq!(table.end(), 0);
+    assert_eq!(table.append(0, &[event(0, "a")]).await.unwrap(), 1);
+    drop(table);
+    let table = EventTable::open(&path).await.unwrap();
+    assert_eq!(table.read(0, table.end()).await.unwrap().len(), 1);
+
+    let held = dir.path().join("held.lance");
+    std::fs::create_dir_all(held.join("_versions")).unwrap();
+    let (table, records) = engram_connectors::HeldTable::open(&held).unwrap();
+    assert!(records.is_empty());
+    table.replace(&[event(1, "a")]).unwrap();
+    let (_, records) = engram_connectors::HeldTable::open(&held).unwrap();
+    assert_eq!(records, vec![event(1, "a")]);
+}

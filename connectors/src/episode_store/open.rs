@@ -25,7 +25,7 @@ impl EpisodeStore {
             session,
             commits: SyncedCommits::new(),
         };
-        if dir.join("_versions").exists() {
+        if crate::durable_commits::has_committed_version(dir) {
             let ds = lance::dataset::builder::DatasetBuilder::from_uri(&uri)
                 .with_session(store.session.clone())
                 .with_commit_handler(store.commits.clone())
