@@ -127,29 +127,7 @@ pub struct IndexStatus {
 impl Engine {
     /// Must be called from inside a tokio runtime.
     pub async fn start(config: Config) -> anyhow::Result<Arc<Engine>> {
-        let log = Arc::new(EventLog::open(&config.log_dir())?);
-        if log.truncated_bytes() > 0 {
-            tracing::warn!(
-                bytes = log.truncated_bytes(),
-                "recovered the event log after a crash"
-            );
-        }
-        let events = Arc::new(EventTable::open(&config.events_dir()).await?);
-        // The table is the store of record: the log reads below its base from it, and a log
-        // that lost records the table holds continues at the table's end.
-        attach_archive(&log, &events)?;
-        let rejects = Arc::new(RejectLog::open_with(
-            &config.log_dir(),
-            RejectLimits {
-                max_bytes: config.log.reject_max_bytes,
-                keep_files: config.log.reject_keep_files,
-            },
-        )?);
-        let ingestor = Ingestor::open(log.clone(), rejects, &config.held_dir())?;
-        let ingestor = Arc::new(match config.log.max_future_skew_s {
-            0 => ingestor,
-            s => ingestor.with_max_future_skew(std::time::Duration::from_secs(s)),
-        });
+        let (log, events, ingestor) = open_log_and_ingestor(&config).await?;
 
         let emb_cfg = config.embedder_config();
         let embedder = {
@@ -503,4 +481,35 @@ fn llm_client(config: &Config) -> anyhow::Result<Option<crate::llm::ChatClient>>
         ),
         None => None,
     })
+}
+
+/// The event log (recovered after a crash), the Lance events table behind it, and the
+/// ingestor that appends to the log (with its reject log and held events).
+async fn open_log_and_ingestor(
+    config: &Config,
+) -> anyhow::Result<(Arc<EventLog>, Arc<EventTable>, Arc<Ingestor>)> {
+    let log = Arc::new(EventLog::open(&config.log_dir())?);
+    if log.truncated_bytes() > 0 {
+        tracing::warn!(
+            bytes = log.truncated_bytes(),
+            "recovered the event log after a crash"
+        );
+    }
+    let events = Arc::new(EventTable::open(&config.events_dir()).await?);
+    // The table is the store of record: the log reads below its base from it, and a log
+    // that lost records the table holds continues at the table's end.
+    attach_archive(&log, &events)?;
+    let rejects = Arc::new(RejectLog::open_with(
+        &config.log_dir(),
+        RejectLimits {
+            max_bytes: config.log.reject_max_bytes,
+            keep_files: config.log.reject_keep_files,
+        },
+    )?);
+    let ingestor = Ingestor::open(log.clone(), rejects, &config.held_dir())?;
+    let ingestor = Arc::new(match config.log.max_future_skew_s {
+        0 => ingestor,
+        s => ingestor.with_max_future_skew(std::time::Duration::from_secs(s)),
+    });
+    Ok((log, events, ingestor))
 }

@@ -259,19 +259,7 @@ fn embed_stage(
             .iter()
             .map(|(key, e)| (key.0.as_str(), embedding_text(&e.content)))
             .collect();
-        // (episode in chunk, passage number, text)
-        let mut split: Vec<(usize, usize, String)> = Vec::new();
-        if let Some(p) = passages {
-            for (i, (_, e)) in chunk.iter().enumerate() {
-                if p.wants(e) {
-                    let parts = crate::pipeline::passages::passages(
-                        embedding_text(&e.content),
-                        p.max_per_episode,
-                    );
-                    split.extend(parts.into_iter().enumerate().map(|(n, t)| (i, n, t)));
-                }
-            }
-        }
+        let split = passage_texts(&chunk, passages);
         texts.extend(
             split
                 .iter()
@@ -309,6 +297,27 @@ fn embed_stage(
             return;
         }
     }
+}
+
+/// The passages of the episodes of `chunk` that `passages` wants: `(episode in chunk, passage
+/// number, text)`; none without a passage table.
+fn passage_texts(
+    chunk: &[(SessionKey, Episode)],
+    passages: Option<&PassageSink>,
+) -> Vec<(usize, usize, String)> {
+    let mut split = Vec::new();
+    if let Some(p) = passages {
+        for (i, (_, e)) in chunk.iter().enumerate() {
+            if p.wants(e) {
+                let parts = crate::pipeline::passages::passages(
+                    embedding_text(&e.content),
+                    p.max_per_episode,
+                );
+                split.extend(parts.into_iter().enumerate().map(|(n, t)| (i, n, t)));
+            }
+        }
+    }
+    split
 }
 
 /// Embeds the first chunk of `pending` side-table rows (at most [`EMBED_CHUNK`], extended to
