@@ -1,5 +1,5 @@
 //! A full disk answers 503 with Retry-After, and loses and duplicates nothing once space
-//! returns. The data folder is a small tmpfs (4 MB) (mounting one needs root: without it the test says
+//! returns. The data folder is a small tmpfs (3 MB) (mounting one needs root: without it the test says
 //! so and checks nothing), filled by a client until the log cannot store a batch; then the
 //! filesystem grows, the client sends everything again (at-least-once), and each event is
 //! stored exactly once.
@@ -61,7 +61,7 @@ impl Drop for SmallDisk {
 fn a_full_disk_answers_503_and_loses_and_duplicates_nothing_after_space_returns() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let Some(disk) = SmallDisk::mount(&data, "4m") else {
+    let Some(disk) = SmallDisk::mount(&data, "3m") else {
         eprintln!("SKIPPED: mounting a tmpfs needs root here; nothing was checked");
         return;
     };
@@ -69,7 +69,7 @@ fn a_full_disk_answers_503_and_loses_and_duplicates_nothing_after_space_returns(
     let key = server.key_for("acme");
     let http = reqwest::blocking::Client::new();
     let (mut sent, mut full) = (0u64, None);
-    // bounded: 4 MB hold far fewer than 1,000 batches of 20 events
+    // bounded: 3 MB hold far fewer than 1,000 batches of 20 events
     for _ in 0..1_000 {
         let batch: Vec<Value> = (sent..sent + 20).map(event).collect();
         let resp = http

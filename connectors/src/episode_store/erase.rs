@@ -65,18 +65,6 @@ impl EpisodeStore {
                 self.build_index(&mut ds, &name, rows).await?;
             }
         }
-        // Old versions (and the files only they use) hold the erased rows: remove them all.
-        ds.cleanup_old_versions(chrono::TimeDelta::zero(), Some(true), Some(false))
-            .await
-            .map_err(|e| self.err("erase: remove old versions", e))?;
-        // the receipt that follows promises the removed files stay removed
-        crate::durable_commits::sync_directories(std::path::Path::new(&self.uri)).map_err(
-            |source| StoreError::Io {
-                path: self.uri.clone(),
-                op: "erase: sync directories",
-                source,
-            },
-        )?;
         {
             let mut st = self.state.write().unwrap();
             let mut removed = 0;
@@ -89,8 +77,23 @@ impl EpisodeStore {
             });
             st.rows = st.rows.saturating_sub(removed);
         }
+        // Readers move to the new version first, then the old versions (and the files only
+        // they use, which hold the erased rows) are removed: a search that took the old
+        // version just before retries on the new one (see `search_text`).
         self.vectors.lock().unwrap().reset(ds.version().version);
-        *self.dataset.write().unwrap() = Some(Arc::new(ds));
+        let ds = Arc::new(ds);
+        *self.dataset.write().unwrap() = Some(ds.clone());
+        ds.cleanup_old_versions(chrono::TimeDelta::zero(), Some(true), Some(false))
+            .await
+            .map_err(|e| self.err("erase: remove old versions", e))?;
+        // the receipt that follows promises the removed files stay removed
+        crate::durable_commits::sync_directories(std::path::Path::new(&self.uri)).map_err(
+            |source| StoreError::Io {
+                path: self.uri.clone(),
+                op: "erase: sync directories",
+                source,
+            },
+        )?;
         Ok(erased)
     }
 }

@@ -303,6 +303,36 @@ impl EpisodeStore {
         if query.split_whitespace().next().is_none() {
             return Ok(Vec::new());
         }
+        match self
+            .search_text_in(&ds, tenant, user, query, k, as_of)
+            .await
+        {
+            // an erase published a new version and removed this one's files meanwhile
+            Err(StoreError::Lance { source, .. })
+                if matches!(source, lance::Error::NotFound { .. })
+                    || source.to_string().contains("Not found") =>
+            {
+                match self.snapshot() {
+                    Some(newer) if newer.version().version != ds.version().version => {
+                        self.search_text_in(&newer, tenant, user, query, k, as_of)
+                            .await
+                    }
+                    _ => Err(self.err("full-text search", source)),
+                }
+            }
+            result => result,
+        }
+    }
+
+    async fn search_text_in(
+        &self,
+        ds: &Dataset,
+        tenant: &str,
+        user: &str,
+        query: &str,
+        k: usize,
+        as_of: Option<DateTime<Utc>>,
+    ) -> Result<Vec<EpisodeHit>, StoreError> {
         let fts = FullTextSearchQuery::new(query.to_string())
             .with_column(col::CONTENT.to_string())
             .map_err(|e| self.err("full-text search", e))?
