@@ -85,10 +85,12 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .route("/dashboard", get(dashboard::get_page))
         .route("/metrics", get(status::get_metrics))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(Extension(Arc::new(engram_engine::audit_log::AuditLog::new(
-            &engine.config.data_dir.join("audit"),
-            Default::default(),
-        ))))
+        .layer(Extension(Arc::new(
+            engram_engine::audit_log::AuditLog::new(
+                &engine.config.data_dir.join("audit"),
+                Default::default(),
+            ),
+        )))
         .layer(Extension(Arc::new(stream_slots::StreamSlots::from_config(
             &engine.config.limits,
         ))))
