@@ -375,6 +375,9 @@ impl EventTable {
                 .await
                 .map_err(|e| self.err("erase: rewrite files", e))?;
         }
+        // readers move to the new version before the old versions' files are removed
+        let ds = Arc::new(ds);
+        *self.dataset.write().unwrap() = Some(ds.clone());
         ds.cleanup_old_versions(chrono::TimeDelta::zero(), Some(true), Some(false))
             .await
             .map_err(|e| self.err("erase: remove old versions", e))?;
@@ -384,7 +387,6 @@ impl EventTable {
             op: "erase: sync directories",
             source,
         })?;
-        *self.dataset.write().unwrap() = Some(Arc::new(ds));
         self.erasures
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         Ok(redacted.len())

@@ -484,6 +484,23 @@ pub fn interaction(
     })
 }
 
+/// Event number `i` of the crash tests: tenant `acme`, users `u0`–`u2` in turn, id
+/// `ev-{i:05}`, 20 a session, a text that names a topic and a place.
+pub fn numbered_event(i: u64) -> Value {
+    interaction(
+        "acme",
+        &format!("u{}", i % 3),
+        &format!("ev-{i:05}"),
+        &format!("s{}", i / 20),
+        (i % 1440) as u32,
+        &format!(
+            "message {i}: note about topic {} and place {}",
+            i % 17,
+            i % 11
+        ),
+    )
+}
+
 /// How many times each event id is stored among the given users' episodes, read straight from
 /// the Lance dataset in `data_dir`.
 pub fn stored_event_ids(data_dir: &Path, tenant: &str, users: &[&str]) -> BTreeMap<String, usize> {

@@ -3,28 +3,13 @@
 //! log file keeps only what the table does not hold yet), Lance writes are idempotent by log
 //! offset.
 
-use engram_tests::{interaction, Server};
+use engram_tests::{numbered_event as event, Server};
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-fn event(i: u64) -> Value {
-    interaction(
-        "acme",
-        &format!("u{}", i % 3),
-        &format!("ev-{i:05}"),
-        &format!("s{}", i / 20),
-        (i % 1440) as u32,
-        &format!(
-            "message {i}: note about topic {} and place {}",
-            i % 17,
-            i % 11
-        ),
-    )
-}
 
 fn stored_event_ids(data_dir: &std::path::Path) -> BTreeMap<String, usize> {
     engram_tests::stored_event_ids(data_dir, "acme", &["u0", "u1", "u2"])

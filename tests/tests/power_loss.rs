@@ -6,7 +6,7 @@
 //! is left. The log file drops its prefix once the events table holds it, so without synced
 //! Lance commits acknowledged events are lost here.
 
-use engram_tests::{interaction, Server};
+use engram_tests::{numbered_event as event, Server};
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -14,17 +14,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-fn event(i: u64) -> Value {
-    interaction(
-        "acme",
-        &format!("u{}", i % 3),
-        &format!("ev-{i:05}"),
-        &format!("s{}", i / 20),
-        (i % 1440) as u32,
-        &format!("message {i}: a note on topic {} at place {}", i % 13, i % 7),
-    )
-}
 
 /// Deletes every file under `data_dir/lance` the journal does not name; returns how many.
 fn lose_what_was_not_synced(data_dir: &Path, journal: &Path) -> usize {

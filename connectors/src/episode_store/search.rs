@@ -303,25 +303,22 @@ impl EpisodeStore {
         if query.split_whitespace().next().is_none() {
             return Ok(Vec::new());
         }
-        match self
+        let result = self
             .search_text_in(&ds, tenant, user, query, k, as_of)
-            .await
-        {
-            // an erase published a new version and removed this one's files meanwhile
-            Err(StoreError::Lance { source, .. })
-                if matches!(source, lance::Error::NotFound { .. })
-                    || source.to_string().contains("Not found") =>
-            {
-                match self.snapshot() {
-                    Some(newer) if newer.version().version != ds.version().version => {
-                        self.search_text_in(&newer, tenant, user, query, k, as_of)
-                            .await
-                    }
-                    _ => Err(self.err("full-text search", source)),
-                }
+            .await;
+        // An erase publishes its version before removing the old one's files: a search that
+        // took the old version just before finds a file gone, and runs again on the new one.
+        if let Err(StoreError::Lance { source, .. }) = &result {
+            let newer = self
+                .snapshot()
+                .filter(|n| n.version().version != ds.version().version);
+            if let (true, Some(newer)) = (file_vanished(source), newer) {
+                return self
+                    .search_text_in(&newer, tenant, user, query, k, as_of)
+                    .await;
             }
-            result => result,
         }
+        result
     }
 
     async fn search_text_in(
@@ -439,4 +436,10 @@ impl EpisodeStore {
         rows.sort_by_key(|r| (r.ts, r.log_offset));
         Ok(rows)
     }
+}
+
+/// Whether a Lance read failed because a file of its version is gone (removed by an erase
+/// that published a newer version).
+fn file_vanished(e: &lance::Error) -> bool {
+    matches!(e, lance::Error::NotFound { .. }) || e.to_string().contains("Not found")
 }
