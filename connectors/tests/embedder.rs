@@ -37,7 +37,9 @@ fn paraphrases_score_clearly_above_unrelated_sentences() {
 
 #[test]
 fn batching_and_padding_do_not_change_a_vector() {
-    let e = common::embedder();
+    // The shipped model computes in float, so any difference would be padding leaking into
+    // the mean.
+    let e = common::shipped_embedder();
     let short = "Lisbon";
     let long = "My sister Jana visits from Prague on April 20th and we plan to take tram 28 through Alfama.";
     let alone = e.embed("acme", &[short]).unwrap().remove(0);
@@ -47,6 +49,65 @@ fn batching_and_padding_do_not_change_a_vector() {
         "padding must be masked out of the mean"
     );
     assert!(cosine(&together[0], &together[2]) > 0.999);
+}
+
+const SENTENCES: [&str; 6] = [
+    "Lisbon",
+    "The cat is sleeping on the sofa.",
+    "I forgot the admin password of my wifi router, how can I change it?",
+    "My sister Jana visits from Prague on April 20th and we plan to take tram 28 through Alfama.",
+    "Quarterly revenue grew by eight percent, mostly from the new subscription plans in Europe.",
+    "Hey Mel! Good to see you! How have you been?",
+];
+
+#[test]
+fn the_prepared_model_embeds_as_the_shipped_one_does() {
+    let prepared = common::embedder().embed("acme", &SENTENCES).unwrap();
+    let shipped = common::shipped_embedder()
+        .embed("acme", &SENTENCES)
+        .unwrap();
+    for ((text, p), s) in SENTENCES.iter().zip(&prepared).zip(&shipped) {
+        let c = cosine(p, s);
+        assert!(
+            c > 0.97,
+            "{text:?}: cosine {c} to the shipped model's vector"
+        );
+    }
+}
+
+#[test]
+fn texts_come_back_in_order_whatever_their_token_counts() {
+    // embedded in batches of 2 grouped by token count: the longest text goes first here
+    let cfg = EmbedderConfig {
+        batch_size: 2,
+        ..common::shipped_config()
+    };
+    let e = Embedder::load(&cfg).unwrap();
+    let mut texts: Vec<&str> = SENTENCES.to_vec();
+    texts.reverse();
+    let batched = e.embed("acme", &texts).unwrap();
+    for (text, v) in texts.iter().zip(&batched) {
+        let alone = e.embed("acme", &[text]).unwrap().remove(0);
+        assert!(
+            cosine(v, &alone) > 0.999,
+            "{text:?} got another text's vector"
+        );
+    }
+    assert_eq!(e.model_texts(), 2 * texts.len() as u64);
+    assert!(e.model_seconds() > 0.0, "the time spent is counted");
+}
+
+#[test]
+fn the_prepared_model_varies_little_with_the_batch_a_text_is_in() {
+    // Its activations are quantized per inference call, so the other texts of a batch shift a
+    // vector a little (mean cosine 0.990 to the text embedded alone on the benchmark's turns).
+    let e = common::embedder();
+    let together = e.embed("acme", &SENTENCES).unwrap();
+    for (text, v) in SENTENCES.iter().zip(&together) {
+        let alone = e.embed("acme", &[text]).unwrap().remove(0);
+        let c = cosine(v, &alone);
+        assert!(c > 0.97, "{text:?}: cosine {c} alone against in a batch");
+    }
 }
 
 #[test]
@@ -74,10 +135,12 @@ fn a_missing_model_is_a_clear_error() {
 
 #[test]
 fn the_cache_returns_the_same_vectors_and_handles_repeats() {
-    let mut cfg = EmbedderConfig::from_models_dir(&common::models_dir());
+    // the shipped model: its vectors do not depend on the batch (the cache embeds only the
+    // distinct missing texts, so its batches differ from the plain embedder's)
+    let mut cfg = common::shipped_config();
     cfg.cache_entries = 3;
     let cached = Embedder::load(&cfg).unwrap();
-    let plain = common::embedder();
+    let plain = common::shipped_embedder();
     let texts = ["alpha beta", "gamma", "alpha beta", "delta epsilon zeta"];
     let a = cached.embed("acme", &texts).unwrap();
     let b = plain.embed("acme", &texts).unwrap();

@@ -89,7 +89,11 @@ async fn write_engine_metrics(body: &mut String, engine: &Engine) {
          # HELP engram_unreadable_records_total Event-log records that could not be read (skipped).\n\
          # TYPE engram_unreadable_records_total counter\nengram_unreadable_records_total {}\n\
          # HELP engram_embedding_cache_hits_total Texts whose vector came from the embedder's per-tenant cache.\n\
-         # TYPE engram_embedding_cache_hits_total counter\nengram_embedding_cache_hits_total {}\n",
+         # TYPE engram_embedding_cache_hits_total counter\nengram_embedding_cache_hits_total {}\n\
+         # HELP engram_embedder_texts_total Texts run through the embedding model (cache hits not counted).\n\
+         # TYPE engram_embedder_texts_total counter\nengram_embedder_texts_total {}\n\
+         # HELP engram_embedder_seconds_total Seconds the embedder spent on those texts (tokenizing, inference, pooling); texts/seconds is its throughput.\n\
+         # TYPE engram_embedder_seconds_total counter\nengram_embedder_seconds_total {:.6}\n",
         s.log_end,
         s.views_as_of,
         s.log_end.saturating_sub(s.views_as_of),
@@ -99,6 +103,8 @@ async fn write_engine_metrics(body: &mut String, engine: &Engine) {
         s.failures.corrections_not_embedded,
         s.failures.unreadable_records,
         engine.recall.embedder.cache_hits(),
+        engine.recall.embedder.model_texts(),
+        engine.recall.embedder.model_seconds(),
     );
 }
 
