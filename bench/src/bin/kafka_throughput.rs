@@ -13,6 +13,8 @@
 //! - Kafka → the Lance events table: until `events.lance` holds every event (the point after
 //!   which offsets are committed);
 //! - Kafka → Lance: until every episode is embedded and committed to Lance as well.
+//!
+//! The engine's configuration is the default one, or the file `ENGRAM_CONFIG` names.
 
 use engram_bench::{numeric_args, sentence};
 use engram_engine::ingest::kafka::{run_kafka_source, KafkaConfig};
@@ -77,7 +79,9 @@ async fn main() -> anyhow::Result<()> {
     println!("sent {events} events for {users} users to {broker_name}");
 
     let dir = tempfile::tempdir()?;
-    let mut config = Config::load(None)?;
+    // ENGRAM_CONFIG (e.g. an `[embedder]` table with another model) as `engram serve` reads it
+    let config_file = std::env::var_os("ENGRAM_CONFIG").map(std::path::PathBuf::from);
+    let mut config = Config::load(config_file.as_deref())?;
     config.data_dir = dir.path().to_path_buf();
     config.demo = false;
     config.kafka = KafkaConfig {
