@@ -151,6 +151,82 @@ fn a_corrupt_record_before_good_ones_stops_the_open_and_repair_quarantines_from_
     }
 }
 
+/// The open's error, which must be a corruption.
+fn corruption_on_open(dir: &std::path::Path) -> Corruption {
+    match EventLog::open(dir) {
+        Err(LogError::Corrupt { corruption, .. }) => corruption,
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("a log with a corrupt record in the middle opened"),
+    }
+}
+
+#[test]
+fn a_corrupt_record_followed_by_good_ones_and_a_torn_tail_is_still_corruption() {
+    // a crash during the last append after an earlier record went bad: the torn tail must
+    // not hide the good records between them (cutting at the corrupt record would lose them)
+    let dir = tempfile::tempdir().unwrap();
+    let records = ten_records(dir.path());
+    let path = dir.path().join("events.log");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at: usize = records[..3].iter().map(|r| 8 + r.len()).sum();
+    bytes[at + 8 + 5] ^= 0x20;
+    let torn_record = format!("{{\"event\": 10, \"content\": \"{}\"}}", "w".repeat(200));
+    bytes.extend_from_slice(&(torn_record.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(&crc32fast::hash(torn_record.as_bytes()).to_le_bytes());
+    bytes.extend_from_slice(&torn_record.as_bytes()[..50]);
+    std::fs::write(&path, &bytes).unwrap();
+    let expected = Corruption {
+        byte: at as u64,
+        offset: 3,
+        resumes_at_byte: (at + 8 + records[3].len()) as u64,
+        records_after: 6,
+    };
+    assert_eq!(corruption_on_open(dir.path()), expected);
+    assert_eq!(check(dir.path()).unwrap().corruption, Some(expected));
+}
+
+#[test]
+fn a_long_log_corrupt_near_its_start_is_checked_in_one_pass() {
+    // 20,000 records (about 2.6 MB) after a corrupt one: every byte position is a candidate
+    // start, and trying each by following its chain to the end was quadratic (hours); the
+    // search is linear, so this finishes like the other tests
+    let dir = tempfile::tempdir().unwrap();
+    let records: Vec<String> = (0..20_000)
+        .map(|i| format!("{{\"event\": {i}, \"content\": \"message number {i} with words\"}}"))
+        .collect();
+    EventLog::open(dir.path())
+        .unwrap()
+        .append(&records)
+        .unwrap();
+    let path = dir.path().join("events.log");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[8 + 3] ^= 0x01;
+    std::fs::write(&path, &bytes).unwrap();
+    let corruption = corruption_on_open(dir.path());
+    assert_eq!((corruption.byte, corruption.offset), (0, 0));
+    assert_eq!(corruption.resumes_at_byte, (8 + records[0].len()) as u64);
+    assert_eq!(corruption.records_after, 19_999);
+}
+
+#[test]
+fn a_header_naming_an_impossible_base_offset_is_corruption_not_an_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.log");
+    let record = b"{\"event\": 1}";
+    let mut bytes = b"ENGRAMLG".to_vec();
+    bytes.extend_from_slice(&u64::MAX.to_le_bytes());
+    bytes.extend_from_slice(&(record.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(&crc32fast::hash(record).to_le_bytes());
+    bytes.extend_from_slice(record);
+    std::fs::write(&path, &bytes).unwrap();
+    let corruption = corruption_on_open(dir.path());
+    assert_eq!((corruption.byte, corruption.offset), (0, 0));
+    assert_eq!(
+        (corruption.resumes_at_byte, corruption.records_after),
+        (16, 1)
+    );
+}
+
 #[test]
 fn wait_for_wakes_on_append() {
     let dir = tempfile::tempdir().unwrap();

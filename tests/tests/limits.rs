@@ -1,6 +1,6 @@
 //! Bounded resources at the HTTP layer, against a real `engram serve` with tiny limits set in its
 //! environment (`[limits]`): per-tenant rates answered `429` with `Retry-After`, the header-read
-//! timeout, the connection cap and the cap on dashboard streams.
+//! timeout, the write timeout, the connection cap and the cap on dashboard streams.
 
 use engram_tests::{interaction, Server};
 use serde_json::{json, Value};
@@ -222,6 +222,52 @@ fn connections_beyond_the_cap_wait_until_others_close() {
     // the connection still open is served as before
     ask_health(&mut held[0]);
     assert!(health_answer(&mut held[0], Duration::from_secs(30)).is_some());
+}
+
+#[test]
+fn a_client_that_stops_reading_its_answers_loses_its_connection_and_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    // one place, taken by a client that pipelines requests and reads none of the answers
+    let env = [
+        ("ENGRAM_LIMIT_MAX_CONNECTIONS", "1"),
+        ("ENGRAM_LIMIT_HEADER_READ_TIMEOUT_S", "120"),
+        ("ENGRAM_LIMIT_WRITE_TIMEOUT_S", "2"),
+    ];
+    let server = Server::start_with_env(dir.path(), &[], &env);
+    let addr = host_port(&server);
+    let mut deaf = TcpStream::connect(&addr).unwrap();
+    // 4,000 answers of the OpenAPI document (about 30 KB each, 120 MB in all): far more than
+    // the sockets' buffers hold. (Not measured with `server.get`: its kept-alive connection
+    // would hold the only place.)
+    let request = b"GET /v1/openapi.json HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    let pipelined: Vec<u8> = request.repeat(4_000);
+    // the server stops reading requests once its writes are stuck, so send from a thread
+    let sender = {
+        let mut deaf = deaf.try_clone().unwrap();
+        std::thread::spawn(move || deaf.write_all(&pipelined).is_ok())
+    };
+    // another client waits for the place; it is served once the deaf one is dropped
+    let mut patient = TcpStream::connect(&addr).unwrap();
+    ask_health(&mut patient);
+    let answer = health_answer(&mut patient, Duration::from_secs(90)).expect(
+        "a client that never reads its answers still held the only connection 90 s after a 2 s write timeout",
+    );
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // the deaf client's connection was ended by the server: reading drains what was buffered
+    // and then finds it closed
+    let mut buf = vec![0u8; 1 << 20];
+    deaf.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let closed = loop {
+        match deaf.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => break true,
+            Err(_) => break false,
+        }
+    };
+    assert!(closed, "the deaf client's connection is still open");
+    sender.join().unwrap();
 }
 
 #[test]

@@ -70,6 +70,11 @@ pub struct LimitsConfig {
     /// refused (`408`). `0`: no bound. (A kept-alive connection waiting for its next request
     /// is bounded by `header_read_timeout_s`: the wait counts as reading that request's head.)
     pub idle_timeout_s: u64,
+    /// A write to a client that has made no progress for this many seconds (the client stopped
+    /// reading: a stalled dashboard stream, pipelined requests whose answers are never read)
+    /// ends the connection, so it cannot hold a connection slot and its buffers forever. `0`:
+    /// no bound.
+    pub write_timeout_s: u64,
     /// Connections served at once; further ones wait, unaccepted, until one closes. `0`: no cap.
     pub max_connections: usize,
     /// Open dashboard streams (`GET /v1/dashboard/stream`) per tenant; beyond, `429`. `0`: no cap.
@@ -87,6 +92,7 @@ impl Default for LimitsConfig {
             burst_s: 1.0,
             header_read_timeout_s: 10,
             idle_timeout_s: 60,
+            write_timeout_s: 30,
             max_connections: 1024,
             dashboard_streams_per_tenant: 16,
             dashboard_streams: 256,
@@ -193,13 +199,14 @@ impl Default for LlmConfig {
 }
 
 /// The environment variables of `[limits]`, one per key: `ENGRAM_LIMIT_` and the key in capitals.
-pub const LIMITS_ENV: [&str; 9] = [
+pub const LIMITS_ENV: [&str; 10] = [
     "ENGRAM_LIMIT_REQUESTS_PER_S",
     "ENGRAM_LIMIT_EVENTS_PER_S",
     "ENGRAM_LIMIT_BYTES_PER_S",
     "ENGRAM_LIMIT_BURST_S",
     "ENGRAM_LIMIT_HEADER_READ_TIMEOUT_S",
     "ENGRAM_LIMIT_IDLE_TIMEOUT_S",
+    "ENGRAM_LIMIT_WRITE_TIMEOUT_S",
     "ENGRAM_LIMIT_MAX_CONNECTIONS",
     "ENGRAM_LIMIT_DASHBOARD_STREAMS_PER_TENANT",
     "ENGRAM_LIMIT_DASHBOARD_STREAMS",
@@ -498,6 +505,7 @@ impl Config {
                         l.header_read_timeout_s = parse(name, v)?
                     }
                     "ENGRAM_LIMIT_IDLE_TIMEOUT_S" => l.idle_timeout_s = parse(name, v)?,
+                    "ENGRAM_LIMIT_WRITE_TIMEOUT_S" => l.write_timeout_s = parse(name, v)?,
                     "ENGRAM_LIMIT_MAX_CONNECTIONS" => l.max_connections = parse(name, v)?,
                     "ENGRAM_LIMIT_DASHBOARD_STREAMS_PER_TENANT" => {
                         l.dashboard_streams_per_tenant = parse(name, v)?

@@ -106,12 +106,16 @@ fn limits_come_from_the_file_and_every_limit_variable() {
         (1, 2, 3, 4.0)
     );
     assert_eq!(
-        (l.header_read_timeout_s, l.idle_timeout_s, l.max_connections),
+        (l.header_read_timeout_s, l.idle_timeout_s, l.write_timeout_s),
         (5, 6, 7)
     );
     assert_eq!(
-        (l.dashboard_streams_per_tenant, l.dashboard_streams),
-        (8, 9)
+        (
+            l.max_connections,
+            l.dashboard_streams_per_tenant,
+            l.dashboard_streams
+        ),
+        (8, 9, 10)
     );
     cfg.limits.burst_s = 0.0;
     assert!(cfg

@@ -13,6 +13,7 @@ pub mod request_limits;
 pub mod routes;
 pub mod stream_slots;
 pub mod tenant_limits;
+pub mod write_deadline;
 
 use auth::{require_admin_key, require_tenant_key};
 use axum::extract::DefaultBodyLimit;

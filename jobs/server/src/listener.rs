@@ -4,6 +4,8 @@
 //! - a request's head must arrive within `header_read_timeout_s` of the server starting to
 //!   wait for it, so a client that sends part of its headers and then nothing (slowloris) is
 //!   disconnected, and a kept-alive connection without a next request is closed after as long;
+//! - an answer's bytes must keep leaving: a write that makes no progress for `write_timeout_s`
+//!   (the client stopped reading) ends the connection ([`crate::write_deadline`]);
 //! - at most `max_connections` connections are served at once. One beyond the cap is not
 //!   accepted until another closes: it waits in the kernel's backlog (its connect succeeds, its
 //!   request is answered once a slot frees), so a burst is delayed rather than refused, and the
@@ -13,6 +15,7 @@
 //! completes no connection is accepted any more, idle connections close, and requests in
 //! progress finish before [`serve_bounded`] returns.
 
+use crate::write_deadline::WriteDeadline;
 use axum::Router;
 use engram_engine::config::LimitsConfig;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -28,16 +31,21 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 pub struct ConnectionLimits {
     /// See the module documentation; `None`: no bound.
     pub header_read_timeout: Option<Duration>,
+    /// See the module documentation; `None`: no bound.
+    pub write_timeout: Option<Duration>,
     /// Connections served at once; `None`: no cap.
     pub max_connections: Option<usize>,
 }
 
 impl ConnectionLimits {
-    /// From `[limits]`: `header_read_timeout_s` and `max_connections` (`0`: none).
+    /// From `[limits]`: `header_read_timeout_s`, `write_timeout_s` and `max_connections`
+    /// (`0`: none).
     pub fn from_config(config: &LimitsConfig) -> Self {
         ConnectionLimits {
             header_read_timeout: (config.header_read_timeout_s > 0)
                 .then(|| Duration::from_secs(config.header_read_timeout_s)),
+            write_timeout: (config.write_timeout_s > 0)
+                .then(|| Duration::from_secs(config.write_timeout_s)),
             max_connections: (config.max_connections > 0).then_some(config.max_connections),
         }
     }
@@ -76,13 +84,7 @@ pub async fn serve_bounded(
                 }
             },
         };
-        let connection = serve_connection(
-            stream,
-            router.clone(),
-            limits.header_read_timeout,
-            closing_rx.clone(),
-            slot,
-        );
+        let connection = serve_connection(stream, router.clone(), limits, closing_rx.clone(), slot);
         tokio::spawn(connection);
     }
     drop(listener);
@@ -112,14 +114,19 @@ async fn accept_failed(err: std::io::Error) {
 async fn serve_connection(
     stream: TcpStream,
     router: Router,
-    header_read_timeout: Option<Duration>,
+    limits: ConnectionLimits,
     mut closing: watch::Receiver<bool>,
     _slot: Option<OwnedSemaphorePermit>,
 ) {
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(header_read_timeout);
+        .header_read_timeout(limits.header_read_timeout);
+    // without a bound, the deadline is one no connection reaches
+    let write_timeout = limits
+        .write_timeout
+        .unwrap_or(Duration::from_secs(u32::MAX as u64));
+    let stream = WriteDeadline::new(stream, write_timeout);
     let connection =
         builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(router));
     tokio::pin!(connection);
