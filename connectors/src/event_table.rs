@@ -306,10 +306,6 @@ impl EventTable {
         user: Option<&str>,
         before: u64,
     ) -> Result<usize, StoreError> {
-        let _w = self.write.lock().await;
-        let Some(ds) = self.snapshot() else {
-            return Ok(0);
-        };
         let mut filter = format!(
             "{} = {} AND {} AND {} < {before}",
             col::TENANT,
@@ -320,9 +316,34 @@ impl EventTable {
         if let Some(u) = user {
             filter.push_str(&format!(" AND {} = {}", col::USER, quote(u)));
         }
+        self.redact_where(tenant, &filter).await
+    }
+
+    /// Like [`Self::erase`] for the one record at log offset `offset`, if it is a personal
+    /// record of `(tenant, user)` (a forgotten event). Returns 1 if it was redacted, else 0.
+    pub async fn forget(&self, tenant: &str, user: &str, offset: u64) -> Result<usize, StoreError> {
+        let filter = format!(
+            "{} = {} AND {} = {} AND {} AND {} = {offset}",
+            col::TENANT,
+            quote(tenant),
+            col::USER,
+            quote(user),
+            col::PERSONAL,
+            col::LOG_OFFSET
+        );
+        self.redact_where(tenant, &filter).await
+    }
+
+    /// Replaces the records of `tenant` that `filter` selects by their redacted stand-ins,
+    /// rewrites the files that held them and removes every old version.
+    async fn redact_where(&self, tenant: &str, filter: &str) -> Result<usize, StoreError> {
+        let _w = self.write.lock().await;
+        let Some(ds) = self.snapshot() else {
+            return Ok(0);
+        };
         let mut scan = ds.scan();
         scan.project(&[col::LOG_OFFSET, col::EVENT_ID])
-            .and_then(|s| s.filter(&filter))
+            .and_then(|s| s.filter(filter))
             .map_err(|e| self.err("erase: find records", e))?;
         let batches: Vec<RecordBatch> = scan
             .try_into_stream()
@@ -363,7 +384,7 @@ impl EventTable {
             )
             .await
             .map_err(|e| self.err("erase: store redactions", e))?;
-            ds.delete(&filter)
+            ds.delete(filter)
                 .await
                 .map_err(|e| self.err("erase: delete records", e))?;
             let options = CompactionOptions {

@@ -122,6 +122,7 @@ fn random_event(rng: &mut StdRng, i: usize) -> Event {
             action: ControlAction::SetTeam,
             scope: ControlScope::User,
             team,
+            target_event_id: None,
         });
         return Event { header, body };
     }

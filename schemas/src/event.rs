@@ -279,6 +279,9 @@ pub enum ControlAction {
     Restrict,
     /// Lift a restriction.
     Unrestrict,
+    /// Remove one event of the user (`target_event_id`) and everything derived from it, as
+    /// an erase removes all of them: a per-memory deletion.
+    Forget,
     /// Put the user in a team (`team`), or out of every team (no `team`): teams share the
     /// preferences enough of their users hold (SPEC §4.4). Data, not a command: it is held
     /// while the user is restricted and erased with the user.
@@ -299,10 +302,13 @@ pub struct Control {
     /// The team of a `set_team`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub team: Option<String>,
+    /// The event a `forget` removes (an event of the same tenant and user, earlier in the log).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_event_id: Option<String>,
 }
 
 impl Control {
-    /// Whether this control governs processing (erase, restrict, unrestrict) rather than
+    /// Whether this control governs processing (erase, restrict, unrestrict, forget) rather than
     /// carrying the user's data (`set_team`).
     pub fn governs_processing(&self) -> bool {
         self.action != ControlAction::SetTeam

@@ -36,8 +36,8 @@ type Res<T> = Result<T, EventError>;
 ///
 /// `kind_hint` is the kind implied by where the event came from (the Kafka topic); an explicit
 /// `kind` field must agree with it. Without either, the kind is inferred from the fields present
-/// (`role` → interaction, `target_event_id` → correction, `reward` → feedback,
-/// `attribute` → fact, `action` → control). Unknown fields are ignored.
+/// (`role` → interaction, `action` → control, `target_event_id` → correction,
+/// `reward` → feedback, `attribute` → fact). Unknown fields are ignored.
 pub fn parse_event(bytes: &[u8], kind_hint: Option<EventKind>) -> Res<Event> {
     check_event_size(bytes.len())?;
     let value: Value = serde_json::from_slice(bytes)
@@ -116,11 +116,12 @@ fn event_kind(obj: &Map<String, Value>, hint: Option<EventKind>) -> Res<EventKin
         (None, None) => {
             let inferred = [
                 ("role", EventKind::Interaction),
+                // before `target_event_id`: a forget control names one too
+                ("action", EventKind::Control),
                 ("target_event_id", EventKind::Correction),
                 ("reward", EventKind::Feedback),
                 ("attribute", EventKind::Fact),
                 ("covers", EventKind::Summary),
-                ("action", EventKind::Control),
             ]
             .into_iter()
             .find(|(f, _)| obj.contains_key(*f))
@@ -325,10 +326,11 @@ fn control(obj: &Map<String, Value>) -> Res<Control> {
         "restrict" => ControlAction::Restrict,
         "unrestrict" => ControlAction::Unrestrict,
         "set_team" => ControlAction::SetTeam,
+        "forget" => ControlAction::Forget,
         other => {
             return Err(EventError::new(
                 "action",
-                format!("{other:?} is not one of erase, restrict, unrestrict, set_team"),
+                format!("{other:?} is not one of erase, restrict, unrestrict, set_team, forget"),
             ))
         }
     };
@@ -363,10 +365,27 @@ fn control(obj: &Map<String, Value>) -> Res<Control> {
             "set_team puts one user in a team: its scope is user",
         ));
     }
+    let target_event_id = match (action, obj.get("target_event_id")) {
+        (ControlAction::Forget, _) => Some(id_field(obj, "target_event_id", MAX_ID_LEN)?),
+        (_, None | Some(Value::Null)) => None,
+        (_, Some(_)) => {
+            return Err(EventError::new(
+                "target_event_id",
+                "only a forget control names a target event",
+            ))
+        }
+    };
+    if action == ControlAction::Forget && scope == ControlScope::Tenant {
+        return Err(EventError::new(
+            "scope",
+            "forget removes one event of one user: its scope is user",
+        ));
+    }
     Ok(Control {
         action,
         scope,
         team,
+        target_event_id,
     })
 }
 

@@ -1,4 +1,5 @@
-//! Erasure: a user's (or tenant's) rows deleted, the indexes rebuilt and old versions removed.
+//! Erasure: a user's (or tenant's) rows, or one event's, deleted, the indexes rebuilt and old
+//! versions removed.
 
 use super::*;
 
@@ -23,20 +24,62 @@ impl EpisodeStore {
                 .or_default();
             *at = (*at).max(before);
         }
-        let Some(ds) = self.snapshot() else {
-            return Ok(0);
-        };
         let filter = match user {
             Some(u) => user_filter(tenant, u),
             None => format!("{} = {}", col::TENANT, quote(tenant)),
         };
+        let erased = self.remove_rows(&filter).await?;
+        let mut st = self.state.write().unwrap();
+        let mut removed = 0;
+        st.rows_per_user.retain(|(t, u), n| {
+            let hit = t == tenant && user.is_none_or(|x| x == u);
+            if hit {
+                removed += *n;
+            }
+            !hit
+        });
+        st.rows = st.rows.saturating_sub(removed);
+        Ok(erased)
+    }
+
+    /// Erases the rows of one event of `(tenant, user)`, the one at log offset `offset` (an
+    /// episode, its passages, the facts it asserted or the summary it is), as [`Self::erase`]
+    /// erases a user's: rows deleted, fragments rewritten, indexes rebuilt, old versions
+    /// removed; rows of that offset arriving later are dropped. Returns the rows erased.
+    pub async fn forget(&self, tenant: &str, user: &str, offset: u64) -> Result<usize, StoreError> {
+        let _w = self.write.lock().await;
+        self.forgotten.write().unwrap().insert(offset);
+        let filter = format!(
+            "{} AND {} = {offset}",
+            user_filter(tenant, user),
+            col::LOG_OFFSET
+        );
+        let erased = self.remove_rows(&filter).await?;
+        let mut st = self.state.write().unwrap();
+        if let Some(n) = st
+            .rows_per_user
+            .get_mut(&(tenant.to_string(), user.to_string()))
+        {
+            *n = n.saturating_sub(erased);
+        }
+        st.rows = st.rows.saturating_sub(erased);
+        Ok(erased)
+    }
+
+    /// Deletes the rows `filter` selects so that no file keeps them (the caller holds the write
+    /// lock): fragments rewritten, indexes rebuilt, the new version published, every older one
+    /// removed, directories synced. Returns the rows deleted.
+    async fn remove_rows(&self, filter: &str) -> Result<usize, StoreError> {
+        let Some(ds) = self.snapshot() else {
+            return Ok(0);
+        };
         let mut ds = (*ds).clone();
         let erased = ds
-            .count_rows(Some(filter.clone()))
+            .count_rows(Some(filter.to_string()))
             .await
             .map_err(|e| self.err("count rows to erase", e))?;
         if erased > 0 {
-            ds.delete(&filter).await.map_err(|e| self.err("erase", e))?;
+            ds.delete(filter).await.map_err(|e| self.err("erase", e))?;
             let options = CompactionOptions {
                 materialize_deletions: true,
                 materialize_deletions_threshold: 0.0,
@@ -64,18 +107,6 @@ impl EpisodeStore {
                 }
                 self.build_index(&mut ds, &name, rows).await?;
             }
-        }
-        {
-            let mut st = self.state.write().unwrap();
-            let mut removed = 0;
-            st.rows_per_user.retain(|(t, u), n| {
-                let hit = t == tenant && user.is_none_or(|x| x == u);
-                if hit {
-                    removed += *n;
-                }
-                !hit
-            });
-            st.rows = st.rows.saturating_sub(removed);
         }
         // Readers move to the new version first, then the old versions (and the files only
         // they use, which hold the erased rows) are removed: a search that took the old

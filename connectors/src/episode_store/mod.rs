@@ -177,6 +177,9 @@ pub struct EpisodeStore {
     /// `(tenant, user)` (user empty: the whole tenant) → rows from offsets below this were
     /// erased, and are dropped if they arrive late.
     erased: RwLock<HashMap<(String, String), u64>>,
+    /// Log offsets of single events erased ([`EpisodeStore::forget`]): their rows are dropped
+    /// if they arrive late.
+    forgotten: RwLock<std::collections::HashSet<u64>>,
     /// Quantised vectors of users searched exactly, for the version in `dataset`
     /// ([`IndexPolicy::vector_cache_mib`]).
     vectors: std::sync::Mutex<VectorCache>,

@@ -21,6 +21,7 @@ impl EpisodeStore {
             write: Mutex::new(()),
             state: RwLock::new(StoreState::default()),
             erased: RwLock::new(HashMap::new()),
+            forgotten: RwLock::new(Default::default()),
             vectors: std::sync::Mutex::new(VectorCache::new(cache_bytes)),
             session,
             commits: SyncedCommits::new(),

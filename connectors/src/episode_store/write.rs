@@ -9,12 +9,14 @@ impl EpisodeStore {
         let _w = self.write.lock().await;
         let watermark = self.watermark();
         let erased = self.erased.read().unwrap();
+        let forgotten = self.forgotten.read().unwrap();
         let is_erased = |r: &EpisodeRow| {
-            [r.user.as_str(), ""].iter().any(|u| {
-                erased
-                    .get(&(r.tenant.clone(), u.to_string()))
-                    .is_some_and(|before| r.log_offset < *before)
-            })
+            forgotten.contains(&r.log_offset)
+                || [r.user.as_str(), ""].iter().any(|u| {
+                    erased
+                        .get(&(r.tenant.clone(), u.to_string()))
+                        .is_some_and(|before| r.log_offset < *before)
+                })
         };
         let mut rows: Vec<EpisodeRow> = rows
             .into_iter()
@@ -22,6 +24,7 @@ impl EpisodeStore {
             .filter(|r| !is_erased(r))
             .collect();
         drop(erased);
+        drop(forgotten);
         if rows.is_empty() {
             return Ok(0);
         }

@@ -34,6 +34,10 @@ pub enum AuditAction {
     Erase,
     Restrict,
     Unrestrict,
+    /// One memory deleted (`DELETE /v1/memories/{id}`, or a `forget` control event).
+    Forget,
+    /// One fact rectified (`PATCH /v1/memories/{id}`).
+    Rectify,
 }
 
 impl AuditAction {
@@ -46,6 +50,8 @@ impl AuditAction {
                 | AuditAction::Erase
                 | AuditAction::Restrict
                 | AuditAction::Unrestrict
+                | AuditAction::Forget
+                | AuditAction::Rectify
         )
     }
 }

@@ -1,7 +1,7 @@
 //! Records the audited requests of tenant keys in the audit log
 //! ([`engram_engine::audit_log`]): reads of a user's memory (recall, memory, prompt, chat, the
-//! dashboard stream), exports, erasures, and restrict / unrestrict / erase control events sent
-//! to `POST /v1/events`. One record per request (per control event), written after the
+//! dashboard stream), exports, erasures, deletions and rectifications of one memory, and
+//! restrict / unrestrict / erase / forget control events sent to `POST /v1/events`. One record per request (per control event), written after the
 //! handler answered, with its status. Only ids are recorded: the user id when it is a valid
 //! name, never the body.
 
@@ -27,6 +27,8 @@ fn audited_action(method: &Method, path: &str) -> Option<AuditAction> {
         ("POST", "/v1/export") => AuditAction::Export,
         ("POST", "/v1/erase") => AuditAction::Erase,
         ("GET", "/v1/dashboard/stream") => AuditAction::DashboardStream,
+        ("DELETE", p) if p.starts_with("/v1/memories/") => AuditAction::Forget,
+        ("PATCH", p) if p.starts_with("/v1/memories/") => AuditAction::Rectify,
         _ => return None,
     })
 }
@@ -47,7 +49,7 @@ fn body_user(body: &[u8]) -> Option<String> {
     user_id(parsed.user.as_deref())
 }
 
-/// The restrict, unrestrict and erase control events of an events body: (action, user; `None`
+/// The restrict, unrestrict, erase and forget control events of an events body: (action, user; `None`
 /// for the whole tenant). Parsed only when the body mentions `control`.
 fn control_actions(body: &[u8]) -> Vec<(AuditAction, Option<String>)> {
     if !body.windows(9).any(|w| w == b"\"control\"") {
@@ -68,6 +70,7 @@ fn control_actions(body: &[u8]) -> Vec<(AuditAction, Option<String>)> {
                 "restrict" => AuditAction::Restrict,
                 "unrestrict" => AuditAction::Unrestrict,
                 "erase" => AuditAction::Erase,
+                "forget" => AuditAction::Forget,
                 _ => return None,
             };
             let whole_tenant = item.get("scope").and_then(Value::as_str) == Some("tenant");
@@ -81,7 +84,7 @@ fn control_actions(body: &[u8]) -> Vec<(AuditAction, Option<String>)> {
         .collect()
 }
 
-/// The user of a dashboard stream: its `user` query parameter.
+/// The user of a dashboard stream or a memory's deletion: its `user` query parameter.
 fn query_user(req: &Request) -> Option<String> {
     let query = req.uri().query()?;
     let user = query
@@ -108,7 +111,7 @@ pub(crate) async fn audit_tenant_requests(
     let (Some(tenant), Some(key_id)) = (tenant, key_id) else {
         return next.run(req).await;
     };
-    let (req, actions) = if method == Method::GET {
+    let (req, actions) = if method == Method::GET || method == Method::DELETE {
         let user = query_user(&req);
         (req, vec![(action.expect("audited"), user)])
     } else {

@@ -5,6 +5,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use engram_engine::engine::gdpr::GdprError;
+use engram_engine::engine::memory_edits::MemoryEditError;
 use engram_engine::prompt::PromptError;
 use engram_engine::query::recall::RecallError;
 use engram_engine::tenants::TenantError;
@@ -78,4 +79,22 @@ pub(crate) fn prompt_error(err: PromptError, tenant: &str) -> Response {
 pub(crate) fn gdpr_error(err: GdprError) -> Response {
     tracing::error!(%err, "export or erase failed");
     error(StatusCode::INTERNAL_SERVER_ERROR, "$", err)
+}
+
+pub(crate) fn memory_edit_error(err: MemoryEditError) -> Response {
+    use MemoryEditError as E;
+    match err {
+        E::NotFound { .. } => error(StatusCode::NOT_FOUND, "id", err),
+        E::NotCurrent { .. } => error(StatusCode::CONFLICT, "id", err),
+        E::SameValue { .. } => error(StatusCode::UNPROCESSABLE_ENTITY, "value", err),
+        E::Invalid { ref field, .. } => {
+            let field = field.clone();
+            error(StatusCode::UNPROCESSABLE_ENTITY, &field, err)
+        }
+        E::Gdpr(err) => gdpr_error(err),
+        E::ViewsLate(_) => {
+            tracing::error!(%err, "rectification");
+            error(StatusCode::SERVICE_UNAVAILABLE, "$", err)
+        }
+    }
 }

@@ -21,7 +21,7 @@ use axum::middleware;
 use axum::routing::{delete, get, post};
 use axum::{Extension, Router};
 use engram_engine::Engine;
-use routes::{admin, chat, events, gdpr, memory, prompt, status};
+use routes::{admin, chat, events, gdpr, memories, memory, prompt, status};
 use std::sync::Arc;
 
 /// Largest request body accepted (an array of events).
@@ -44,6 +44,10 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .route("/v1/feedback", post(events::post_feedback))
         .route("/v1/export", post(gdpr::post_export))
         .route("/v1/erase", post(gdpr::post_erase))
+        .route(
+            "/v1/memories/{id}",
+            delete(memories::delete_memory).patch(memories::patch_memory),
+        )
         .route("/v1/dashboard/stream", get(dashboard::get_stream))
         .route("/v1/audit", get(routes::audit::get_own_audit))
         // innermost: records what the handler answered, with the key the outer layers checked

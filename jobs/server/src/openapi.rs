@@ -28,7 +28,12 @@ mod tests {
             // a route's definition ends at the first line that closes it
             let def = chunk.split(")\n").next().unwrap();
             let path = def.split('"').nth(1).unwrap();
-            for (name, method) in [("post(", "POST"), ("get(", "GET"), ("delete(", "DELETE")] {
+            for (name, method) in [
+                ("post(", "POST"),
+                ("get(", "GET"),
+                ("delete(", "DELETE"),
+                ("patch(", "PATCH"),
+            ] {
                 if def.contains(name) {
                     routed.insert(format!("{method} {path}"));
                 }

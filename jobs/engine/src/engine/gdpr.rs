@@ -23,7 +23,7 @@ use std::sync::Weak;
 use std::time::{Duration, Instant};
 
 /// How long an erase waits for the dataflow to pass its control event.
-const VIEWS_WAIT: Duration = Duration::from_secs(120);
+pub(crate) const VIEWS_WAIT: Duration = Duration::from_secs(120);
 
 /// How long [`Engine::erase`] waits for the erasure task to complete its event.
 const ERASE_WAIT: Duration = Duration::from_secs(360);
@@ -85,6 +85,10 @@ pub struct ErasureReceipt {
     /// Rows of the Lance summaries table.
     #[serde(default)]
     pub summaries_erased: usize,
+    /// For a forget (an erase of one event): the event forgotten. Then every count is of that
+    /// event's records and rows only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_event_id: Option<String>,
     pub tenant_keys_removed: bool,
     pub completed_at: chrono::DateTime<chrono::Utc>,
     pub took_ms: f64,
@@ -144,9 +148,9 @@ impl Engine {
         self.erasure_outcome(offset).await
     }
 
-    /// The receipt of the erase event at `offset` once the erasure task has completed it, or
-    /// its error.
-    async fn erasure_outcome(&self, offset: u64) -> Result<ErasureReceipt, GdprError> {
+    /// The receipt of the erase (or forget) event at `offset` once the erasure task has
+    /// completed it, or its error.
+    pub(crate) async fn erasure_outcome(&self, offset: u64) -> Result<ErasureReceipt, GdprError> {
         let mut outcomes = self.erasures.subscribe();
         let waited =
             tokio::time::timeout(ERASE_WAIT, outcomes.wait_for(|o| o.contains_key(&offset))).await;
@@ -180,12 +184,8 @@ impl Engine {
         let started = Instant::now();
         tracing::info!(tenant, user, offset, "erasing");
         // The views retract at the erase's offset; wait until they are past it.
-        let deadline = Instant::now() + VIEWS_WAIT;
-        while self.views.read().as_of <= offset {
-            if Instant::now() > deadline {
-                return Err(GdprError::ViewsLate(offset));
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
+        if !self.wait_views_past(offset, VIEWS_WAIT).await {
+            return Err(GdprError::ViewsLate(offset));
         }
         // Lance first: the store drops late rows of the erased from then on.
         let episodes_erased = self.store.erase(tenant, user, offset).await?;
@@ -258,11 +258,33 @@ impl Engine {
             passages_erased,
             facts_erased,
             summaries_erased,
+            target_event_id: None,
             tenant_keys_removed,
             completed_at: chrono::Utc::now(),
             took_ms: started.elapsed().as_secs_f64() * 1000.0,
         };
-        let line = format!("{}\n", serde_json::to_string(&receipt).expect("JSON"));
+        self.write_receipt(&receipt)?;
+        tracing::info!(?receipt, "erased");
+        Ok(receipt)
+    }
+
+    /// Whether the views passed log offset `offset` (the control event there is applied)
+    /// within `timeout`.
+    pub(crate) async fn wait_views_past(&self, offset: u64, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while self.views.read().as_of <= offset {
+            if Instant::now() > deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        true
+    }
+
+    /// Appends `receipt` to `DATA_DIR/erasures.jsonl`, synced: the erasure it records is not
+    /// done again after a restart.
+    pub(crate) fn write_receipt(&self, receipt: &ErasureReceipt) -> Result<(), GdprError> {
+        let line = format!("{}\n", serde_json::to_string(receipt).expect("JSON"));
         let path = self.receipts_path();
         let write = || -> std::io::Result<()> {
             use std::io::Write;
@@ -276,9 +298,7 @@ impl Engine {
         write().map_err(|e| GdprError::Receipts {
             path: path.display().to_string(),
             reason: e.to_string(),
-        })?;
-        tracing::info!(?receipt, "erased");
-        Ok(receipt)
+        })
     }
 
     /// Every event of `(tenant, user)` the log holds (erased ones are redacted there), then
@@ -332,8 +352,8 @@ impl Engine {
     }
 }
 
-/// Completes, one at a time and in log order, every erase event the log holds without a
-/// receipt, then every erase event appended later however it arrived; an erasure that fails
+/// Completes, one at a time and in log order, every erase event (and forget event, an erase
+/// of one event: [`Engine::complete_forget`]) the log holds without a receipt, then every erase event appended later however it arrived; an erasure that fails
 /// is tried again after a pause (1 s, doubling up to 30 s) while the others go on. Runs until
 /// the engine stops or is dropped.
 pub(crate) async fn run_erasures(engine: Weak<Engine>) {
@@ -365,10 +385,17 @@ pub(crate) async fn run_erasures(engine: Weak<Engine>) {
             continue;
         };
         let user = next.user.as_deref();
-        match e
-            .complete_erasure(&next.event_id, &next.tenant, user, next.offset)
-            .await
-        {
+        let completed = match (&next.target_event_id, user) {
+            (Some(target), Some(user)) => {
+                e.complete_forget(&next.event_id, &next.tenant, user, target, next.offset)
+                    .await
+            }
+            _ => {
+                e.complete_erasure(&next.event_id, &next.tenant, user, next.offset)
+                    .await
+            }
+        };
+        match completed {
             Ok(receipt) => {
                 e.note_erasure_outcome(next.offset, Ok(receipt));
                 pause = Duration::from_secs(1);

@@ -4,6 +4,7 @@
 
 pub mod gdpr;
 pub mod health;
+pub mod memory_edits;
 pub mod tenant_status;
 
 use crate::config::Config;

@@ -114,7 +114,7 @@ pub struct Ingestor {
     user_offsets: Arc<UserOffsets>,
 }
 
-/// An erase event as read from the log.
+/// An erase event, or a forget event (an erase of one event), as read from the log.
 #[derive(Debug, Clone)]
 pub struct LoggedErase {
     pub offset: u64,
@@ -122,6 +122,8 @@ pub struct LoggedErase {
     pub tenant: String,
     /// `None` for a whole tenant.
     pub user: Option<String>,
+    /// A forget's target: only this event of the user is erased.
+    pub target_event_id: Option<String>,
 }
 
 impl LoggedErase {
@@ -132,8 +134,46 @@ impl LoggedErase {
             event_id: event.header.event_id.clone(),
             tenant: event.header.tenant.clone(),
             user: (scope == ControlScope::User).then(|| event.header.user.clone()),
+            target_event_id: match &event.body {
+                Body::Control(c) => c.target_event_id.clone(),
+                _ => None,
+            },
         }
     }
+}
+
+/// The event id of a held event's canonical JSON.
+fn held_event_id(line: &str) -> Option<String> {
+    Event::from_canonical_json(line.as_bytes())
+        .ok()
+        .map(|e| e.header.event_id)
+}
+
+/// `event`, unless it is a forget whose target is no event the tenant has sent before it
+/// (accepted earlier, or earlier in the same body): field `target_event_id`. Whether the
+/// target is the same user's is the forget's to check (another user's event is left alone).
+fn check_forget_target(
+    event: Event,
+    seen: &HashSet<(String, String)>,
+    batch: &HashSet<(String, String)>,
+) -> Result<Event, EventError> {
+    let Body::Control(c) = &event.body else {
+        return Ok(event);
+    };
+    let Some(target) = c.target_event_id.as_ref() else {
+        return Ok(event);
+    };
+    let key = (event.header.tenant.clone(), target.clone());
+    if seen.contains(&key) || batch.contains(&key) {
+        return Ok(event);
+    }
+    Err(EventError::new(
+        "target_event_id",
+        format!(
+            "no event {target:?} of tenant {:?} was accepted before this forget",
+            event.header.tenant
+        ),
+    ))
 }
 
 impl Ingestor {
@@ -171,10 +211,12 @@ impl Ingestor {
                                 ControlAction::Unrestrict => {
                                     restricted.remove(&scope_of(&e, c.scope));
                                 }
-                                ControlAction::Erase => erases.push(LoggedErase {
-                                    offset: *offset,
-                                    ..LoggedErase::of(&e, c.scope)
-                                }),
+                                ControlAction::Erase | ControlAction::Forget => {
+                                    erases.push(LoggedErase {
+                                        offset: *offset,
+                                        ..LoggedErase::of(&e, c.scope)
+                                    })
+                                }
                                 ControlAction::SetTeam => {}
                             }
                         }
@@ -426,7 +468,10 @@ impl Ingestor {
             0
         };
         for (index, p) in parsed.into_iter().enumerate() {
-            match p.and_then(|e| self.check_not_future(e)) {
+            let checked = p
+                .and_then(|e| self.check_not_future(e))
+                .and_then(|e| check_forget_target(e, &seen, &batch_keys));
+            match checked {
                 Ok(event) => {
                     let key = (event.header.tenant.clone(), event.header.event_id.clone());
                     if seen.contains(&key) || !batch_keys.insert(key) {
@@ -436,7 +481,7 @@ impl Ingestor {
                     let (tenant, user) = (&event.header.tenant, &event.header.user);
                     match &event.body {
                         Body::Control(c) if c.governs_processing() => {
-                            if c.action == ControlAction::Erase {
+                            if matches!(c.action, ControlAction::Erase | ControlAction::Forget) {
                                 erases.push((records.len(), LoggedErase::of(&event, c.scope)));
                             }
                             records.push((event.to_json(), None));
@@ -454,6 +499,17 @@ impl Ingestor {
                                     held.retain(|((t, u), _)| {
                                         !(t == tenant
                                             && (c.scope == ControlScope::Tenant || u == user))
+                                    });
+                                    held_changed |= held.len() != before;
+                                }
+                                ControlAction::Forget => {
+                                    // a held target is dropped unseen
+                                    let target = c.target_event_id.as_deref();
+                                    let before = held.len();
+                                    held.retain(|((t, u), line)| {
+                                        !(t == tenant
+                                            && u == user
+                                            && held_event_id(line).as_deref() == target)
                                     });
                                     held_changed |= held.len() != before;
                                 }

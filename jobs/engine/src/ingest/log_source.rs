@@ -41,6 +41,9 @@ pub struct LogSource {
     /// The scopes restricted by the control events read so far: `(tenant, user)`, or
     /// `(tenant, "")` for a whole tenant. Their users' records are out of the dataflow.
     restricted: HashSet<(String, String)>,
+    /// Log offsets of the events forgotten (`forget` control events) on this worker: retracted
+    /// once, never sent again (a restriction lifted later re-sends the user's other records).
+    forgotten: HashSet<u64>,
     failures: Arc<PipelineFailures>,
     /// Where each user's events are: control events re-read only those (without it, the
     /// whole log below them).
@@ -63,6 +66,7 @@ impl LogSource {
             sent_corrections: HashMap::new(),
             erased_at: HashMap::new(),
             restricted: HashSet::new(),
+            forgotten: HashSet::new(),
             failures: Arc::default(),
             user_offsets: None,
         }
@@ -179,6 +183,7 @@ impl LogSource {
                 || event.governs_processing()
                 || worker_for(&event.key(), self.peers) != self.worker
                 || self.erased_since(tenant, &h.user).is_some_and(|s| o <= s)
+                || self.forgotten.contains(&o)
                 || !include(&h.user)
             {
                 return;
@@ -201,7 +206,7 @@ impl LogSource {
             if t != tenant || user.is_some_and(|x| x != u) || !include(u) {
                 continue;
             }
-            // an erase removed what it covered from `sent_corrections`
+            // an erase or a forget removed what it covered from `sent_corrections`
             out.extend(
                 sent.iter()
                     .filter(|(o, _)| *o < at)
@@ -267,6 +272,57 @@ impl LogSource {
         self.erased_at
             .insert((tenant.to_string(), user.unwrap_or("").to_string()), at);
         out
+    }
+
+    /// The retractions a `forget` at `at` of `target` (an event id of `(tenant, user)`) makes
+    /// on this worker: the records sent for that event, exactly as sent. Nothing when the
+    /// target is not an earlier event of that user, is another worker's, or was retracted
+    /// already (forgotten, erased, or withdrawn by a restriction: then it is only noted, so
+    /// that lifting the restriction does not send it again).
+    fn forget(
+        &mut self,
+        tenant: &str,
+        user: &str,
+        target: &str,
+        at: u64,
+    ) -> Vec<(u64, InputRecord, isize)> {
+        let mut found = None;
+        self.for_each_record_before(tenant, Some(user), at, |o, bytes| {
+            if found.is_some() {
+                return;
+            }
+            if let Ok(event) = Event::from_canonical_json(bytes) {
+                let h = &event.header;
+                if h.tenant == tenant
+                    && h.user == user
+                    && h.event_id == target
+                    && !event.governs_processing()
+                {
+                    found = Some((o, event));
+                }
+            }
+        });
+        let Some((o, event)) = found else {
+            return Vec::new();
+        };
+        if worker_for(&event.key(), self.peers) != self.worker || !self.forgotten.insert(o) {
+            return Vec::new();
+        }
+        let sent_correction = self
+            .sent_corrections
+            .get_mut(&(tenant.to_string(), user.to_string()))
+            .and_then(|sent| {
+                let i = sent.iter().position(|(s, _)| *s == o)?;
+                Some(sent.remove(i).1)
+            });
+        if self.withdrawn(tenant, user) || self.erased_since(tenant, user).is_some_and(|s| o <= s) {
+            return Vec::new();
+        }
+        InputRecord::from_event(&event, o)
+            .into_iter()
+            .chain(sent_correction)
+            .map(|r| (at, r, -1))
+            .collect()
     }
 
     /// What a `restrict` or `unrestrict` of the tenant (of `user` only, when given) at `at`
@@ -338,6 +394,12 @@ impl InputSource for LogSource {
                                 ControlAction::Unrestrict => {
                                     self.restrict(tenant, user, false, *offset)
                                 }
+                                ControlAction::Forget => match &c.target_event_id {
+                                    Some(target) => {
+                                        self.forget(tenant, &event.header.user, target, *offset)
+                                    }
+                                    None => Vec::new(),
+                                },
                                 ControlAction::SetTeam => unreachable!("a data event"),
                             });
                             continue;
@@ -381,8 +443,8 @@ mod tests {
     use std::collections::BTreeMap;
 
     /// A random log: interactions, facts, feedback and corrections of three users in two
-    /// tenants, with erases, restrictions and their lifting, of a user or a whole tenant,
-    /// among them (also events of restricted users: the source must not rely on the ingestor
+    /// tenants, with erases, restrictions and their lifting, of a user or a whole tenant, and
+    /// forgets of one earlier event (of any user) among them (also events of restricted users: the source must not rely on the ingestor
     /// holding them back).
     fn random_log(seed: u64) -> Vec<serde_json::Value> {
         let mut rng = StdRng::seed_from_u64(seed);
@@ -395,6 +457,11 @@ mod tests {
                                     "ts": ts, "session": "s"});
                 let body = match rng.gen_range(0..12) {
                     0 => json!({"kind": "control", "action": "erase", "scope": "user"}),
+                    5 if i > 0 && rng.gen_bool(0.5) => {
+                        // often another user's event, or a control: those are left alone
+                        let target = format!("e{}", rng.gen_range(0..i));
+                        json!({"kind": "control", "action": "forget", "target_event_id": target})
+                    }
                     1 if rng.gen_bool(0.3) => {
                         json!({"kind": "control", "action": "erase", "scope": "tenant"})
                     }
@@ -499,6 +566,11 @@ mod tests {
                         later.header.tenant == e.header.tenant
                             && (c.scope == ControlScope::Tenant
                                 || later.header.user == e.header.user)
+                    }
+                    Body::Control(c) if c.action == ControlAction::Forget => {
+                        later.header.tenant == e.header.tenant
+                            && later.header.user == e.header.user
+                            && c.target_event_id.as_ref() == Some(&e.header.event_id)
                     }
                     _ => false,
                 });

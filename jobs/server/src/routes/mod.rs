@@ -5,6 +5,7 @@ pub mod audit;
 pub mod chat;
 pub mod events;
 pub mod gdpr;
+pub mod memories;
 pub mod memory;
 pub mod prompt;
 pub mod status;
