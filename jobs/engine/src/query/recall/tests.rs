@@ -321,7 +321,7 @@ fn a_turn_is_lifted_by_its_reply_and_by_the_speaker_the_question_names() {
         &TurnWeights::default(),
     );
     let order: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
-    // m1: 0.5/0.6 · 1.4 (Melanie) + 0.4 · 1.0 (c1) = 1.567 beats c1: 1.0 + 0.4 · 1.167 = 1.467
+    // m1: 0.5/0.6 · 1.7 (Melanie) + 0.4 · 1.0 (c1) = 1.817 beats c1: 1.0 + 0.4 · 1.417 = 1.567
     // (without the speaker, c1 would win: 1.333 against 1.233)
     assert_eq!(order[..2], ["m1", "c1"], "{order:?}");
     let signals = hits[0].why.signals.unwrap();

@@ -14,7 +14,8 @@
 //! - **time**: a question naming a calendar day favours turns of that day and the week around;
 //! - **events**: a turn in which the speaker reports doing something ("I adopted…") is
 //!   slightly favoured, as questions ask about events;
-//! - **the kind of question**: a "how many" question wants evidence from several sessions, so
+//! - **the kind of question**: a "how many" question, or one comparing or collecting events
+//!   ("which did I do first", "the order of", "both"), wants evidence from several sessions, so
 //!   its top turns are spread over sessions.
 //!
 //! Measured on LoCoMo and LongMemEval (`engram bench locomo`, `engram bench longmemeval`); the
@@ -51,7 +52,8 @@ pub struct QuestionSignals {
     pub speaker: Option<String>,
     /// The calendar day the question names ("on 8 May, 2023").
     pub date: Option<NaiveDate>,
-    /// "How many …", "how much …", "… in total": evidence spread over sessions.
+    /// "How many …", "how much …", "… in total", "both", "order", "first … or …"
+    /// ([`is_aggregation`]): evidence spread over sessions.
     pub aggregation: bool,
 }
 
@@ -86,13 +88,13 @@ impl Default for TurnWeights {
         TurnWeights {
             bm25: 1.0,
             graph: 0.5,
-            speaker: 0.4,
+            speaker: 0.7,
             neighbour: 0.4,
             session: 0.5,
             date: 1.0,
             date_scale_days: 7.0,
             own_event: 0.1,
-            diversity: 0.3,
+            diversity: 0.1,
             diversity_depth: 50,
         }
     }
@@ -229,18 +231,23 @@ pub fn order_turns(
     out
 }
 
-/// Whether the question asks to count or add up: it starts with "how many" or "how much", or
-/// says "total", "in total", "combined" or "altogether".
+/// Whether the question wants evidence from several places: it asks to count or add up (it
+/// starts with "how many" or "how much", or says "total", "combined" or "altogether"), or to
+/// gather or compare events (it says "both" or "order", or "first" together with "or": "the
+/// order of the three trips", "which did I do first, A or B?"; "first" alone is often a rank,
+/// "won first place").
 pub fn is_aggregation(question: &str) -> bool {
     let lower = question.to_lowercase();
     let words: Vec<&str> = lower
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .collect();
+    let says = |word: &str| words.contains(&word);
     matches!(words.as_slice(), ["how", "many" | "much", ..])
-        || words
-            .iter()
-            .any(|w| matches!(*w, "total" | "combined" | "altogether"))
+        || ["total", "combined", "altogether", "both", "order"]
+            .into_iter()
+            .any(says)
+        || (says("first") && says("or"))
 }
 
 /// The one of `known` speakers the question names as a whole word (case-sensitive: names are
@@ -390,10 +397,10 @@ mod tests {
             ..TurnWeights::default()
         };
         let s = score_turns(&turns, &q, &w);
-        // speaker: 1.0, 0.5·1.4 = 0.7, 0.75·1.4 = 1.05
-        // neighbour: 1.0 + 0.4·0.7 = 1.28, 0.7 + 0.4·1.0 = 1.1, 1.05
-        // session: s1's best 1.28, s2's 1.05, max 1.28: + 0.5, + 0.5, + 0.5·1.05/1.28
-        let want = [1.28 + 0.5, 1.1 + 0.5, 1.05 + 0.5 * 1.05 / 1.28];
+        // speaker: 1.0, 0.5·1.7 = 0.85, 0.75·1.7 = 1.275
+        // neighbour: 1.0 + 0.4·0.85 = 1.34, 0.85 + 0.4·1.0 = 1.25, 1.275
+        // session: s1's best 1.34, s2's 1.275, max 1.34: + 0.5, + 0.5, + 0.5·1.275/1.34
+        let want = [1.34 + 0.5, 1.25 + 0.5, 1.275 + 0.5 * 1.275 / 1.34];
         for (got, want) in s.iter().zip(want) {
             assert!((got.score - want).abs() < 1e-12, "{s:?}");
         }
@@ -429,16 +436,25 @@ mod tests {
     fn aggregation_questions_spread_their_top_turns_over_sessions() {
         let scores = [1.0, 0.95, 0.9, 0.5];
         let sessions = [Some("s1"), Some("s1"), Some("s1"), Some("s2")];
-        let w = TurnWeights::default();
+        let w = TurnWeights {
+            diversity: 0.3,
+            ..TurnWeights::default()
+        };
         assert_eq!(order_turns(&scores, &sessions, false, &w), vec![0, 1, 2, 3]);
         // second from s1: 0.95·0.7 = 0.665 > 0.5; third: 0.9·0.49 = 0.441 < 0.5
         assert_eq!(order_turns(&scores, &sessions, true, &w), vec![0, 1, 3, 2]);
         // only the best `diversity_depth` are re-ordered
         let w = TurnWeights {
+            diversity: 0.3,
             diversity_depth: 2,
             ..TurnWeights::default()
         };
         assert_eq!(order_turns(&scores, &sessions, true, &w), vec![0, 1, 2, 3]);
+        // the default discount, 0.9 per turn taken: a second turn of s1 at 0.95·0.9 = 0.855
+        // yields to s2's 0.88, a third at 0.9·0.9 = 0.81 does not
+        let scores = [1.0, 0.95, 0.9, 0.88];
+        let w = TurnWeights::default();
+        assert_eq!(order_turns(&scores, &sessions, true, &w), vec![0, 3, 1, 2]);
     }
 
     #[test]
@@ -449,6 +465,16 @@ mod tests {
         assert!(is_aggregation(
             "What did Melanie buy with her total savings?"
         ));
+        // comparing or gathering events
+        assert!(is_aggregation(
+            "Who did I meet first, Mark and Sarah or Tom?"
+        ));
+        assert!(is_aggregation(
+            "What is the order of the three trips I took, from earliest to latest?"
+        ));
+        assert!(is_aggregation("How many fish are in both of my aquariums?"));
+        assert!(!is_aggregation("What did I learn firsthand?"));
+        assert!(!is_aggregation("What dance won first place?"));
         assert!(!is_aggregation("Why did Caroline move?"));
         assert!(!is_aggregation("Who is somehow many things?"));
         let known = ["Caroline", "Melanie"];
