@@ -10,19 +10,24 @@
 //!
 //! # How a text is read
 //!
-//! The text is lowercased, apostrophes dropped ("don't" → "dont"), hyphens and other
-//! punctuation split words, "tl;dr" kept as one word, and cut into clauses at `. ! ? ; , :` and
-//! "but". In each clause, [`CUES`] are matched longest first, word by word (a cue word ending in
-//! `*` matches any word it begins). A cue names an aspect and the way its words point when they
-//! are asked for ("short" → [`Way::Less`] length, "bullet points" → [`Way::More`] bullets). The
-//! way turns around for each **flip** among the up to [`FLIP_WINDOW`] words before the cue in
-//! its clause: a negation ([`FLIPS`]: "no", "don't", "stop", "without", "less", "instead of",
-//! "no need to", …, or a word ending in "nt"), or "too" / "so" / "overly" before a gradable cue
-//! ("too long" asks for shorter). A complaint after the cue in its clause ("emojis are
-//! annoying") or a removal anywhere after it in its sentence ("…, remove them") turns it too.
-//! Complaint cues ("wordy", "wall of text", "stiff") already point the way they are meant, and
-//! nothing turns them ("less rambling" and "don't ramble" ask for shorter too). A cue joined to
-//! the one before it by connectors only ("the caveats and hedging") is turned as that one is.
+//! The text is lowercased, apostrophes dropped ("don't" → "dont"), hyphens and other punctuation
+//! split words, "tl;dr" kept as one word, and cut into clauses at `. ! ? ; , :` and "but". In each
+//! clause, [`CUES`] are matched longest first, word by word (a cue word ending in `*` matches any
+//! word it begins). A cue names an aspect and the way its words point when they are asked for
+//! ("short" → [`Way::Less`] length, "bullet points" → [`Way::More`] bullets). The way turns around
+//! for each **flip** among the up to [`FLIP_WINDOW`] words before the cue in its clause: a negation
+//! ([`FLIPS`]: "no", "don't", "stop", "without", "less", "instead of", "no need to", …, or a word
+//! ending in "nt"), or "too" / "so" / "overly" before a gradable cue ("too long" asks for shorter).
+//! A complaint after the cue in its clause ("emojis are annoying") or a removal anywhere after it
+//! in its sentence ("…, remove them") turns it too. Complaint cues ("wordy", "wall of text",
+//! "stiff") already point the way they are meant, and nothing turns them ("less rambling" and
+//! "don't ramble" ask for shorter too). A cue joined to the one before it by connectors only ("the
+//! caveats and hedging") is turned as that one is. Negations that ask all the same (`KEEPS`: "don't
+//! forget", "wouldn't mind", "not enough") turn nothing; a clause opening with "enough" ("ENOUGH
+//! bullet points") turns; a negated wish ("don't need", "no need") turns its whole clause, past the
+//! window; a negated approval after the cue ("the jokes aren't landing") or "too much" ending its
+//! clause turns it; and no negation before "just" or "only" reaches a cue after it ("no fluff, only
+//! bullet points").
 //!
 //! Aspects with named values ([`Aspect::Language`], [`Aspect::Units`], [`Aspect::Spelling`])
 //! take the values asked for; a value turned away ("not English", "instead of miles") is
@@ -32,6 +37,7 @@
 mod lexicon;
 mod reading;
 mod stated;
+mod turning_words;
 
 pub use reading::{requests_of, FLIP_WINDOW};
 pub use stated::{stated_requests, PREFERENCE_ATTRIBUTE_PREFIX};

@@ -2,6 +2,7 @@
 //! them (see the parent module).
 
 use super::lexicon::*;
+use super::turning_words::*;
 use super::{Aspect, Request, RequestSet, Way};
 
 /// How many words before a cue can turn it.
@@ -18,9 +19,11 @@ pub fn requests_of(text: &str) -> RequestSet {
             && (sentence.first().is_some_and(|w| w == "why")
                 || matches_at(&sentence, 0, &["whats", "with"])
                 || matches_at(&sentence, 0, &["what", "is", "with"]));
-        let negated = sentence
-            .iter()
-            .any(|w| NEGATED_VERBS.contains(&w.as_str()) || matches!(w.as_str(), "not" | "never"));
+        // "why no examples?" asks for them as "why don't you give examples?" does
+        let negated = sentence.iter().any(|w| {
+            NEGATED_VERBS.contains(&w.as_str())
+                || matches!(w.as_str(), "not" | "never" | "no" | "without")
+        });
         // "ugh, another list of sources", "ugh 'I apologise for the confusion' again": a
         // sentence that opens fed up and says "again" complains about what it names
         let fed_up = sentence
@@ -132,10 +135,31 @@ fn turned(
     if kind == CueKind::Complaint {
         return false;
     }
-    let before = &sentence[clause_start.max(start.saturating_sub(FLIP_WINDOW))..start];
-    let mut flips = 0;
+    let from = clause_start.max(start.saturating_sub(FLIP_WINDOW));
+    // "no fluff just bullet points", "I don't want a lecture only the code": what follows "just"
+    // or "only" is what is asked for, whatever was negated before it ("not just" aside)
+    let asked_after = (clause_start..start).rev().find(|&k| {
+        matches!(sentence[k].as_str(), "just" | "only")
+            && !(k > 0 && matches!(sentence[k - 1].as_str(), "not" | "dont" | "no"))
+    });
+    // "I don't need you to tell me every little thing that could go wrong": a negated wish
+    // turns its whole clause, however far the cue is
+    let mut flips = usize::from(
+        asked_after.is_none() && negated_wish(&sentence[clause_start..(from + 1).min(start)]),
+    );
+    let from = asked_after.map_or(from, |k| from.max(k + 1));
+    let before = &sentence[from..start];
     let mut j = 0;
     while j < before.len() {
+        if let Some(len) = KEEPS
+            .iter()
+            .filter(|k| matches_at(before, j, k))
+            .map(|k| k.len())
+            .max()
+        {
+            j += len;
+            continue;
+        }
         if let Some(len) = FLIPS
             .iter()
             .filter(|f| matches_at(before, j, f))
@@ -147,7 +171,9 @@ fn turned(
             continue;
         }
         let w = before[j].as_str();
-        let negation = w.len() > 2 && w.ends_with("nt") && NEGATED_VERBS.contains(&w);
+        // "enough bullet points", "ENOUGH sorry sorry": a clause that opens with "enough"
+        let negation = (w.len() > 2 && w.ends_with("nt") && NEGATED_VERBS.contains(&w))
+            || (w == "enough" && from + j == clause_start);
         // an intensifier qualifies the word right after it ("too long", "way too many")
         let intensified = kind != CueKind::Complaint
             && j + 2 >= before.len()
@@ -173,9 +199,9 @@ fn turned(
         .position(|w| w == "," || w == "but")
         .map_or(sentence.len(), |p| end + p);
     // "emojis are annoying, remove them" complains once, not twice; "keep the jokes out of it"
-    let complained = sentence[end..clause_end]
-        .iter()
-        .any(|w| COMPLAINTS.contains(&w.as_str()))
+    let after = &sentence[end..clause_end];
+    let complained = after.iter().any(|w| COMPLAINTS.contains(&w.as_str()))
+        || disapproved(after)
         || (sentence[clause_start..start]
             .iter()
             .any(|w| matches!(w.as_str(), "keep" | "leave"))
@@ -187,6 +213,32 @@ fn turned(
             .any(|w| REMOVALS.contains(&w.as_str()));
     flips += usize::from(complained);
     flips % 2 == 1
+}
+
+/// Whether `words` (a clause up to a cue's window and its first word) hold a negated wish: "don't need", "don't
+/// want", "no need", "do not need", … ("I don't need you to tell me …").
+fn negated_wish(words: &[String]) -> bool {
+    words.windows(2).any(|pair| {
+        matches!(pair[1].as_str(), "need" | "want")
+            && matches!(pair[0].as_str(), "dont" | "not" | "no" | "doesnt" | "didnt")
+    })
+}
+
+/// Whether `after` (the words after a cue, to the end of its clause) disapproves of what the cue
+/// names: a negation followed within two words by an [`APPROVALS`] word ("the jokes aren't
+/// landing", "sources are not really needed"), or "too much" / "too many" ending the clause
+/// ("the emojis are too much").
+fn disapproved(after: &[String]) -> bool {
+    let negation = |w: &str| NEGATED_VERBS.contains(&w) || matches!(w, "not" | "never");
+    let approval_after = |k: usize| {
+        after[k + 1..after.len().min(k + 3)]
+            .iter()
+            .any(|w| APPROVALS.contains(&w.as_str()))
+    };
+    let too_much = after.len() >= 2
+        && after[after.len() - 2] == "too"
+        && matches!(after[after.len() - 1].as_str(), "much" | "many");
+    too_much || (0..after.len()).any(|k| negation(&after[k]) && approval_after(k))
 }
 
 /// Whether the cue at `at` is "assume" followed by what to assume ("assume Linear", "assume I
@@ -443,6 +495,57 @@ mod tests {
         assert_eq!(
             asked("flag any risks or downsides when you suggest things"),
             ["DisclaimersMore"]
+        );
+    }
+
+    #[test]
+    fn negations_that_ask_all_the_same_turn_nothing() {
+        for (text, want) in [
+            ("don't forget the sources", "SourcesMore"),
+            ("I wouldn't mind a few emojis", "EmojiMore"),
+            (
+                "don't hesitate to ask me clarifying questions",
+                "QuestionsMore",
+            ),
+            ("not enough examples", "ExamplesMore"),
+            ("dont be shy with the jokes", "HumourMore"),
+            ("it wouldn't hurt to add a table", "TableMore"),
+            ("why no examples?", "ExamplesMore"),
+            ("why is there no summary??", "SummaryMore"),
+        ] {
+            assert_eq!(asked(text), [want], "{text:?}");
+        }
+    }
+
+    #[test]
+    fn disapproval_after_a_cue_and_far_negated_wishes_turn_it() {
+        for (text, want) in [
+            ("the jokes aren't landing", "HumourLess"),
+            ("sources are not really needed", "SourcesLess"),
+            ("the emojis are too much", "EmojiLess"),
+            ("ENOUGH bullet points", "BulletsLess"),
+            (
+                "Enough sorry sorry sorry. It's fine, move on.",
+                "ApologiesLess",
+            ),
+            (
+                "i dont need you to tell me every possible thing that could go wrong",
+                "DisclaimersLess",
+            ),
+        ] {
+            assert_eq!(asked(text), [want], "{text:?}");
+        }
+        // a clause break ends the negation, and "enough" inside a clause is no complaint
+        assert_eq!(
+            asked("I don't need much, just bullet points"),
+            ["BulletsMore"]
+        );
+        assert_eq!(asked("is that enough detail?"), ["LengthMore"]);
+        // what follows "just" or "only" is asked for, whatever was negated before it
+        assert_eq!(asked("I don't want a lecture just the code"), ["CodeMore"]);
+        assert_eq!(
+            asked("no fluff only bullet points"),
+            ["BulletsMore", "DirectnessMore"]
         );
     }
 

@@ -1,0 +1,168 @@
+//! The words around a cue that turn its way, or keep it ("don't forget the sources"), and that
+//! complain about what a cue names (see the parent module).
+
+/// Words (or word pairs) that turn the way of a cue after them in the clause.
+pub(super) const FLIPS: &[&[&str]] = &[
+    &["no"],
+    &["not"],
+    &["never"],
+    &["without"],
+    &["avoid*"],
+    &["stop*"],
+    &["quit"],
+    &["skip*"],
+    &["less"],
+    &["fewer"],
+    &["nothing"],
+    &["none"],
+    &["instead", "of"],
+    &["rather", "than"],
+    &["leave", "out"],
+    &["cut", "the"],
+    &["lose"],
+    &["drop*"],
+    &["ditch*"],
+    &["remove"],
+    &["get", "rid", "of"],
+    &["hate*"],
+    &["enough", "with"],
+    &["tone", "down"],
+    &["calm", "down", "with"],
+    &["you", "keep"],
+    &["minus"],
+    &["cut", "out"],
+    &["strip*"],
+    &["take", "out"],
+    &["zero"],
+    &["before"],
+    &["nix"],
+    &["omit*"],
+    &["hold", "the"],
+    &["i", "know"],
+];
+
+/// Negated words that ask for what follows all the same ("don't forget the sources", "I wouldn't
+/// mind some emojis", "not enough examples"): matched before
+/// [`FLIPS`] in a cue's window, and turning nothing.
+pub(super) const KEEPS: &[&[&str]] = &[
+    &["dont", "forget"],
+    &["never", "forget"],
+    &["do", "not", "forget"],
+    &["dont", "hesitate"],
+    &["never", "hesitate"],
+    &["do", "not", "hesitate"],
+    &["dont", "mind"],
+    &["wouldnt", "mind"],
+    &["would", "not", "mind"],
+    &["do", "not", "mind"],
+    &["dont", "be", "shy"],
+    &["dont", "be", "afraid"],
+    &["not", "afraid"],
+    &["dont", "hold", "back"],
+    &["dont", "skimp"],
+    &["wouldnt", "hurt"],
+    &["doesnt", "hurt"],
+    &["never", "hurts"],
+    &["cant", "hurt"],
+    &["no", "harm"],
+    &["nothing", "wrong", "with"],
+    &["not", "against"],
+    &["not", "opposed"],
+    &["not", "enough"],
+    &["never", "enough"],
+];
+
+/// Words that, negated after a cue in its clause, complain about what it names ("the jokes
+/// aren't landing", "sources are not needed", "examples don't help").
+pub(super) const APPROVALS: &[&str] = &[
+    "needed",
+    "necessary",
+    "helpful",
+    "helping",
+    "help",
+    "useful",
+    "required",
+    "wanted",
+    "welcome",
+    "landing",
+    "working",
+    "appropriate",
+    "relevant",
+    "funny",
+    "cute",
+    "ok",
+    "okay",
+    "fine",
+    "appreciated",
+];
+
+/// Words that join two cues into one request ("the caveats and hedging").
+pub(super) const CONNECTORS: &[&str] = &[
+    "and", "or", "nor", "the", "a", "an", "any", "all", "your", "those", "these", "other", "with",
+    "me",
+];
+
+/// Words that open a fed-up sentence ("ugh, … again").
+pub(super) const FED_UP: &[&str] = &["ugh", "ughh", "argh", "sigh", "omg", "seriously"];
+
+/// Words before a gradable cue that make it a complaint ("too long" asks for shorter).
+pub(super) const INTENSIFIERS: &[&str] = &["too", "so", "overly", "excessively", "super"];
+
+/// Words that, after a cue in its clause, complain about it ("emojis are annoying").
+pub(super) const COMPLAINTS: &[&str] = &[
+    "confusing",
+    "messy",
+    "cluttered",
+    "annoying",
+    "annoy",
+    "unprofessional",
+    "unnecessary",
+    "distracting",
+    "overkill",
+    "useless",
+    "pointless",
+    "weird",
+    "cringe",
+    "cringy",
+    "childish",
+    "irritating",
+    "choppy",
+    "tiring",
+    "nobody",
+    "excessive",
+    "redundant",
+    "unhelpful",
+    "unneeded",
+    "needless",
+    "superfluous",
+    "obnoxious",
+    "tedious",
+    "exhausting",
+    "grating",
+    "jarring",
+    "condescending",
+    "patronising",
+    "patronizing",
+    "unreadable",
+    "overwhelming",
+    "overboard",
+    "overdone",
+    "overused",
+    "noisy",
+    "clutter",
+    "spammy",
+    "tacky",
+    "cheesy",
+    "gimmicky",
+    "bothers",
+    "bugs",
+];
+
+/// Words that, anywhere after a cue in its sentence, ask to remove it ("…, remove them").
+pub(super) const REMOVALS: &[&str] = &["remove", "delete", "drop", "ditch", "stop"];
+
+/// Contractions and negative words that turn a cue: "don't", "isn't", "can't", ….
+pub(super) const NEGATED_VERBS: &[&str] = &[
+    "dont", "doesnt", "didnt", "isnt", "arent", "wasnt", "werent", "cant", "cannot", "wont",
+    "shouldnt", "wouldnt", "couldnt", "aint", "havent", "hasnt", "needent", "neednt",
+];
