@@ -23,6 +23,11 @@ use tokio::sync::broadcast;
 /// (a user's two strings, an episode's 128 bits), and SipHash cost more than the lookup.
 pub type ViewMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
+/// The per-user maps of the views, ordered by `(tenant, user)` so that one tenant's users are
+/// one range ([`MemoryViews::tenant_users`]): a tenant's dashboard or status walks its own
+/// users under the views' read lock, not every tenant's.
+pub type UserMap<V> = BTreeMap<(String, String), V>;
+
 /// Every view, as of `as_of`: all input below that log offset is reflected, none above.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryViews {
@@ -36,13 +41,13 @@ pub struct MemoryViews {
     /// Episodes per session.
     pub session_sizes: ViewMap<SessionKey, usize>,
     /// Episodes per `(tenant, user)`: the sum of their sessions' sizes.
-    pub user_episodes: ViewMap<(String, String), usize>,
+    pub user_episodes: UserMap<usize>,
     /// Facts, entities, co-mentions and skill feedback, per `(tenant, user)`.
-    pub users: ViewMap<(String, String), UserMemory>,
+    pub users: UserMap<UserMemory>,
     /// Skill feedback per `(tenant, bucket, skill)`, over all of the tenant's users.
     pub population: ViewMap<PopulationKey, FeedbackTally>,
     /// `(tenant, user)` → the user's team.
-    pub user_teams: ViewMap<(String, String), String>,
+    pub user_teams: UserMap<String>,
     /// `(tenant, team)` → the preferences the team holds, by id.
     pub team_preferences: BTreeMap<TeamKey, BTreeMap<String, TeamPreference>>,
     /// Tenant → the preferences the organisation holds, by id.
@@ -218,6 +223,23 @@ pub enum ViewUpdate {
 }
 
 impl MemoryViews {
+    /// The users of `tenant` that any per-user view holds (memory, episodes or a team), in
+    /// order; walks only that tenant's keys.
+    pub fn tenant_users(&self, tenant: &str) -> BTreeSet<&String> {
+        fn of<'a, 't, V>(
+            map: &'a UserMap<V>,
+            tenant: &'t str,
+        ) -> impl Iterator<Item = &'a String> + use<'a, 't, V> {
+            map.range((tenant.to_string(), String::new())..)
+                .take_while(move |((t, _), _)| t == tenant)
+                .map(|((_, user), _)| user)
+        }
+        of(&self.users, tenant)
+            .chain(of(&self.user_episodes, tenant))
+            .chain(of(&self.user_teams, tenant))
+            .collect()
+    }
+
     /// The id of the episode after episode `id` in its session. Episode ids are UUIDs (the
     /// engine names every episode so); any other id has no neighbours here.
     pub fn next_id(&self, id: &str) -> Option<String> {
@@ -667,6 +689,28 @@ mod tests {
 
     fn co_mention(a: &str, b: &str, weight: u64) -> ViewUpdate {
         ViewUpdate::CoMention(("t".into(), "u".into(), a.into(), b.into()), weight)
+    }
+
+    #[test]
+    fn tenant_users_are_that_tenants_users_of_every_per_user_view_and_no_others() {
+        let mut views = MemoryViews::default();
+        let key = |t: &str, u: &str| (t.to_string(), u.to_string());
+        views.users.insert(key("a", "zed"), UserMemory::default());
+        views.user_episodes.insert(key("a", "amy"), 3);
+        views.user_teams.insert(key("a", "bob"), "support".into());
+        views.user_episodes.insert(key("a", "zed"), 1);
+        // a tenant whose name starts with the other's, one before it, one after it
+        views.users.insert(key("ab", "carl"), UserMemory::default());
+        views.user_episodes.insert(key("", "root"), 1);
+        views.user_teams.insert(key("b", "amy"), "sales".into());
+        let users: Vec<&str> = views
+            .tenant_users("a")
+            .into_iter()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(users, ["amy", "bob", "zed"]);
+        assert_eq!(views.tenant_users("ab").len(), 1);
+        assert!(views.tenant_users("c").is_empty());
     }
 
     fn user_view(views: &SharedViews) -> UserMemory {

@@ -509,15 +509,7 @@ fn snapshot(
     selected: Option<&str>,
 ) -> Snapshot {
     let mut rows = Vec::new();
-    let users: BTreeSet<&String> = views
-        .users
-        .keys()
-        .chain(views.user_episodes.keys())
-        .chain(views.user_teams.keys())
-        .filter(|(t, _)| t == tenant)
-        .map(|(_, u)| u)
-        .collect();
-    for user in users {
+    for user in views.tenant_users(tenant) {
         if engine.ingestor.is_restricted(tenant, user) {
             continue;
         }
