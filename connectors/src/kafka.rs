@@ -440,7 +440,7 @@ mod tests {
                 "target_event_id": "e0", "original": "a", "correction_type": "STYLE",
                 "message_id": "m", "skill_id": "concise", "reward": 1,
                 "subject": "user", "attribute": "city", "value": "Porto",
-                "covers": ["e0"], "action": "restrict",
+                "covers": ["e0"], "action": "forget",
             });
             let parsed = parse_event(event.to_string().as_bytes(), hint);
             assert_eq!(
