@@ -341,6 +341,27 @@ fn produced_events_reach_recall_bad_ones_the_dlq_and_nothing_is_consumed_twice()
     assert_eq!(recall["results"], json!([]), "{recall}");
     assert_the_tenant_erase_in_the_dlq(&brokers, 2 * bad.len() + 1);
     assert!(!engram_tests::files_containing(&data, "Berlin").is_empty());
+
+    // A forget of one event through the control topic is completed like DELETE
+    // /v1/memories/{id}: bob's message leaves every file and his recall.
+    let forget_file = dir.path().join("forget.jsonl");
+    let forget = json!({"kind": "control", "event_id": "f1", "tenant": "acme", "user": "bob",
+                        "ts": "2025-01-01T00:09:00Z", "action": "forget", "target_event_id": "k3"});
+    std::fs::write(&forget_file, forget.to_string()).unwrap();
+    produce(&brokers, &forget_file);
+    wait_for_log_end(&server, good.len() as u64 + 2);
+    let accepted = Instant::now();
+    let bob_left = || {
+        let mut left = engram_tests::files_containing(&data, "Berlin");
+        left.extend(engram_tests::files_containing(&data, "techno"));
+        left
+    };
+    while !bob_left().is_empty() && accepted.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(bob_left(), Vec::<String>::new(), "10 s after the forget");
+    let recall = server.recall("acme", "bob", "where do I live?", 5);
+    assert_eq!(recall["results"], json!([]), "{recall}");
     server.interrupt();
 }
 
