@@ -113,17 +113,7 @@ fn a_corrupt_record_before_good_ones_stops_the_open_and_repair_quarantines_from_
             resumes_at_byte: (at + 8 + records[3].len()) as u64,
             records_after: 6,
         };
-        match EventLog::open(dir.path()) {
-            Err(LogError::Corrupt {
-                corruption,
-                path: p,
-            }) => {
-                assert_eq!(corruption, expected, "{damage}");
-                assert_eq!(p, path);
-            }
-            Err(e) => panic!("{damage}: {e}"),
-            Ok(_) => panic!("{damage}: a log with a corrupt record in the middle opened"),
-        }
+        assert_eq!(corruption_on_open(dir.path()), expected, "{damage}");
         assert_eq!(
             std::fs::read(&path).unwrap(),
             bytes,
@@ -151,10 +141,13 @@ fn a_corrupt_record_before_good_ones_stops_the_open_and_repair_quarantines_from_
     }
 }
 
-/// The open's error, which must be a corruption.
+/// The open's error, which must be a corruption of `dir`'s log file.
 fn corruption_on_open(dir: &std::path::Path) -> Corruption {
     match EventLog::open(dir) {
-        Err(LogError::Corrupt { corruption, .. }) => corruption,
+        Err(LogError::Corrupt { corruption, path }) => {
+            assert_eq!(path, dir.join("events.log"));
+            corruption
+        }
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("a log with a corrupt record in the middle opened"),
     }

@@ -28,6 +28,16 @@ pub type ViewMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 /// users under the views' read lock, not every tenant's.
 pub type UserMap<V> = BTreeMap<(String, String), V>;
 
+/// The entries of `tenant` in `map`, by user: one range of the ordered keys.
+pub fn tenant_entries<'a, 't, V>(
+    map: &'a UserMap<V>,
+    tenant: &'t str,
+) -> impl Iterator<Item = (&'a String, &'a V)> + use<'a, 't, V> {
+    map.range((tenant.to_string(), String::new())..)
+        .take_while(move |((t, _), _)| t == tenant)
+        .map(|((_, user), value)| (user, value))
+}
+
 /// Every view, as of `as_of`: all input below that log offset is reflected, none above.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryViews {
@@ -226,17 +236,10 @@ impl MemoryViews {
     /// The users of `tenant` that any per-user view holds (memory, episodes or a team), in
     /// order; walks only that tenant's keys.
     pub fn tenant_users(&self, tenant: &str) -> BTreeSet<&String> {
-        fn of<'a, 't, V>(
-            map: &'a UserMap<V>,
-            tenant: &'t str,
-        ) -> impl Iterator<Item = &'a String> + use<'a, 't, V> {
-            map.range((tenant.to_string(), String::new())..)
-                .take_while(move |((t, _), _)| t == tenant)
-                .map(|((_, user), _)| user)
-        }
-        of(&self.users, tenant)
-            .chain(of(&self.user_episodes, tenant))
-            .chain(of(&self.user_teams, tenant))
+        tenant_entries(&self.users, tenant)
+            .map(|(user, _)| user)
+            .chain(tenant_entries(&self.user_episodes, tenant).map(|(user, _)| user))
+            .chain(tenant_entries(&self.user_teams, tenant).map(|(user, _)| user))
             .collect()
     }
 

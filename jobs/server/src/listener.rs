@@ -122,11 +122,7 @@ async fn serve_connection(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout);
-    // without a bound, the deadline is one no connection reaches
-    let write_timeout = limits
-        .write_timeout
-        .unwrap_or(Duration::from_secs(u32::MAX as u64));
-    let stream = WriteDeadline::new(stream, write_timeout);
+    let stream = WriteDeadline::new(stream, limits.write_timeout);
     let connection =
         builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(router));
     tokio::pin!(connection);

@@ -16,16 +16,17 @@ use tokio::time::Sleep;
 
 /// `inner` with its writes bounded: a write, flush or shutdown that stays pending for `limit`
 /// without the socket taking any byte meanwhile returns `ErrorKind::TimedOut`. Any progress
-/// (a write that completes) restarts the clock. Reads are passed through untouched.
+/// (a write that completes) restarts the clock. Reads are passed through untouched; with no
+/// `limit`, writes too.
 pub struct WriteDeadline<S> {
     inner: S,
-    limit: Duration,
+    limit: Option<Duration>,
     /// Started when a write first found the socket full; cleared by any progress.
     stalled_since: Option<Pin<Box<Sleep>>>,
 }
 
 impl<S> WriteDeadline<S> {
-    pub fn new(inner: S, limit: Duration) -> Self {
+    pub fn new(inner: S, limit: Option<Duration>) -> Self {
         WriteDeadline {
             inner,
             limit,
@@ -40,11 +41,10 @@ impl<S> WriteDeadline<S> {
         cx: &mut Context<'_>,
         result: Poll<io::Result<T>>,
     ) -> Poll<io::Result<T>> {
-        if result.is_ready() {
+        let Some(limit) = self.limit.filter(|_| result.is_pending()) else {
             self.stalled_since = None;
             return result;
-        }
-        let limit = self.limit;
+        };
         let timer = self
             .stalled_since
             .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
@@ -112,7 +112,7 @@ mod tests {
     async fn a_peer_that_never_reads_times_the_write_out_and_one_that_reads_does_not() {
         // an in-memory pipe of 64 bytes: the writer fills it, then waits on the reader
         let (client, server) = tokio::io::duplex(64);
-        let mut bounded = WriteDeadline::new(server, Duration::from_secs(2));
+        let mut bounded = WriteDeadline::new(server, Some(Duration::from_secs(2)));
         let err = bounded.write_all(&[7u8; 1000]).await.unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::TimedOut);
 
@@ -129,7 +129,7 @@ mod tests {
             }
             got
         });
-        let mut bounded = WriteDeadline::new(server2, Duration::from_secs(2));
+        let mut bounded = WriteDeadline::new(server2, Some(Duration::from_secs(2)));
         bounded.write_all(&[7u8; 1000]).await.unwrap();
         assert_eq!(reader.await.unwrap(), vec![7u8; 1000]);
         drop(client);

@@ -7,6 +7,7 @@
 //! from its own users' entries.
 
 use super::Engine;
+use engram_dataflows::views::tenant_entries;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -43,13 +44,8 @@ impl Engine {
     /// users in the views (one range of the ordered map), under the views' read lock; the Lance
     /// counts are read after it is released.
     pub fn tenant_counts(&self, tenant: &str) -> TenantCounts {
-        let users: Vec<(String, usize)> = self
-            .views
-            .read()
-            .user_episodes
-            .range((tenant.to_string(), String::new())..)
-            .take_while(|((t, _), _)| t == tenant)
-            .map(|((_, user), episodes)| (user.clone(), *episodes))
+        let users: Vec<(String, usize)> = tenant_entries(&self.views.read().user_episodes, tenant)
+            .map(|(user, episodes)| (user.clone(), *episodes))
             .collect();
         let mut counts = TenantCounts::default();
         for (user, in_views) in users {
