@@ -1,0 +1,170 @@
+""":class:`AsyncEngram`: the tenant API, with ``async``/``await``."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Union
+
+import httpx
+
+from . import _calls as calls
+from ._calls import DEFAULT_TIMEOUT, Timestamp
+from ._http import AsyncTransport, TimeoutArg
+from .streams import AsyncChatStream, AsyncEventStream
+from .types import (AssembledPrompt, AuditPage, ChatAnswer, Context, ErasureReceipt,
+                    FeedbackReceipt, IngestReport, Message, RecallResponse, Rectification,
+                    Status, UserMemory)
+
+
+class AsyncEngram(AsyncTransport):
+    """A tenant's client for asyncio: ``async with AsyncEngram(url, api_key=…) as engram``.
+
+    The same methods as :class:`~engram_client.Engram`, each awaited.
+
+    The key (default: ``$ENGRAM_API_KEY``) names the tenant; ``tenant`` need not be given (the
+    server fills it in), and when it is, the server checks it against the key (``Forbidden``
+    otherwise). Every call raises an :class:`~engram_client.EngramError` subclass on failure.
+    ``timeout`` (seconds, or an ``httpx.Timeout``) bounds each request; chats wait up to 120 s
+    for the model server.
+    """
+
+    def __init__(self, base_url: Optional[str] = None, api_key: Optional[str] = None, *,
+                 tenant: Optional[str] = None, timeout: TimeoutArg = DEFAULT_TIMEOUT,
+                 http_client: Optional[httpx.AsyncClient] = None):
+        super().__init__(base_url, api_key or os.environ.get("ENGRAM_API_KEY"), timeout,
+                         http_client)
+        self._tenant = tenant
+        self._tenant_of_key: Optional[str] = tenant
+
+    async def tenant(self) -> str:
+        """The key's tenant (asked of ``/v1/status`` once, unless given)."""
+        if self._tenant_of_key is None:
+            self._tenant_of_key = (await self.status())["tenant"]
+        return self._tenant_of_key
+
+    # --- writing memory ----------------------------------------------------------------
+
+    async def add_events(self, events: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]]
+                   ) -> IngestReport:
+        """Stores events (SPEC §2: interaction, correction, feedback, fact, summary, control).
+        Raises :class:`~engram_client.EventsRejected` (with the report) if any was rejected:
+        the others were stored."""
+        return await self._send(calls.events(events))
+
+    async def remember(self, user: str, session: str, messages: Iterable[Message], *,
+                 start: Optional[_dt.datetime] = None, id_prefix: Optional[str] = None
+                 ) -> IngestReport:
+        """Stores a conversation: each message (``role``, ``content``, any other interaction
+        field) as an interaction event of ``session``, in order, dated from ``start`` (now)."""
+        events = calls.interaction_events(await self.tenant(), user, session, messages,
+                                          start=start, id_prefix=id_prefix)
+        return await self.add_events(events)
+
+    async def feedback(self, user: str, message_id: str, skill_id: str, reward: int, *,
+                 context: Optional[Context] = None, session: Optional[str] = None,
+                 reason: Optional[str] = None, free_text: Optional[str] = None,
+                 event_id: Optional[str] = None) -> FeedbackReceipt:
+        """A thumbs up (1), neutral (0) or down (-1) on an answer (``message_id`` and
+        ``skill_id`` as a chat returned them)."""
+        return await self._send(calls.feedback(
+            self._tenant, user, message_id, skill_id, reward, context=context,
+            session=session, reason=reason, free_text=free_text, event_id=event_id))
+
+    # --- reading memory ----------------------------------------------------------------
+
+    async def recall(self, user: str, query: str, *, k: Optional[int] = None,
+               as_of: Optional[Timestamp] = None, include_domain: Optional[bool] = None
+               ) -> RecallResponse:
+        """The user's turns, facts and summaries closest to ``query``, best first."""
+        return await self._send(calls.recall(self._tenant, user, query, k=k, as_of=as_of,
+                                       include_domain=include_domain))
+
+    async def memory(self, user: str) -> UserMemory:
+        """What engram knows about the user: facts (every version), entities, preferences,
+        skills, style…"""
+        return await self._send(calls.memory(self._tenant, user))
+
+    async def prompt(self, user: str, query: str, *, session: Optional[str] = None,
+               context: Optional[Context] = None, skill_id: Optional[str] = None,
+               budget_tokens: Optional[int] = None, as_of: Optional[Timestamp] = None,
+               seed: Optional[int] = None, enable_thinking: Optional[bool] = None,
+               situation: Optional[str] = None) -> AssembledPrompt:
+        """The prompt for ``query`` with the user's memory, within ``budget_tokens``, as text
+        and as chat messages, with where each part came from."""
+        return await self._send(calls.prompt(
+            self._tenant, user, query, session=session, context=context, skill_id=skill_id,
+            budget_tokens=budget_tokens, as_of=as_of, seed=seed,
+            enable_thinking=enable_thinking, situation=situation))
+
+    # --- chat --------------------------------------------------------------------------
+
+    async def chat(self, user: str, session: str, query: str, *, exchange_id: Optional[str] = None,
+             context: Optional[Context] = None, skill_id: Optional[str] = None,
+             budget_tokens: Optional[int] = None, seed: Optional[int] = None,
+             situation: Optional[str] = None) -> ChatAnswer:
+        """Asks the server's configured chat model with the user's memory; the exchange is
+        stored in ``session`` (query ``{exchange_id}.q``, answer ``{exchange_id}.a``)."""
+        return await self._send(calls.chat(
+            self._tenant, user, session, query, exchange_id=exchange_id, context=context,
+            skill_id=skill_id, budget_tokens=budget_tokens, seed=seed, situation=situation))
+
+    def chat_stream(self, user: str, session: str, query: str, *,
+                    exchange_id: Optional[str] = None, context: Optional[Context] = None,
+                    skill_id: Optional[str] = None, budget_tokens: Optional[int] = None,
+                    seed: Optional[int] = None, situation: Optional[str] = None
+                    ) -> AsyncChatStream:
+        """The chat's answer as it comes: ``async with client.chat_stream(...) as s: async for
+        piece in s.text(): …``; then ``s.done`` holds the stored answer and ``s.prompt`` the ids and
+        provenance."""
+        call = calls.chat(
+            self._tenant, user, session, query, exchange_id=exchange_id, stream=True,
+            context=context, skill_id=skill_id, budget_tokens=budget_tokens, seed=seed,
+            situation=situation)
+        return AsyncChatStream(self._http, call)
+
+    # --- a user's data: export, erase, forget, rectify ---------------------------------
+
+    async def export(self, user: str) -> Dict[str, Any]:
+        """The user's whole subgraph: episodes and every view."""
+        return await self._send(calls.export(self._tenant, user))
+
+    async def erase(self, user: str) -> ErasureReceipt:
+        """Erases the user everywhere; answers once done."""
+        return await self._send(calls.erase(self._tenant, user))
+
+    async def forget(self, user: str, memory_id: str) -> ErasureReceipt:
+        """Forgets one memory (an event id, or an episode, summary or fact id) and all that
+        was derived from the event behind it."""
+        return await self._send(calls.forget_memory(user, memory_id))
+
+    async def rectify(self, user: str, fact_id: str, value: str) -> Rectification:
+        """Replaces the current value of a fact (``fact_id``: its current version's id)."""
+        return await self._send(calls.rectify_fact(user, fact_id, value))
+
+    # --- the tenant's audit log, dashboard and status ----------------------------------
+
+    async def audit(self, since: int = 0, limit: Optional[int] = None) -> AuditPage:
+        """The tenant's audit records after ``since``, oldest first."""
+        return await self._send(calls.audit(since, limit))
+
+    def dashboard_stream(self, user: Optional[str] = None) -> AsyncEventStream:
+        """The dashboard's rows, live: a ``snapshot`` event, then ``changes`` and
+        ``health``. Use in an ``async with`` block."""
+        return AsyncEventStream(self._http, calls.dashboard_stream(user))
+
+    async def status(self) -> Status:
+        """The server's status as this key sees it (``view: tenant``: the tenant's counts)."""
+        return await self._send(calls.status())
+
+    async def health(self) -> bool:
+        """Whether the server answers."""
+        return (await self._send(calls.health())) == "ok"
+
+    async def metrics(self) -> str:
+        """Prometheus metrics (the tenant's own series)."""
+        return await self._send(calls.metrics())
+
+    async def openapi(self) -> Dict[str, Any]:
+        """The OpenAPI document of the server's API."""
+        return await self._send(calls.openapi())
