@@ -9,9 +9,11 @@ from engram_client import Engram
 
 with Engram() as engram:
     engram.remember("alice", "trip-planning", [
-        {"role": "user", "content": "My sister Ana moved to Lisbon last spring; she teaches piano."},
+        {"role": "user",
+         "content": "My sister Ana moved to Lisbon last spring; she teaches piano."},
         {"role": "assistant", "content": "How nice! Are you planning to visit her?"},
-        {"role": "user", "content": "Yes, in March. I'm allergic to shellfish, so no seafood tours."},
+        {"role": "user",
+         "content": "Yes, in March. I'm allergic to shellfish, so no seafood tours."},
     ])
     time.sleep(1)  # the dataflow reads new events within a moment
 

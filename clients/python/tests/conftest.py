@@ -23,7 +23,7 @@ from engram_client import Engram, EngramAdmin
 def env(name: str) -> str:
     value = os.environ.get(name)
     if not value:
-        raise RuntimeError(f"{name} is not set: run these tests through tests/tests/python_client.rs")
+        raise RuntimeError(f"{name} is not set: tests/tests/python_client.rs sets it")
     return value
 
 

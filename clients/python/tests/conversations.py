@@ -1,7 +1,8 @@
 """Short conversations the tests remember, and reading what recall found."""
 
 SISTER = [
-    {"role": "user", "content": "My sister Ana moved to Lisbon last spring; she teaches piano there."},
+    {"role": "user",
+     "content": "My sister Ana moved to Lisbon last spring; she teaches piano there."},
     {"role": "assistant", "content": "That sounds lovely. Is she enjoying Lisbon so far?"},
     {"role": "user", "content": "Very much, she says the light over the Tagus is unreal."},
 ]

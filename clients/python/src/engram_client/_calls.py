@@ -7,15 +7,19 @@ import datetime as _dt
 import json
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Generic, Iterable, List, Mapping, Optional, Sequence, TypeVar, Union
 from urllib.parse import quote
 
 import httpx
 
 from .errors import error_from_response
-from .types import Context, Message
+from .types import (AssembledPrompt, AuditPage, ChatAnswer, Context, ErasureReceipt,
+                    FeedbackReceipt, IngestReport, Message, RecallResponse, Rectification,
+                    Status, TenantInfo, TenantKey, UserMemory)
 
 Json = Any
+#: One event (a JSON object) or a list of them.
+Events = Union[Mapping[str, Any], Sequence[Mapping[str, Any]]]
 Timestamp = Union[str, _dt.datetime]
 
 #: Bounded by default: connecting, each read (a streamed answer's pause between pieces
@@ -25,9 +29,12 @@ DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 CHAT_TIMEOUT = httpx.Timeout(120.0, connect=5.0)
 
 
+T = TypeVar("T")
+
+
 @dataclass
-class Call:
-    """One request: method, path, JSON body, query parameters."""
+class Call(Generic[T]):
+    """One request: method, path, JSON body, query parameters; ``T`` is its answer's type."""
 
     method: str
     path: str
@@ -86,7 +93,7 @@ def _segment(value: str) -> str:
 # --- tenant routes -------------------------------------------------------------------------
 
 
-def events(events: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]]) -> Call:
+def events(events: Events) -> Call[IngestReport]:
     body = dict(events) if isinstance(events, Mapping) else [dict(e) for e in events]
     return Call("POST", "/v1/events", body)
 
@@ -106,7 +113,7 @@ def interaction_events(
     prefix = id_prefix or f"{session}-{uuid.uuid4().hex[:12]}"
     out = []
     for n, message in enumerate(messages):
-        event = {
+        event: Dict[str, Any] = {
             "kind": "interaction",
             "event_id": f"{prefix}-{n}",
             "tenant": tenant,
@@ -114,7 +121,7 @@ def interaction_events(
             "session": session,
             "ts": (start + _dt.timedelta(microseconds=n)).isoformat(),
         }
-        event.update(message)
+        event.update(dict(message))
         out.append(event)
     return out
 
@@ -127,13 +134,13 @@ def recall(
     k: Optional[int] = None,
     as_of: Optional[Timestamp] = None,
     include_domain: Optional[bool] = None,
-) -> Call:
+) -> Call[RecallResponse]:
     body = {"tenant": tenant, "user": user, "query": query, "k": k,
             "as_of": _timestamp(as_of), "include_domain": include_domain}
     return Call("POST", "/v1/recall", _drop_none(body))
 
 
-def memory(tenant: Optional[str], user: str) -> Call:
+def memory(tenant: Optional[str], user: str) -> Call[UserMemory]:
     return Call("POST", "/v1/memory", _drop_none({"tenant": tenant, "user": user}))
 
 
@@ -159,7 +166,7 @@ def prompt_body(
     })
 
 
-def prompt(tenant: Optional[str], user: str, query: str, **options: Any) -> Call:
+def prompt(tenant: Optional[str], user: str, query: str, **options: Any) -> Call[AssembledPrompt]:
     return Call("POST", "/v1/prompt", prompt_body(tenant, user, query, **options))
 
 
@@ -172,7 +179,7 @@ def chat(
     exchange_id: Optional[str] = None,
     stream: bool = False,
     **options: Any,
-) -> Call:
+) -> Call[ChatAnswer]:
     body = prompt_body(tenant, user, query, session=session, **options)
     body.update(_drop_none({"exchange_id": exchange_id, "stream": stream or None}))
     return Call("POST", "/v1/chat", body, timeout=CHAT_TIMEOUT)
@@ -190,85 +197,85 @@ def feedback(
     reason: Optional[str] = None,
     free_text: Optional[str] = None,
     event_id: Optional[str] = None,
-) -> Call:
+) -> Call[FeedbackReceipt]:
     body = {"tenant": tenant, "user": user, "message_id": message_id, "skill_id": skill_id,
             "reward": reward, "context": context, "session": session, "reason": reason,
             "free_text": free_text, "event_id": event_id}
     return Call("POST", "/v1/feedback", _drop_none(body))
 
 
-def export(tenant: Optional[str], user: str) -> Call:
+def export(tenant: Optional[str], user: str) -> Call[Dict[str, Any]]:
     return Call("POST", "/v1/export", _drop_none({"tenant": tenant, "user": user}))
 
 
-def erase(tenant: Optional[str], user: str) -> Call:
+def erase(tenant: Optional[str], user: str) -> Call[ErasureReceipt]:
     return Call("POST", "/v1/erase", _drop_none({"tenant": tenant, "user": user}))
 
 
-def forget_memory(user: str, memory_id: str) -> Call:
+def forget_memory(user: str, memory_id: str) -> Call[ErasureReceipt]:
     return Call("DELETE", f"/v1/memories/{_segment(memory_id)}", params={"user": user})
 
 
-def rectify_fact(user: str, fact_id: str, value: str) -> Call:
+def rectify_fact(user: str, fact_id: str, value: str) -> Call[Rectification]:
     return Call("PATCH", f"/v1/memories/{_segment(fact_id)}", {"user": user, "value": value})
 
 
-def audit(since: int = 0, limit: Optional[int] = None) -> Call:
+def audit(since: int = 0, limit: Optional[int] = None) -> Call[AuditPage]:
     return Call("GET", "/v1/audit", params=_drop_none({"since": since, "limit": limit}))
 
 
-def dashboard_stream(user: Optional[str] = None) -> Call:
+def dashboard_stream(user: Optional[str] = None) -> Call[None]:
     return Call("GET", "/v1/dashboard/stream", params=_drop_none({"user": user}))
 
 
 # --- routes any key (or none) may call ----------------------------------------------------
 
 
-def status() -> Call:
+def status() -> Call[Status]:
     return Call("GET", "/v1/status")
 
 
-def health() -> Call:
+def health() -> Call[str]:
     return Call("GET", "/healthz")
 
 
-def metrics() -> Call:
+def metrics() -> Call[str]:
     return Call("GET", "/metrics")
 
 
-def openapi() -> Call:
+def openapi() -> Call[Dict[str, Any]]:
     return Call("GET", "/v1/openapi.json")
 
 
 # --- admin routes ------------------------------------------------------------------------
 
 
-def create_tenant(tenant: str) -> Call:
+def create_tenant(tenant: str) -> Call[TenantKey]:
     return Call("POST", "/v1/admin/tenants", {"tenant": tenant})
 
 
-def list_tenants() -> Call:
+def list_tenants() -> Call[Dict[str, List[TenantInfo]]]:
     return Call("GET", "/v1/admin/tenants")
 
 
-def erase_tenant(tenant: str) -> Call:
+def erase_tenant(tenant: str) -> Call[ErasureReceipt]:
     return Call("DELETE", f"/v1/admin/tenants/{_segment(tenant)}")
 
 
-def issue_key(tenant: str) -> Call:
+def issue_key(tenant: str) -> Call[TenantKey]:
     return Call("POST", f"/v1/admin/tenants/{_segment(tenant)}/keys")
 
 
-def revoke_key(tenant: str, key_id: str) -> Call:
+def revoke_key(tenant: str, key_id: str) -> Call[None]:
     return Call("DELETE", f"/v1/admin/tenants/{_segment(tenant)}/keys/{_segment(key_id)}")
 
 
-def tenant_audit(tenant: str, since: int = 0, limit: Optional[int] = None) -> Call:
+def tenant_audit(tenant: str, since: int = 0, limit: Optional[int] = None) -> Call[AuditPage]:
     params = _drop_none({"since": since, "limit": limit})
     return Call("GET", f"/v1/admin/tenants/{_segment(tenant)}/audit", params=params)
 
 
-def admin_events(events_: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]]) -> Call:
+def admin_events(events_: Events) -> Call[IngestReport]:
     call = events(events_)
     call.path = "/v1/admin/events"
     return call

@@ -4,7 +4,7 @@ URL, key, bounded timeouts, and transport failures as the client's own exception
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Optional, TypeVar, Union, cast
 
 import httpx
 
@@ -14,6 +14,7 @@ from .errors import transport_error
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8687"
 TimeoutArg = Union[float, httpx.Timeout]
+T = TypeVar("T")
 
 
 def client_options(
@@ -41,12 +42,12 @@ class SyncTransport:
         self._owns_http = http_client is None
         self._http = http_client or httpx.Client(**client_options(base_url, key, timeout))
 
-    def _send(self, call: Call) -> Any:
+    def _send(self, call: Call[T]) -> T:
         try:
             response = self._http.request(call.method, call.path, **call.request_args())
         except httpx.TransportError as err:
             raise transport_error(err) from err
-        return decode(response)
+        return cast(T, decode(response))
 
     def close(self) -> None:
         if self._owns_http:
@@ -68,12 +69,12 @@ class AsyncTransport:
         self._owns_http = http_client is None
         self._http = http_client or httpx.AsyncClient(**client_options(base_url, key, timeout))
 
-    async def _send(self, call: Call) -> Any:
+    async def _send(self, call: Call[T]) -> T:
         try:
             response = await self._http.request(call.method, call.path, **call.request_args())
         except httpx.TransportError as err:
             raise transport_error(err) from err
-        return decode(response)
+        return cast(T, decode(response))
 
     async def aclose(self) -> None:
         if self._owns_http:

@@ -4,17 +4,14 @@
 from __future__ import annotations
 
 import os
-from typing import Any, List, Mapping, Optional, Sequence, Union
+from typing import List, Optional
 
 import httpx
 
 from . import _calls as calls
-from ._calls import DEFAULT_TIMEOUT
+from ._calls import DEFAULT_TIMEOUT, Events
 from ._http import AsyncTransport, SyncTransport, TimeoutArg
 from .types import AuditPage, ErasureReceipt, IngestReport, Status, TenantInfo, TenantKey
-
-Events = Union[Mapping[str, Any], Sequence[Mapping[str, Any]]]
-
 
 def _admin_key(admin_key: Optional[str]) -> Optional[str]:
     return admin_key or os.environ.get("ENGRAM_ADMIN_KEY")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, Optional
 
 import httpx
 
 from . import _calls as calls
-from ._calls import DEFAULT_TIMEOUT, Timestamp
+from ._calls import DEFAULT_TIMEOUT, Events, Timestamp
 from ._http import AsyncTransport, TimeoutArg
 from .streams import AsyncChatStream, AsyncEventStream
 from .types import (AssembledPrompt, AuditPage, ChatAnswer, Context, ErasureReceipt,
@@ -45,8 +45,7 @@ class AsyncEngram(AsyncTransport):
 
     # --- writing memory ----------------------------------------------------------------
 
-    async def add_events(self, events: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]]
-                   ) -> IngestReport:
+    async def add_events(self, events: Events) -> IngestReport:
         """Stores events (SPEC §2: interaction, correction, feedback, fact, summary, control).
         Raises :class:`~engram_client.EventsRejected` (with the report) if any was rejected:
         the others were stored."""
@@ -114,9 +113,9 @@ class AsyncEngram(AsyncTransport):
                     skill_id: Optional[str] = None, budget_tokens: Optional[int] = None,
                     seed: Optional[int] = None, situation: Optional[str] = None
                     ) -> AsyncChatStream:
-        """The chat's answer as it comes: ``async with client.chat_stream(...) as s: async for
-        piece in s.text(): …``; then ``s.done`` holds the stored answer and ``s.prompt`` the ids and
-        provenance."""
+        """The chat's answer as it comes: ``async with client.chat_stream(...) as s:
+        async for piece in s.text(): …``; then ``s.done`` holds the stored answer and
+        ``s.prompt`` the ids and provenance."""
         call = calls.chat(
             self._tenant, user, session, query, exchange_id=exchange_id, stream=True,
             context=context, skill_id=skill_id, budget_tokens=budget_tokens, seed=seed,

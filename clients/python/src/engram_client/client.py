@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, Optional
 
 import httpx
 
 from . import _calls as calls
-from ._calls import DEFAULT_TIMEOUT, Timestamp
+from ._calls import DEFAULT_TIMEOUT, Events, Timestamp
 from ._http import SyncTransport, TimeoutArg
 from .streams import ChatStream, EventStream
 from .types import (AssembledPrompt, AuditPage, ChatAnswer, Context, ErasureReceipt,
@@ -43,8 +43,7 @@ class Engram(SyncTransport):
 
     # --- writing memory ----------------------------------------------------------------
 
-    def add_events(self, events: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]]
-                   ) -> IngestReport:
+    def add_events(self, events: Events) -> IngestReport:
         """Stores events (SPEC §2: interaction, correction, feedback, fact, summary, control).
         Raises :class:`~engram_client.EventsRejected` (with the report) if any was rejected:
         the others were stored."""

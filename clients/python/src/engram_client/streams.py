@@ -9,7 +9,7 @@ user, …).
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Callable, Iterator, List, Optional
+from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Optional
 
 import httpx
 
@@ -60,7 +60,7 @@ def _raise_for_chat_error(event: ServerSentEvent) -> None:
 class EventStream:
     """A server-sent event stream read synchronously."""
 
-    def __init__(self, http: httpx.Client, call: Call):
+    def __init__(self, http: httpx.Client, call: Call[Any]):
         self._http, self._call = http, call
         self._response: Optional[httpx.Response] = None
 
@@ -105,7 +105,7 @@ class EventStream:
 class AsyncEventStream:
     """A server-sent event stream read with ``async for``."""
 
-    def __init__(self, http: httpx.AsyncClient, call: Call):
+    def __init__(self, http: httpx.AsyncClient, call: Call[Any]):
         self._http, self._call = http, call
         self._response: Optional[httpx.Response] = None
 
@@ -151,8 +151,8 @@ class _ChatState:
     """What a streamed chat has said so far: ``prompt`` (ids, tokens, provenance), the
     answer's pieces, and ``done`` (the whole answer, once stored)."""
 
-    prompt: Optional[dict]
-    done: Optional[dict]
+    prompt: Optional[Dict[str, Any]]
+    done: Optional[Dict[str, Any]]
     pieces: List[str]
 
     def _reset(self) -> None:
@@ -181,7 +181,7 @@ class ChatStream(_ChatState, EventStream):
     """``POST /v1/chat`` with ``stream: true``; raises :class:`ChatStreamError` on an
     ``error`` event."""
 
-    def __init__(self, http: httpx.Client, call: Call):
+    def __init__(self, http: httpx.Client, call: Call[Any]):
         EventStream.__init__(self, http, call)
         self._reset()
 
@@ -193,7 +193,7 @@ class ChatStream(_ChatState, EventStream):
 class AsyncChatStream(_ChatState, AsyncEventStream):
     """``POST /v1/chat`` with ``stream: true``, async."""
 
-    def __init__(self, http: httpx.AsyncClient, call: Call):
+    def __init__(self, http: httpx.AsyncClient, call: Call[Any]):
         AsyncEventStream.__init__(self, http, call)
         self._reset()
 
