@@ -42,11 +42,13 @@ class Call(Generic[T]):
     params: Dict[str, Any] = field(default_factory=dict)
     timeout: Optional[httpx.Timeout] = None
 
-    def request_args(self) -> Dict[str, Any]:
+    def request_args(self, client_timeout_given: bool = False) -> Dict[str, Any]:
+        """httpx's request arguments; the call's own timeout (a chat's) unless the client was
+        given one, which then bounds every call."""
         args: Dict[str, Any] = {"params": self.params or None}
         if self.body is not None:
             args["json"] = self.body
-        if self.timeout is not None:
+        if self.timeout is not None and not client_timeout_given:
             args["timeout"] = self.timeout
         return args
 

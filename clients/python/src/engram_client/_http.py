@@ -40,11 +40,13 @@ class SyncTransport:
                  timeout: TimeoutArg = DEFAULT_TIMEOUT,
                  http_client: Optional[httpx.Client] = None):
         self._owns_http = http_client is None
+        self._timeout_given = timeout is not DEFAULT_TIMEOUT or http_client is not None
         self._http = http_client or httpx.Client(**client_options(base_url, key, timeout))
 
     def _send(self, call: Call[T]) -> T:
         try:
-            response = self._http.request(call.method, call.path, **call.request_args())
+            args = call.request_args(self._timeout_given)
+            response = self._http.request(call.method, call.path, **args)
         except httpx.TransportError as err:
             raise transport_error(err) from err
         return cast(T, decode(response))
@@ -67,11 +69,13 @@ class AsyncTransport:
                  timeout: TimeoutArg = DEFAULT_TIMEOUT,
                  http_client: Optional[httpx.AsyncClient] = None):
         self._owns_http = http_client is None
+        self._timeout_given = timeout is not DEFAULT_TIMEOUT or http_client is not None
         self._http = http_client or httpx.AsyncClient(**client_options(base_url, key, timeout))
 
     async def _send(self, call: Call[T]) -> T:
         try:
-            response = await self._http.request(call.method, call.path, **call.request_args())
+            args = call.request_args(self._timeout_given)
+            response = await self._http.request(call.method, call.path, **args)
         except httpx.TransportError as err:
             raise transport_error(err) from err
         return cast(T, decode(response))

@@ -25,8 +25,8 @@ class AsyncEngram(AsyncTransport):
     The key (default: ``$ENGRAM_API_KEY``) names the tenant; ``tenant`` need not be given (the
     server fills it in), and when it is, the server checks it against the key (``Forbidden``
     otherwise). Every call raises an :class:`~engram_client.EngramError` subclass on failure.
-    ``timeout`` (seconds, or an ``httpx.Timeout``) bounds each request; chats wait up to 120 s
-    for the model server.
+    ``timeout`` (seconds, or an ``httpx.Timeout``) bounds each request; by default 30 s for
+    each read or write, and 120 s for a chat's reads (it waits on the model server).
     """
 
     def __init__(self, base_url: Optional[str] = None, api_key: Optional[str] = None, *,
@@ -120,7 +120,7 @@ class AsyncEngram(AsyncTransport):
             self._tenant, user, session, query, exchange_id=exchange_id, stream=True,
             context=context, skill_id=skill_id, budget_tokens=budget_tokens, seed=seed,
             situation=situation)
-        return AsyncChatStream(self._http, call)
+        return AsyncChatStream(self._http, call, self._timeout_given)
 
     # --- a user's data: export, erase, forget, rectify ---------------------------------
 
@@ -150,7 +150,8 @@ class AsyncEngram(AsyncTransport):
     def dashboard_stream(self, user: Optional[str] = None) -> AsyncEventStream:
         """The dashboard's rows, live: a ``snapshot`` event, then ``changes`` and
         ``health``. Use in an ``async with`` block."""
-        return AsyncEventStream(self._http, calls.dashboard_stream(user))
+        return AsyncEventStream(self._http, calls.dashboard_stream(user),
+                                self._timeout_given)
 
     async def status(self) -> Status:
         """The server's status as this key sees it (``view: tenant``: the tenant's counts)."""

@@ -60,13 +60,13 @@ def _raise_for_chat_error(event: ServerSentEvent) -> None:
 class EventStream:
     """A server-sent event stream read synchronously."""
 
-    def __init__(self, http: httpx.Client, call: Call[Any]):
-        self._http, self._call = http, call
+    def __init__(self, http: httpx.Client, call: Call[Any], timeout_given: bool = False):
+        self._http, self._call, self._timeout_given = http, call, timeout_given
         self._response: Optional[httpx.Response] = None
 
     def __enter__(self) -> "EventStream":
         request = self._http.build_request(self._call.method, self._call.path,
-                                           **self._call.request_args())
+                                           **self._call.request_args(self._timeout_given))
         try:
             response = self._http.send(request, stream=True)
         except httpx.TransportError as err:
@@ -105,13 +105,13 @@ class EventStream:
 class AsyncEventStream:
     """A server-sent event stream read with ``async for``."""
 
-    def __init__(self, http: httpx.AsyncClient, call: Call[Any]):
-        self._http, self._call = http, call
+    def __init__(self, http: httpx.AsyncClient, call: Call[Any], timeout_given: bool = False):
+        self._http, self._call, self._timeout_given = http, call, timeout_given
         self._response: Optional[httpx.Response] = None
 
     async def __aenter__(self) -> "AsyncEventStream":
         request = self._http.build_request(self._call.method, self._call.path,
-                                           **self._call.request_args())
+                                           **self._call.request_args(self._timeout_given))
         try:
             response = await self._http.send(request, stream=True)
         except httpx.TransportError as err:
@@ -181,8 +181,8 @@ class ChatStream(_ChatState, EventStream):
     """``POST /v1/chat`` with ``stream: true``; raises :class:`ChatStreamError` on an
     ``error`` event."""
 
-    def __init__(self, http: httpx.Client, call: Call[Any]):
-        EventStream.__init__(self, http, call)
+    def __init__(self, http: httpx.Client, call: Call[Any], timeout_given: bool = False):
+        EventStream.__init__(self, http, call, timeout_given)
         self._reset()
 
     def text(self) -> Iterator[str]:
@@ -193,8 +193,8 @@ class ChatStream(_ChatState, EventStream):
 class AsyncChatStream(_ChatState, AsyncEventStream):
     """``POST /v1/chat`` with ``stream: true``, async."""
 
-    def __init__(self, http: httpx.AsyncClient, call: Call[Any]):
-        AsyncEventStream.__init__(self, http, call)
+    def __init__(self, http: httpx.AsyncClient, call: Call[Any], timeout_given: bool = False):
+        AsyncEventStream.__init__(self, http, call, timeout_given)
         self._reset()
 
     async def text(self) -> AsyncIterator[str]:
