@@ -30,6 +30,17 @@ pub fn engram_bin() -> PathBuf {
     bin
 }
 
+/// Where `scripts/setup --tests` installed the Python packages the tests drive engram with
+/// (`scripts/python_clients.txt`): a `PYTHONPATH` entry.
+pub fn python_clients_dir() -> PathBuf {
+    std::env::var_os("ENGRAM_MODELS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/engram/models")
+        })
+        .join("clientpy")
+}
+
 pub struct Server {
     child: Child,
     pub base: String,

@@ -3,7 +3,7 @@
 //! (chats answered by the loopback stand-in model server, at most two dashboard streams per
 //! tenant so the cap's 429 is reachable), and must all pass.
 
-use engram_tests::{stand_in_llm, Server};
+use engram_tests::{python_clients_dir, stand_in_llm, Server};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -19,16 +19,6 @@ fn repo_root() -> PathBuf {
         .parent()
         .unwrap()
         .to_path_buf()
-}
-
-/// Where `scripts/setup --tests` installed httpx and pytest.
-fn python_clients_dir() -> PathBuf {
-    std::env::var_os("ENGRAM_MODELS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/engram/models")
-        })
-        .join("clientpy")
 }
 
 /// `(passed, the rest of the summary)` from pytest's last line, e.g. `25 passed in 5.18s`.
