@@ -15,7 +15,9 @@ use engram_operators::skill_feedback::{FeedbackVote, MessageKey};
 use engram_operators::summaries::SummaryNode;
 use engram_operators::team_preferences::TeamAssignment;
 use engram_operators::{Episode, SessionKey};
-use engram_schemas::{node_id, Body, ControlAction, Correction, Event, Header, Interaction, Role};
+use engram_schemas::{
+    node_id, Body, ControlAction, Correction, Event, Feedback, Header, Interaction, Role,
+};
 
 /// One input to the dataflow, derived from one accepted event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +55,29 @@ pub fn correction_text(correction: &Correction) -> &str {
         .map(|text| text.trim())
         .find(|text| !text.is_empty())
         .unwrap_or(correction.original.trim())
+}
+
+/// The text an event is clustered by as a correction: a correction's [`correction_text`]; a
+/// feedback's free text (else its reason) when it asks for something recognised ("too long, just
+/// the steps" asks for shorter answers and for steps), which makes that feedback a correction of
+/// the answer it rates ([`feedback_request_text`]). `None` for anything else.
+pub fn clustered_text(event: &Event) -> Option<&str> {
+    match &event.body {
+        Body::Correction(c) => Some(correction_text(c)),
+        Body::Feedback(f) => feedback_request_text(f),
+        _ => None,
+    }
+}
+
+/// The words of a feedback that ask for something: its `free_text`, else its `reason`, the
+/// first in which [`requests_of`] recognises a request; `None` when neither asks for anything
+/// ("meh", "wrong date"): such feedback only votes.
+pub fn feedback_request_text(feedback: &Feedback) -> Option<&str> {
+    [&feedback.free_text, &feedback.reason]
+        .into_iter()
+        .flatten()
+        .map(|text| text.trim())
+        .find(|text| !requests_of(text).is_empty())
 }
 
 /// What a correction asks for: the requests of its `expected_behavior` (an answer it corrected
@@ -118,11 +143,30 @@ impl InputRecord {
     /// The record of a correction event, given the embedding of its [`correction_text`]: the
     /// correction is identified by its event id within its tenant and user. `None` for any
     /// other kind of event.
+    ///
+    /// A feedback whose words ask for something ([`feedback_request_text`]) is a correction too,
+    /// of the confidence of a typed correction, asking what its words ask for, in no context.
     pub fn correction(event: &Event, embedding: &[f32]) -> Option<InputRecord> {
+        let h = &event.header;
+        if let Body::Feedback(f) = &event.body {
+            let text = feedback_request_text(f)?;
+            return Some(InputRecord::Correction(
+                (h.tenant.clone(), h.user.clone()),
+                CorrectionPoint {
+                    correction_id: h.event_id.clone(),
+                    ts_micros: h.ts.timestamp_micros(),
+                    confidence_milli: (UNSTATED_CORRECTION_CONFIDENCE * 1000.0).round() as u16,
+                    polarity: Polarity::of_instruction(text),
+                    requests: requests_of(text),
+                    context: String::new(),
+                    embedding: QuantisedEmbedding::from_f32(embedding),
+                    topics: Vec::new(),
+                },
+            ));
+        }
         let Body::Correction(c) = &event.body else {
             return None;
         };
-        let h = &event.header;
         let requests = correction_requests(c);
         // topics link only corrections in which nothing is recognised
         let topics = if requests.is_empty() {
@@ -146,7 +190,7 @@ impl InputRecord {
     }
 
     /// The records an event at `log_offset` contributes (none for kinds not yet maintained).
-    /// For a correction that is its note only: its clustering record needs an embedding first
+    /// For a correction (and a feedback whose words ask for something) that is its note only: its clustering record needs an embedding first
     /// ([`InputRecord::correction`]).
     pub fn from_event(event: &Event, log_offset: u64) -> Vec<InputRecord> {
         let h = &event.header;
@@ -167,20 +211,41 @@ impl InputRecord {
                 },
             )],
             Body::Interaction(i) => Self::of_interaction(h, i, log_offset),
-            Body::Feedback(f) => vec![InputRecord::Feedback(
-                (h.tenant.clone(), h.user.clone(), f.message_id.clone()),
-                FeedbackVote {
-                    ts_micros: h.ts.timestamp_micros(),
-                    event_id: h.event_id.clone(),
-                    bucket: context_bucket(
-                        &f.context.intent,
-                        &f.context.sentiment,
-                        &f.context.time_of_day,
-                    ),
-                    skill_id: f.skill_id.clone(),
-                    reward: f.reward,
-                },
-            )],
+            Body::Feedback(f) => {
+                let vote = InputRecord::Feedback(
+                    (h.tenant.clone(), h.user.clone(), f.message_id.clone()),
+                    FeedbackVote {
+                        ts_micros: h.ts.timestamp_micros(),
+                        event_id: h.event_id.clone(),
+                        bucket: context_bucket(
+                            &f.context.intent,
+                            &f.context.sentiment,
+                            &f.context.time_of_day,
+                        ),
+                        skill_id: f.skill_id.clone(),
+                        reward: f.reward,
+                    },
+                );
+                // words that ask for something are a correction: its note, as for one
+                let note = feedback_request_text(f).map(|text| {
+                    InputRecord::CorrectionNote(
+                        (h.tenant.clone(), h.user.clone()),
+                        CorrectionNote {
+                            correction_id: h.event_id.clone(),
+                            ts_micros: h.ts.timestamp_micros(),
+                            session: h.session.clone().unwrap_or_default(),
+                            correction_type: "FEEDBACK".to_string(),
+                            original: text.to_string(),
+                            corrected: None,
+                            expected_behavior: Some(text.to_string()),
+                            confidence_milli: (UNSTATED_CORRECTION_CONFIDENCE * 1000.0).round()
+                                as u16,
+                            context: String::new(),
+                        },
+                    )
+                });
+                std::iter::once(vote).chain(note).collect()
+            }
             Body::Correction(c) => vec![InputRecord::CorrectionNote(
                 (h.tenant.clone(), h.user.clone()),
                 CorrectionNote {
@@ -331,4 +396,73 @@ pub trait InputSource: Send {
     /// and the offset up to which the worker has now read everything (changes at offsets below
     /// it will never come). `None` when nothing new has arrived.
     fn poll(&mut self) -> Option<(Vec<(u64, InputRecord, isize)>, u64)>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engram_schemas::FeedbackContext;
+
+    fn feedback(free_text: Option<&str>, reason: Option<&str>) -> Feedback {
+        Feedback {
+            message_id: "m1".into(),
+            skill_id: "detailed".into(),
+            reward: -1,
+            context: FeedbackContext::default(),
+            reason: reason.map(Into::into),
+            free_text: free_text.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn feedback_words_that_ask_for_something_are_its_request_text() {
+        let text = |f: Option<&str>, r: Option<&str>| {
+            feedback_request_text(&feedback(f, r)).map(str::to_string)
+        };
+        assert_eq!(
+            text(Some("  Way too long, I only needed the gist. "), None).as_deref(),
+            Some("Way too long, I only needed the gist.")
+        );
+        // the free text comes first; the reason stands in when the free text asks nothing
+        assert_eq!(
+            text(Some("meh"), Some("too wordy")).as_deref(),
+            Some("too wordy")
+        );
+        assert_eq!(text(Some("meh"), Some("wrong date")), None);
+        assert_eq!(text(None, None), None);
+        assert_eq!(text(Some(""), None), None);
+    }
+
+    #[test]
+    fn a_feedback_that_asks_is_a_correction_of_a_typed_corrections_confidence() {
+        let event = |f: Feedback| Event {
+            header: Header {
+                event_id: "f1".into(),
+                tenant: "t".into(),
+                user: "u".into(),
+                ts: chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap(),
+                session: Some("s1".into()),
+            },
+            body: Body::Feedback(f),
+        };
+        let asks = event(feedback(Some("too long, keep it short"), None));
+        let Some(InputRecord::Correction(key, point)) = InputRecord::correction(&asks, &[1.0])
+        else {
+            panic!("a correction record");
+        };
+        assert_eq!(key, ("t".to_string(), "u".to_string()));
+        assert_eq!(point.correction_id, "f1");
+        assert_eq!(point.confidence_milli, 900);
+        assert_eq!(point.requests, requests_of("too long, keep it short"));
+        assert!(!point.requests.is_empty());
+        // its note, beside the vote
+        let records = InputRecord::from_event(&asks, 7);
+        assert_eq!(records.len(), 2, "{records:?}");
+        assert!(matches!(&records[1], InputRecord::CorrectionNote(_, n)
+            if n.correction_type == "FEEDBACK" && n.original == "too long, keep it short"));
+
+        let votes_only = event(feedback(Some("meh"), None));
+        assert_eq!(InputRecord::correction(&votes_only, &[1.0]), None);
+        assert_eq!(InputRecord::from_event(&votes_only, 7).len(), 1);
+    }
 }

@@ -17,7 +17,7 @@ pub mod views;
 mod worker;
 
 pub use clock::EngineClock;
-pub use input::{correction_text, InputRecord, InputSource};
+pub use input::{clustered_text, correction_text, InputRecord, InputSource};
 pub use memory::{run_memory_dataflow, DataflowHandle};
 pub use model::{memory_model, MemoryInputs, MemoryModel};
 pub use params::{CorrectionParams, DataflowParams, HierarchyParams, SkillParams};

@@ -41,8 +41,8 @@ impl InputSource for VecSource {
         for (offset, e) in log.iter().enumerate().skip(self.cursor) {
             let owner = e.header.user.bytes().map(|b| b as usize).sum::<usize>() % self.peers;
             if owner == self.worker {
-                if let Body::Correction(c) = &e.body {
-                    let vector = topic_vector(engram_dataflows::correction_text(c));
+                if let Some(text) = engram_dataflows::clustered_text(e) {
+                    let vector = topic_vector(text);
                     out.extend(InputRecord::correction(e, &vector).map(|r| (offset as u64, r, 1)));
                 }
                 out.extend(
@@ -151,7 +151,13 @@ fn random_event(rng: &mut StdRng, i: usize) -> Event {
                 time_of_day: "morning".into(),
             },
             reason: None,
-            free_text: None,
+            // words that ask for something make the vote a correction of that topic too;
+            // "meh" asks for nothing
+            free_text: match rng.gen_range(0..4) {
+                0 => Some(TOPICS[rng.gen_range(0..TOPICS.len())].into()),
+                1 => Some("meh".into()),
+                _ => None,
+            },
         });
         return Event { header, body };
     }
@@ -228,6 +234,16 @@ struct Expected {
     summaries: BTreeMap<(String, String, String), (String, Vec<String>)>,
 }
 
+/// The topic an event asks for as a correction: a correction's `expected_behavior`, or a
+/// feedback's free text when it is one of [`TOPICS`] (which all ask for something).
+fn asked_topic(e: &Event) -> Option<String> {
+    match &e.body {
+        Body::Correction(c) => c.expected_behavior.clone(),
+        Body::Feedback(f) => f.free_text.clone().filter(|t| TOPICS.contains(&t.as_str())),
+        _ => None,
+    }
+}
+
 /// Clusters (every correction of one user and topic, named by the least event id) and the
 /// patterns among them (at least 3 corrections over at least a day).
 fn cluster_corrections(
@@ -238,10 +254,10 @@ fn cluster_corrections(
     // (tenant, user, topic) -> (event id, ts)
     let mut by_topic: BTreeMap<(String, String, String), Vec<(String, i64)>> = BTreeMap::new();
     for e in log {
-        let (h, Body::Correction(c)) = (&e.header, &e.body) else {
+        let h = &e.header;
+        let Some(topic) = asked_topic(e) else {
             continue;
         };
-        let topic = c.expected_behavior.clone().unwrap();
         by_topic
             .entry((h.tenant.clone(), h.user.clone(), topic))
             .or_default()
@@ -438,16 +454,10 @@ fn from_scratch(log: &[Event]) -> Expected {
         measures: BTreeMap::new(),
         notes: log
             .iter()
-            .filter_map(|e| match &e.body {
-                Body::Correction(c) => Some((
-                    (
-                        e.header.tenant.clone(),
-                        e.header.user.clone(),
-                        e.header.event_id.clone(),
-                    ),
-                    engram_dataflows::correction_text(c).to_string(),
-                )),
-                _ => None,
+            .filter_map(|e| {
+                let h = &e.header;
+                let key = (h.tenant.clone(), h.user.clone(), h.event_id.clone());
+                asked_topic(e).map(|topic| (key, topic))
             })
             .collect(),
         voted: BTreeMap::new(),

@@ -7,7 +7,7 @@
 
 use super::user_offsets::UserOffsets;
 use engram_connectors::{Embedder, EventLog};
-use engram_dataflows::{correction_text, InputRecord, InputSource};
+use engram_dataflows::{clustered_text, InputRecord, InputSource};
 use engram_schemas::{Body, ControlAction, ControlScope, Event, Redacted};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -99,9 +99,9 @@ impl LogSource {
         };
         let texts: Vec<(&str, &str)> = corrections
             .iter()
-            .map(|(_, event)| match &event.body {
-                Body::Correction(c) => (event.header.tenant.as_str(), correction_text(c)),
-                _ => (event.header.tenant.as_str(), ""),
+            .map(|(_, event)| {
+                let text = clustered_text(event).unwrap_or_default();
+                (event.header.tenant.as_str(), text)
             })
             .collect();
         match embedder.embed_each(&texts) {
@@ -198,7 +198,7 @@ impl LogSource {
                     .get(&(tenant.to_string(), u.to_string()))
                     .is_some_and(|sent| sent.iter().any(|(s, _)| *s == o))
             };
-            if matches!(event.body, Body::Correction(_)) && !sent(&h.user) {
+            if clustered_text(&event).is_some() && !sent(&h.user) {
                 unsent_corrections.push((o, event));
             }
         });
@@ -416,7 +416,7 @@ impl InputSource for LogSource {
                             .into_iter()
                             .map(|r| (*offset, r, 1)),
                     );
-                    if matches!(event.body, Body::Correction(_)) {
+                    if clustered_text(&event).is_some() {
                         corrections.push((*offset, event));
                     }
                 }
