@@ -230,6 +230,87 @@ mod tests {
         assert!(contradicts(&shorter, &near));
     }
 
+    /// The opposition rule on known readings: a later correction contradicts a pattern when
+    /// they ask for one aspect two ways, whatever their words, negations, embeddings and
+    /// polarities; never for a paraphrase or another aspect.
+    #[test]
+    fn opposite_readings_contradict_and_paraphrases_or_other_aspects_do_not() {
+        use crate::requests::{requests_of, Aspect::*, Request, Way::*};
+        for (text, aspect, way) in [
+            ("be casual", Formality, Less),
+            ("Be more formal", Formality, More),
+            ("more formall", Formality, More),
+            ("less casual pls", Formality, More),
+            ("be shorter", Length, Less),
+            ("give me much more detail from now on", Length, More),
+            ("bullet points", Bullets, More),
+            ("use prose", Bullets, Less),
+            ("write paragraphs", Bullets, Less),
+            ("simpler please", Technical, Less),
+            ("more technical", Technical, More),
+        ] {
+            assert_eq!(requests_of(text).0, [Request { aspect, way }], "{text:?}");
+        }
+        let taught = |text: &str| ClusterMeasure {
+            requests: requests_of(text),
+            ..pattern(&[], 830)
+        };
+        // orthogonal to the centroid and of the pattern's polarity: neither the embedding nor a
+        // negation could tell it is an opposite
+        let unlike = |text: &str| CorrectionPoint {
+            requests: requests_of(text),
+            ..point("x", 101, Polarity::Towards, "", &[0.0, 1.0, 0.0])
+        };
+        for (before, after) in [
+            ("be casual", "Be more formal"),
+            ("be casual", "more formall"),
+            ("be casual", "less casual pls"),
+            ("be shorter", "give me much more detail from now on"),
+            ("bullet points", "use prose"),
+            ("bullet points", "write paragraphs"),
+            ("simpler please", "more technical"),
+            ("answer in English", "answer in German"),
+            (
+                "Too long, keep it to three bullet points.",
+                "write paragraphs",
+            ),
+        ] {
+            assert!(
+                contradicts(&taught(before), &unlike(after)),
+                "{before:?} / {after:?}"
+            );
+        }
+        // near the centroid (cos 0.95) and of the other polarity: the embedding rule alone would
+        // call it a contradiction
+        let alike = |text: &str| CorrectionPoint {
+            requests: requests_of(text),
+            ..point("x", 101, Polarity::Away, "", &[0.95, 0.3, 0.0])
+        };
+        for (before, after) in [
+            // paraphrases
+            ("be casual", "loosen up, talk like a friend"),
+            ("be shorter", "way too wordy"),
+            ("more formall", "Be more formal"),
+            ("less casual pls", "sound professional"),
+            ("bullet points", "put it in a list"),
+            ("simpler please", "explain it in plain English"),
+            ("write paragraphs", "no bullet points"),
+            ("Too long, keep it to three bullet points.", "keep it short"),
+            // other aspects
+            ("be shorter", "Be more formal"),
+            ("be casual", "keep it short"),
+            ("bullet points", "more technical"),
+            ("simpler please", "give me more detail"),
+            ("use prose", "no emojis"),
+        ] {
+            assert!(!requests_of(after).is_empty(), "{after:?}");
+            assert!(
+                !contradicts(&taught(before), &alike(after)),
+                "{before:?} / {after:?}"
+            );
+        }
+    }
+
     #[test]
     fn only_a_later_opposite_correction_on_the_same_topic_contradicts() {
         let p = pattern(&[], 830);

@@ -1,6 +1,7 @@
 //! Hand-built cases of the correction operators: erasing the middle of a chain splits its
-//! cluster (`similarity_links`, `correction_clusters`, `promote_patterns`), and a topic term links
-//! only among its first holders (`topic_links`).
+//! cluster (`similarity_links`, `correction_clusters`, `promote_patterns`), opposite requests
+//! never join through a chain of embeddings, and a topic term links only among its first holders
+//! (`topic_links`).
 
 mod common;
 
@@ -11,7 +12,7 @@ use engram_operators::correction_clusters::{
     CorrectionPoint, PatternRecord, Polarity, QuantisedEmbedding, TopicHolder, UserKey,
     LINK_COSINE_THRESHOLD, TOPIC_LINK_COSINE, TOPIC_TERM_HOLDERS,
 };
-use engram_operators::requests::RequestSet;
+use engram_operators::requests::{requests_of, RequestSet};
 use std::collections::BTreeSet;
 use timely::dataflow::operators::probe::Handle;
 
@@ -115,6 +116,61 @@ fn erasing_the_middle_of_a_chain_splits_its_cluster() {
         settle(worker, &probe, &mut input, 3);
         assert_eq!(difference("clusters", &clusters_sink, &joined), None);
         assert_eq!(difference("patterns", &patterns_sink, &promoted), None);
+    })
+    .unwrap();
+}
+
+/// "keep it short" (a) and "give me more detail" (c) lie at cos 30° of an unread correction
+/// (b) each, as the chain test's a and c do of its b: a paraphrase of a (d, orthogonal to all)
+/// joins it by what it asks, but neither a nor c links to b, so the opposites stay apart; b's
+/// retraction and return change nothing.
+#[test]
+fn opposite_requests_never_join_through_an_unread_correction() {
+    timely::execute(timely::Config::thread(), |worker| {
+        let user: UserKey = ("t".into(), "u".into());
+        let asking = |id: &str, day: i64, degrees: f32, text: &str| CorrectionPoint {
+            requests: requests_of(text),
+            ..chain_point(id, day, degrees)
+        };
+        let mut orthogonal = chain_point("d", 3, 0.0);
+        orthogonal.embedding =
+            QuantisedEmbedding::from_f32(&[0., 0., 0., 0., 1., 0., 0., 0., 0., 0., 0., 0.]);
+        orthogonal.requests = requests_of("way too wordy");
+        let points = [
+            asking("a", 0, 0.0, "keep it short"),
+            chain_point("b", 1, 30.0),
+            asking("c", 2, 60.0, "give me more detail"),
+            orthogonal,
+        ];
+        assert!(points[1].requests.is_empty());
+        let clusters_sink: Sink<Pair> = Default::default();
+        let probe = Handle::new();
+        let mut input = worker.dataflow::<u64, _, _>(|scope| {
+            let (input, corrections) = scope.new_collection();
+            let corrections = present_corrections(corrections);
+            let links = similarity_links(
+                corrections.clone(),
+                LINK_COSINE_THRESHOLD,
+                TOPIC_LINK_COSINE,
+            );
+            correction_clusters(corrections, links)
+                .inspect(collect_into(&clusters_sink))
+                .probe_with(&probe);
+            input
+        });
+        let apart = pairs_of(&user, &[("a", "a"), ("b", "b"), ("c", "c"), ("d", "a")]);
+        for p in &points {
+            input.insert((user.clone(), p.clone()));
+        }
+        settle(worker, &probe, &mut input, 1);
+        assert_eq!(difference("clusters", &clusters_sink, &apart), None);
+        input.remove((user.clone(), points[1].clone()));
+        settle(worker, &probe, &mut input, 2);
+        let without_b = pairs_of(&user, &[("a", "a"), ("c", "c"), ("d", "a")]);
+        assert_eq!(difference("clusters", &clusters_sink, &without_b), None);
+        input.insert((user.clone(), points[1].clone()));
+        settle(worker, &probe, &mut input, 3);
+        assert_eq!(difference("clusters", &clusters_sink, &apart), None);
     })
     .unwrap();
 }

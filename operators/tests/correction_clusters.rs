@@ -113,14 +113,21 @@ fn correction(id: String, topics: &[Vec<f32>], rng: &mut StdRng) -> CorrectionPo
         Polarity::Towards
     };
     // Half ask for nothing recognised (linked by embedding alone); the rest ask for one of a
-    // few requests, some of them opposites (which contradict), whatever their embedding.
-    let requests = match rng.gen_range(0..12) {
-        0 => requests_of("keep it short"),
-        1 => requests_of("more detail please"),
-        2 => requests_of("use bullet points"),
-        3 => requests_of("too long, use bullets"),
-        4 => requests_of("be more formal"),
-        5 => requests_of("be more casual"),
+    // few requests, many of them opposites without a negation word ("use prose" after "use
+    // bullet points"), which contradict whatever their embedding and polarity.
+    let requests = match rng.gen_range(0..24) {
+        0 | 1 => requests_of("keep it short"),
+        2 => requests_of("way too wordy"),
+        3 => requests_of("more detail please"),
+        4 => requests_of("give me much more detail from now on"),
+        5 => requests_of("use bullet points"),
+        6 => requests_of("too long, use bullets"),
+        7 => requests_of("be more formal"),
+        8 => requests_of("be more casual"),
+        9 => requests_of("write paragraphs, use prose"),
+        10 => requests_of("simpler please"),
+        11 => requests_of("more technical"),
+        12 => requests_of("less casual pls"),
         _ => RequestSet::default(),
     };
     CorrectionPoint {
@@ -198,7 +205,7 @@ impl BucketsOf {
 /// request set form a group, and so do those that ask for nothing recognised with one and the
 /// same polarity and non-zero embedding; each group is represented by its smallest id, and
 /// every member is linked to its representative. Every two representatives of one polarity,
-/// not both asking for recognised requests, that share an LSH bucket (same fixed hyperplanes)
+/// neither asking for recognised requests, that share an LSH bucket (same fixed hyperplanes)
 /// at a cosine of their integer components ≥ the threshold are linked. And each representative
 /// of nothing recognised with a non-zero embedding is linked to its nearest topic neighbour
 /// (greatest cosine, then smallest id) at ≥ [`TOPIC_LINK_COSINE`], among the representatives
@@ -235,7 +242,8 @@ fn links_from_scratch(present: &Present, buckets: &mut BucketsOf) -> BTreeMap<Pa
         for (i, (a, pa, ba)) in bucketed.iter().enumerate() {
             for (b, pb, bb) in &bucketed[i + 1..] {
                 if pa.polarity == pb.polarity
-                    && (pa.requests.is_empty() || pb.requests.is_empty())
+                    && pa.requests.is_empty()
+                    && pb.requests.is_empty()
                     && !ba.is_disjoint(bb)
                     && pa.embedding.cosine(&pb.embedding) >= LINK_COSINE_THRESHOLD
                 {
@@ -412,8 +420,9 @@ fn patterns_from_scratch(measures: &BTreeSet<Measure>) -> BTreeSet<Pattern> {
         .collect()
 }
 
-/// Per promoted cluster, the present corrections of its user that point the other way, came
-/// after its newest member and lie at cosine ≥ 0.8 of its centroid, resolved.
+/// Per promoted cluster, the present corrections of its user that came after its newest member
+/// and, when both ask for something recognised, ask for one of its aspects another way (whatever
+/// their polarity), else point the other way and lie at cosine ≥ 0.8 of its centroid; resolved.
 fn contradictions_from_scratch(
     present: &Present,
     measures: &BTreeSet<Measure>,
@@ -522,10 +531,34 @@ fn random_change(
     }
 }
 
-/// Runs one random stream; returns how many contradictions of each resolution the checked
-/// rounds held (so the tests can check that the streams exercise them).
-fn run(workers: usize, seed: u64, rounds: usize) -> BTreeMap<Resolution, usize> {
-    let seen: Arc<Mutex<BTreeMap<Resolution, usize>>> = Default::default();
+/// Whether some cluster holds two corrections that ask for different recognised things (such
+/// as opposites): never, however they are linked.
+fn cluster_mixing_requests(present: &Present, clusters: &BTreeSet<Pair>) -> Option<String> {
+    let mut asked: BTreeMap<(&UserKey, &String), BTreeSet<&RequestSet>> = BTreeMap::new();
+    for (user, (id, cluster)) in clusters {
+        let requests = &present[user][id].requests;
+        if !requests.is_empty() {
+            asked.entry((user, cluster)).or_default().insert(requests);
+        }
+    }
+    asked
+        .into_iter()
+        .find(|(_, sets)| sets.len() > 1)
+        .map(|(cluster, sets)| format!("cluster {cluster:?} asks for {sets:?}"))
+}
+
+/// What the checked rounds of a stream held: contradictions of each resolution, and those made
+/// by a correction of the pattern's own polarity (no negation turned it: only what is asked
+/// tells), so the tests can check that the streams exercise them.
+#[derive(Default)]
+struct Exercised {
+    resolutions: BTreeMap<Resolution, usize>,
+    without_negation: usize,
+}
+
+/// Runs one random stream; returns what its checked rounds exercised.
+fn run(workers: usize, seed: u64, rounds: usize) -> Exercised {
+    let seen: Arc<Mutex<Exercised>> = Default::default();
     let seen_by_workers = seen.clone();
     // shared by all workers: each worker's inspect adds the updates it saw
     let links_sink: Sink<Pair> = Default::default();
@@ -591,14 +624,22 @@ fn run(workers: usize, seed: u64, rounds: usize) -> BTreeMap<Resolution, usize> 
                 let patterns = patterns_from_scratch(&measures);
                 let traces = traces_from_scratch(&present, &clusters, &patterns);
                 let contradictions = contradictions_from_scratch(&present, &measures);
-                for (_, c) in &contradictions {
-                    *seen_by_workers
-                        .lock()
-                        .unwrap()
-                        .entry(c.resolution)
-                        .or_default() += 1;
+                let mut seen = seen_by_workers.lock().unwrap();
+                for ((user, cluster), c) in &contradictions {
+                    *seen.resolutions.entry(c.resolution).or_default() += 1;
+                    let pattern = measures
+                        .iter()
+                        .find(|(u, m)| u == user && m.cluster_id == *cluster)
+                        .map(|(_, m)| m)
+                        .unwrap();
+                    seen.without_negation +=
+                        c.by.iter()
+                            .filter(|id| present[user][*id].polarity == pattern.polarity)
+                            .count();
                 }
+                drop(seen);
                 let differences = [
+                    cluster_mixing_requests(&present, &clusters),
                     difference("contradictions", &contradictions_sink, &contradictions),
                     counted_difference("links", &links_sink, &links),
                     difference("clusters", &clusters_sink, &clusters),
@@ -612,18 +653,22 @@ fn run(workers: usize, seed: u64, rounds: usize) -> BTreeMap<Resolution, usize> 
             }
         }
     });
-    let seen = seen.lock().unwrap().clone();
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
     seen
 }
 
 #[test]
 fn incremental_equals_from_scratch_one_worker() {
     let mut seen = BTreeMap::new();
+    let mut without_negation = 0;
     for seed in 0..10 {
-        for (resolution, n) in run(1, seed, 32) {
+        let exercised = run(1, seed, 32);
+        for (resolution, n) in exercised.resolutions {
             *seen.entry(resolution).or_insert(0) += n;
         }
+        without_negation += exercised.without_negation;
     }
+    assert!(without_negation > 0, "no contradiction without a negation");
     // the streams contradict preferences in every way there is
     for resolution in [
         Resolution::Split,

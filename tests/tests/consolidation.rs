@@ -21,9 +21,26 @@ fn correction(id: &str, day: u32, asks: &str) -> Value {
 }
 
 fn memory(server: &Server) -> Value {
-    let (status, m) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "alice"}));
+    memory_of(server, "alice")
+}
+
+fn memory_of(server: &Server, user: &str) -> Value {
+    let (status, m) = server.post("/v1/memory", &json!({"tenant": "acme", "user": user}));
     assert_eq!(status, 200, "{m}");
     m
+}
+
+/// The lifecycle state of `user`'s first preference, once there is one (the lifecycle follows
+/// the engine's clock in a dataflow of its own: it is given a moment); null after 30 s without.
+fn first_preference_state(server: &Server, user: &str) -> Value {
+    let start = std::time::Instant::now();
+    loop {
+        let state = memory_of(server, user)["preferences"][0]["state"].clone();
+        if !state.is_null() || start.elapsed() > Duration::from_secs(30) {
+            return state;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 #[test]
@@ -78,16 +95,7 @@ fn five_ways_of_asking_for_the_same_thing_over_five_days_become_one_preference()
     assert_eq!(preferences.len(), 1, "{m}");
     assert_eq!(preferences[0]["cluster_id"], "c1", "{m}");
     assert!(preferences[0]["contradiction"].is_null(), "{m}");
-    // the lifecycle follows the engine's clock in a dataflow of its own: give it a moment
-    let start = std::time::Instant::now();
-    let state = loop {
-        let state = memory(&server)["preferences"][0]["state"].clone();
-        if !state.is_null() || start.elapsed() > Duration::from_secs(30) {
-            break state;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    assert_eq!(state, "active", "{m}");
+    assert_eq!(first_preference_state(&server, "alice"), "active", "{m}");
 }
 
 /// A constraint about the user's life, which names no request the normaliser knows, said four
@@ -180,9 +188,14 @@ fn said(id: &str, minutes: i64, text: &str) -> Value {
 }
 
 fn prompt(server: &Server, query: &str) -> Value {
+    prompt_for(server, "alice", query, None)
+}
+
+fn prompt_for(server: &Server, user: &str, query: &str, situation: Option<&str>) -> Value {
     let (status, p) = server.post(
         "/v1/prompt",
-        &json!({"tenant": "acme", "user": "alice", "session": "s1", "query": query, "seed": 3}),
+        &json!({"tenant": "acme", "user": user, "session": "s1", "query": query, "seed": 3,
+                "situation": situation}),
     );
     assert_eq!(status, 200, "{p}");
     p
@@ -269,4 +282,102 @@ fn a_preference_stated_in_a_message_is_remembered_and_steers_the_next_prompt() {
         "{system}"
     );
     assert!(!system.contains("Keep answers short"), "{system}");
+}
+
+/// The system part of `user`'s next prompt (in `situation`) and the skill it chose.
+fn system_and_skill(server: &Server, user: &str, situation: Option<&str>) -> (String, Value) {
+    let p = prompt_for(server, user, "How should I set up backups?", situation);
+    let system = p["messages"][0]["content"].as_str().unwrap().to_string();
+    (system, p["provenance"]["skill"]["skill_id"].clone())
+}
+
+/// Whether a prompt's system part asks for brevity: the lines of the short preference (its
+/// corrections' words) or the instruction a short request reads as.
+fn asks_for_brevity(system: &str) -> bool {
+    SHORT.iter().any(|t| system.contains(t)) || system.contains("Keep answers short")
+}
+
+/// Three ways of asking for short answers, in different words.
+const SHORT: [&str; 3] = [
+    "Please keep it short.",
+    "way too wordy, trim it",
+    "Be more concise.",
+];
+
+/// Three ways of asking for short answers over five days become an active preference that the
+/// next prompt follows. "Give me much more detail from now on", with no negation word in it,
+/// then contradicts it and never joins it: alice names no context, so the preference is
+/// deactivated and her next prompt asks for detail, not brevity; bob taught it in team chat and
+/// asks for detail for client reports, so it is split: kept in team chat, left out for client
+/// reports.
+#[test]
+fn asking_for_detail_after_a_pattern_of_short_answers_deactivates_or_splits_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let said_by = |user: &str, id: &str, day: u32, text: &str, context: Option<&str>| {
+        let mut c = correction(id, day, text);
+        c["user"] = json!(user);
+        if let Some(context) = context {
+            c["context"] = json!(context);
+        }
+        c
+    };
+    let mut taught = Vec::new();
+    for (user, context) in [("alice", None), ("bob", Some("team chat"))] {
+        for (n, text) in SHORT.iter().enumerate() {
+            let id = format!("{user}{}", n + 1);
+            taught.push(said_by(user, &id, 1 + 2 * n as u32, text, context));
+        }
+    }
+    assert_eq!(server.post("/v1/events", &json!(taught)).0, 200);
+    server.wait_caught_up(Duration::from_secs(60));
+    for (user, situation) in [("alice", None), ("bob", Some("team chat"))] {
+        let m = memory_of(&server, user);
+        let clusters = m["correction_clusters"].as_array().unwrap();
+        assert_eq!(clusters.len(), 1, "{m}");
+        assert_eq!(clusters[0]["pattern"]["size"], 3, "{m}");
+        assert!(m["preferences"][0]["contradiction"].is_null(), "{m}");
+        assert_eq!(first_preference_state(&server, user), "active", "{m}");
+        let (system, skill) = system_and_skill(&server, user, situation);
+        assert!(system.contains("- Be more concise."), "{system}");
+        assert_ne!(skill, "detailed");
+    }
+
+    let detail = "give me much more detail from now on";
+    let later = json!([
+        said_by("alice", "alice4", 8, detail, None),
+        said_by("bob", "bob4", 8, detail, Some("client report")),
+    ]);
+    assert_eq!(server.post("/v1/events", &later).0, 200);
+    server.wait_caught_up(Duration::from_secs(60));
+
+    let m = memory_of(&server, "alice");
+    let clusters = m["correction_clusters"].as_array().unwrap();
+    assert_eq!(clusters.len(), 2, "the opposite joins no cluster: {m}");
+    let contradiction = &m["preferences"][0]["contradiction"];
+    assert_eq!(contradiction["by"], json!(["alice4"]), "{m}");
+    assert_eq!(contradiction["resolution"], "deactivated", "{m}");
+    let (system, skill) = system_and_skill(&server, "alice", None);
+    assert!(!asks_for_brevity(&system), "{system}");
+    assert!(system.contains(detail), "{system}");
+    assert_ne!(skill, "concise");
+
+    let m = memory_of(&server, "bob");
+    let contradiction = &m["preferences"][0]["contradiction"];
+    assert_eq!(contradiction["resolution"], "split", "{m}");
+    assert_eq!(contradiction["holds_in"], json!(["team chat"]), "{m}");
+    assert_eq!(
+        contradiction["contradicted_in"],
+        json!(["client report"]),
+        "{m}"
+    );
+    let (for_client, _) = system_and_skill(&server, "bob", Some("client report"));
+    assert!(!asks_for_brevity(&for_client), "{for_client}");
+    assert!(for_client.contains(detail), "{for_client}");
+    let (in_team_chat, _) = system_and_skill(&server, "bob", Some("team chat"));
+    assert!(
+        in_team_chat.contains("- Be more concise."),
+        "{in_team_chat}"
+    );
+    assert!(!in_team_chat.contains(detail), "{in_team_chat}");
 }

@@ -7,7 +7,9 @@
 //!   a common bucket ([`LshHyperplanes`]), or, again where nothing is recognised, each to its
 //!   nearest correction among those that name a topic term of its own ([`topic_links`]);
 //!   corrections of one group are linked through the smallest of them only, which keeps the
-//!   components.
+//!   components. So a cluster is either every correction that asks for one recognised set, or
+//!   corrections that ask for nothing recognised: two that ask for different (e.g. opposite)
+//!   things are never in one cluster, not even through a chain of others.
 //! - [`correction_clusters`]: the connected components of the link graph, each named by its
 //!   smallest correction id.
 //! - [`cluster_measures`]: every cluster's size, coherence, span and confidence, and whether it
@@ -82,7 +84,7 @@ pub struct CorrectionPoint {
     pub polarity: Polarity,
     /// What the correction asks for ([`requests_of`](crate::requests::requests_of) its text):
     /// corrections that ask for one and the same non-empty set are linked whatever their
-    /// embeddings, and two with different non-empty sets never are.
+    /// embeddings, and to nothing else.
     pub requests: RequestSet,
     /// The context the correction was made in (e.g. "external client"), trimmed and
     /// lowercased; empty when it names none.
@@ -216,10 +218,12 @@ where
 /// Output: `((tenant, user), (id_a, id_b))` with `id_a < id_b`, multiplicity 1 for each of
 /// these rules that links the pair (so at most 2: the second and third can agree):
 /// - every member of a group with its representative;
-/// - every two representatives of the same polarity, at least one of them with an empty
-///   request set, whose embeddings share at least one [`LshBucket`] under [`LshHyperplanes`]
-///   and whose [`QuantisedEmbedding::cosine`] is ≥ `min_cosine`. Two different non-empty sets
-///   never link: the requests tell them apart better than their embeddings do;
+/// - every two representatives of the same polarity, both with an empty request set, whose
+///   embeddings share at least one [`LshBucket`] under [`LshHyperplanes`] and whose
+///   [`QuantisedEmbedding::cosine`] is ≥ `min_cosine`. A group with a non-empty set links to
+///   nothing outside itself: the requests tell corrections apart better than their embeddings
+///   do, and a cosine link to one that asks for nothing recognised could chain two opposite
+///   requests into one component;
 /// - the [`topic_links`] at `min_topic_cosine` of the representatives of groups with an empty
 ///   set and a non-zero embedding, as `(id, ts, embedding, topics)` of the representative,
 ///   whatever their polarity.
@@ -228,7 +232,8 @@ where
 /// ≥ 0.85 shares a bucket with probability ≥ 0.99794 over the choice of hyperplanes
 /// ([`lsh_candidate_probability`]); a pair that shares none is not linked, whatever its cosine.
 ///
-/// Cost: each representative is stored once, referred to from each of its 40 buckets (an
+/// Cost: each representative of a group that asks for nothing recognised is stored once,
+/// referred to from each of its 40 buckets (an
 /// entry of 48 bytes); a change meets the representatives in its 40 buckets only, and computes
 /// the cosine with each of them once, in the first band the two share.
 pub fn similarity_links<'scope, T>(
@@ -266,7 +271,11 @@ where
     // Drawn once per embedding length per worker, not once per correction.
     let mut hyperplanes_by_dims: BTreeMap<usize, LshHyperplanes> = BTreeMap::new();
     let bucketed = representatives
-        .flat_map(move |((user, group), (id, point))| {
+        // a correction that asks for something recognised links by what it asks only: were it
+        // linked by cosine to one that asks for nothing recognised, a chain of such links could
+        // join two opposite requests ("shorter" … "more detail") in one component
+        .filter(|((_, group), _)| matches!(group, LinkGroup::Same(..)))
+        .flat_map(move |((user, _group), (id, point))| {
             let (polarity, embedding) = (point.polarity, point.embedding);
             let vector = embedding.to_f32();
             let buckets = hyperplanes_by_dims
@@ -275,9 +284,8 @@ where
                 .buckets(&vector);
             let key = user_polarity_hash(&user, polarity);
             let signatures = buckets.iter().map(|b| b.signature).collect();
-            let asks = matches!(group, LinkGroup::Asks(_));
             let member = BucketMember(std::sync::Arc::new((
-                user, polarity, asks, id, embedding, signatures,
+                user, polarity, id, embedding, signatures,
             )));
             // one polarity never meets the other: the polarity is part of the bucket key
             buckets
@@ -291,8 +299,8 @@ where
             bucketed,
             move |(_, bucket): &(u64, LshBucket), a: &BucketMember, b: &BucketMember| {
                 let (
-                    (user_a, polarity_a, asks_a, id_a, embedding_a, bands_a),
-                    (user_b, polarity_b, asks_b, id_b, embedding_b, bands_b),
+                    (user_a, polarity_a, id_a, embedding_a, bands_a),
+                    (user_b, polarity_b, id_b, embedding_b, bands_b),
                 ) = (&*a.0, &*b.0);
                 // A pair meets in every band it shares, and is taken in the first of them
                 // only: one cosine per pair, and one record, so no `distinct` (an arrangement
@@ -302,7 +310,6 @@ where
                 (user_a == user_b
                     && polarity_a == polarity_b
                     && id_a < id_b
-                    && !(*asks_a && *asks_b)
                     && !bands_a[..band]
                         .iter()
                         .zip(&bands_b[..band])
@@ -341,20 +348,13 @@ impl LinkGroup {
     }
 }
 
-/// A representative correction as the LSH buckets hold it: `(user, polarity, whether it asks for
-/// recognised requests, id, embedding, signatures)`, with the signature of each band in band order, shared by its [`LSH_BANDS`]
+/// A representative correction as the LSH buckets hold it: `(user, polarity, id, embedding,
+/// signatures)`, with the signature of each band in band order, shared by its [`LSH_BANDS`]
 /// bucket entries (one copy of the user and id, not forty).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 struct BucketMember(std::sync::Arc<BucketMemberData>);
 
-type BucketMemberData = (
-    UserKey,
-    Polarity,
-    bool,
-    String,
-    QuantisedEmbedding,
-    Vec<u32>,
-);
+type BucketMemberData = (UserKey, Polarity, String, QuantisedEmbedding, Vec<u32>);
 
 // By hand, as for `QuantisedEmbedding`: serde's `Arc` impls need its `rc` feature.
 impl Serialize for BucketMember {
@@ -461,8 +461,8 @@ pub struct ClusterMeasure {
     pub latest_micros: i64,
     /// The polarity of the member named by `cluster_id`.
     pub polarity: Polarity,
-    /// What the member named by `cluster_id` asks for (every member with a non-empty set asks
-    /// for the same, unless linked through ones that ask for nothing recognised).
+    /// What the member named by `cluster_id` asks for: what every member asks for when it is
+    /// non-empty (a group that asks for something links to nothing outside itself).
     pub requests: RequestSet,
     /// The members' non-empty contexts, ascending, each once.
     pub contexts: Vec<String>,
