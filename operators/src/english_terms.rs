@@ -3,6 +3,17 @@
 //! tantivy do). Shared by recall's BM25 over a user's turns and by the topics of corrections
 //! (`correction_clusters::topic_terms`).
 
+/// Abbreviations whose trailing `.` does not end a sentence ("Dr. Smith"), lower-case.
+#[rustfmt::skip]
+const ABBREVIATIONS: &[&str] = &[
+    "mr", "mrs", "ms", "dr", "st", "prof", "jr", "sr", "mt", "vs", "e.g", "i.e", "etc",
+];
+
+/// Whether `word` (the letters before a `.`, any case) is one of [`ABBREVIATIONS`].
+pub fn is_abbreviation(word: &str) -> bool {
+    ABBREVIATIONS.iter().any(|a| a.eq_ignore_ascii_case(word))
+}
+
 /// English function words, left out of BM25 (they match everything). Sorted: looked up by
 /// binary search for every word of every turn scored.
 pub const STOP_WORDS: &[&str] = &[

@@ -68,12 +68,6 @@ pub(crate) struct Sentence {
     pub is_question: bool,
 }
 
-/// Abbreviations whose trailing `.` does not end a sentence.
-#[rustfmt::skip]
-const ABBREVIATIONS: &[&str] = &[
-    "mr", "mrs", "ms", "dr", "st", "prof", "jr", "sr", "mt", "vs", "e.g", "i.e", "etc",
-];
-
 /// Splits `text` into sentences of words and punctuation.
 ///
 /// A word is a run of alphanumeric characters, joined across a single `'`, `-`, `.` or `&`
@@ -108,7 +102,7 @@ pub(crate) fn sentences(text: &str) -> Vec<Sentence> {
         let word = word_start.take().map(|start| &text[start..at]);
         // only a full stop asks (lowercasing every word for it cost an allocation a word)
         let after_abbreviation =
-            c == '.' && word.is_some_and(|w| ABBREVIATIONS.contains(&w.to_lowercase().as_str()));
+            c == '.' && word.is_some_and(crate::english_terms::is_abbreviation);
         if let Some(word) = word {
             tokens.push(Token::Word(word_of(word)));
         }

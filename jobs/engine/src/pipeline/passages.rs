@@ -10,7 +10,7 @@ const MIN_PASSAGE_CHARS: usize = 40;
 const MAX_PASSAGE_CHARS: usize = 400;
 
 /// The passages of `content`, in order: sentences (split after `.`, `!`, `?` followed by
-/// whitespace, and at line breaks), short ones joined to the next, long ones cut; at most
+/// whitespace, but not after an abbreviation or an initial, and at line breaks), short ones joined to the next, long ones cut; at most
 /// `max` of them. Empty when the whole content is a single passage: the episode's own vector
 /// already stands for it.
 pub fn passages(content: &str, max: usize) -> Vec<String> {
@@ -20,7 +20,8 @@ pub fn passages(content: &str, max: usize) -> Vec<String> {
         let bytes = line.as_bytes();
         for (i, c) in line.char_indices() {
             let ends = matches!(c, '.' | '!' | '?')
-                && bytes.get(i + 1).is_some_and(|b| b.is_ascii_whitespace());
+                && bytes.get(i + 1).is_some_and(|b| b.is_ascii_whitespace())
+                && !(c == '.' && shortens_a_word(&line[start..i]));
             if ends {
                 sentences.push(&line[start..=i]);
                 start = i + 1;
@@ -60,6 +61,18 @@ pub fn passages(content: &str, max: usize) -> Vec<String> {
     out
 }
 
+/// Whether the `.` after `before` ends an abbreviation ("Dr.", "e.g.") or an initial ("J. K."),
+/// not a sentence: "my physician, Dr. Patel, referred me" is one passage.
+fn shortens_a_word(before: &str) -> bool {
+    let word = before
+        .rsplit(|c: char| !(c.is_alphanumeric() || c == '.'))
+        .next()
+        .unwrap_or("");
+    let mut letters = word.chars();
+    let initial = letters.next().is_some_and(char::is_uppercase) && letters.next().is_none();
+    initial || engram_operators::english_terms::is_abbreviation(word)
+}
+
 /// `text` in pieces of at most about [`MAX_PASSAGE_CHARS`], cut at spaces.
 fn cut(text: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -93,6 +106,22 @@ mod tests {
         assert_eq!(
             p[2],
             "By the way, I just got a smoker today and I'm excited to try it."
+        );
+    }
+
+    #[test]
+    fn a_title_or_an_initial_does_not_end_a_sentence() {
+        let turn = "By the way, my primary care physician, Dr. Smith, referred me to an ENT \
+                    specialist last week. I just finished a novel by J. K. Rowling on the train, \
+                    e.g. on my commute home.";
+        let p = passages(turn, 16);
+        assert_eq!(
+            p,
+            [
+                "By the way, my primary care physician, Dr. Smith, referred me to an ENT \
+                 specialist last week.",
+                "I just finished a novel by J. K. Rowling on the train, e.g. on my commute home."
+            ],
         );
     }
 
