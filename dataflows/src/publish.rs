@@ -115,12 +115,12 @@ fn publish(
     let mut summaries: Vec<_> = in_time_order(summaries).filter(|(_, d)| *d > 0).collect();
     summaries
         .sort_by(|((ka, a), _), ((kb, b), _)| (a.log_offset, ka, a).cmp(&(b.log_offset, kb, b)));
-    if !episodes.is_empty() || !facts.is_empty() || !summaries.is_empty() {
-        let _ = out.send(EpisodeBatch {
-            as_of: frontier,
-            episodes: episodes.into_iter().map(|(rec, _)| rec).collect(),
-            facts: facts.into_iter().map(|(rec, _)| rec).collect(),
-            summaries: summaries.into_iter().map(|(rec, _)| rec).collect(),
-        });
-    }
+    // sent even when empty: the receiver learns how far the views have got (the engine's
+    // writer reports events recallable up to there once it has stored what came before)
+    let _ = out.send(EpisodeBatch {
+        as_of: frontier,
+        episodes: episodes.into_iter().map(|(rec, _)| rec).collect(),
+        facts: facts.into_iter().map(|(rec, _)| rec).collect(),
+        summaries: summaries.into_iter().map(|(rec, _)| rec).collect(),
+    });
 }

@@ -81,6 +81,11 @@ pub struct LimitsConfig {
     pub dashboard_streams_per_tenant: usize,
     /// Open dashboard streams in all; beyond, `429`. `0`: no cap.
     pub dashboard_streams: usize,
+    /// Events accepted and not yet recallable (the ingest backlog) from which writers are
+    /// pushed back: `POST /v1/events`, `/v1/feedback`, `/v1/chat` and rectifications answer
+    /// `429` with `Retry-After`, and Kafka consumers pause their partitions, until the backlog
+    /// falls to half of this. `0`: never.
+    pub max_backlog_events: u64,
 }
 
 impl Default for LimitsConfig {
@@ -96,6 +101,8 @@ impl Default for LimitsConfig {
             max_connections: 1024,
             dashboard_streams_per_tenant: 16,
             dashboard_streams: 256,
+            // about half a minute of the embedder's pace on two cores
+            max_backlog_events: 10_000,
         }
     }
 }
@@ -199,7 +206,7 @@ impl Default for LlmConfig {
 }
 
 /// The environment variables of `[limits]`, one per key: `ENGRAM_LIMIT_` and the key in capitals.
-pub const LIMITS_ENV: [&str; 10] = [
+pub const LIMITS_ENV: [&str; 11] = [
     "ENGRAM_LIMIT_REQUESTS_PER_S",
     "ENGRAM_LIMIT_EVENTS_PER_S",
     "ENGRAM_LIMIT_BYTES_PER_S",
@@ -210,6 +217,7 @@ pub const LIMITS_ENV: [&str; 10] = [
     "ENGRAM_LIMIT_MAX_CONNECTIONS",
     "ENGRAM_LIMIT_DASHBOARD_STREAMS_PER_TENANT",
     "ENGRAM_LIMIT_DASHBOARD_STREAMS",
+    "ENGRAM_LIMIT_MAX_BACKLOG_EVENTS",
 ];
 
 /// Texts whose vectors `serve` keeps (about 1.6 KiB each).
@@ -511,6 +519,7 @@ impl Config {
                         l.dashboard_streams_per_tenant = parse(name, v)?
                     }
                     "ENGRAM_LIMIT_DASHBOARD_STREAMS" => l.dashboard_streams = parse(name, v)?,
+                    "ENGRAM_LIMIT_MAX_BACKLOG_EVENTS" => l.max_backlog_events = parse(name, v)?,
                     _ => unreachable!("every name of LIMITS_ENV is matched"),
                 }
             }

@@ -74,6 +74,8 @@ pub struct Status {
     pub episodes: usize,
     /// Episodes in the views that are not yet committed to Lance.
     pub pending_episodes: usize,
+    /// Events accepted and not yet recallable, and the push-back on writers.
+    pub backlog: crate::ingest::backlog::BacklogStatus,
     pub rejected: u64,
     pub indexes: Vec<IndexStatus>,
     pub unindexed_rows: usize,
@@ -168,6 +170,7 @@ impl Engine {
             embedder.clone(),
             tokio::runtime::Handle::current(),
             stop.clone(),
+            ingestor.backlog().clone(),
         );
         let discard = (config.log.discard_after_bytes > 0).then(|| {
             let views = views.clone();
@@ -338,6 +341,7 @@ impl Engine {
             events_in_lance: self.events.end(),
             episodes: p.episodes,
             pending_episodes: p.pending_episodes,
+            backlog: self.ingestor.backlog().status(),
             rejected: self.ingestor.rejects().count(),
             indexes: indexes
                 .into_iter()
@@ -512,5 +516,8 @@ async fn open_log_and_ingestor(
         0 => ingestor,
         s => ingestor.with_max_future_skew(std::time::Duration::from_secs(s)),
     });
+    ingestor
+        .backlog()
+        .set_limit(config.limits.max_backlog_events);
     Ok((log, events, ingestor))
 }

@@ -112,6 +112,8 @@ pub struct Ingestor {
     max_future_skew: Option<chrono::Duration>,
     /// The log offsets of each user's data events.
     user_offsets: Arc<UserOffsets>,
+    /// Events appended and not yet recallable.
+    backlog: Arc<super::backlog::Backlog>,
 }
 
 /// An erase event, or a forget event (an erase of one event), as read from the log.
@@ -261,6 +263,7 @@ impl Ingestor {
             erase_added: tokio::sync::Notify::new(),
             max_future_skew: None,
             user_offsets,
+            backlog: Arc::new(super::backlog::Backlog::new(end)),
         };
         if legacy_lines.is_some() {
             let held = ingestor
@@ -358,6 +361,11 @@ impl Ingestor {
     }
 
     /// Where each `(tenant, user)`'s data events are in the log.
+    /// Events appended and not yet recallable (the episode writer counts them down).
+    pub fn backlog(&self) -> &Arc<super::backlog::Backlog> {
+        &self.backlog
+    }
+
     pub fn user_offsets(&self) -> &Arc<UserOffsets> {
         &self.user_offsets
     }
@@ -551,6 +559,7 @@ impl Ingestor {
             }
             let lines: Vec<&str> = records.iter().map(|(line, _)| line.as_str()).collect();
             let first = self.log.append(&lines)?;
+            self.backlog.accepted(first, first + lines.len() as u64);
             // released events were accepted (and counted) when they were held
             report.accepted = records.len() - released;
             report.first_offset = Some(first);

@@ -11,9 +11,12 @@
 //! The Kafka client itself (settings, batches, commits, the DLQ, `engram produce`) is
 //! [`engram_connectors::kafka`].
 
+use crate::ingest::backlog::Backlog;
 use crate::ingest::{refuse_tenant_scope, Ingestor};
 use crate::tenants::TenantRegistry;
-use engram_connectors::kafka::{commit, next_batch, offsets_after, send_to_dlq, wait_in_lance};
+use engram_connectors::kafka::{
+    commit, next_batch, offsets_after, pause_assigned, send_to_dlq, wait_in_lance,
+};
 pub use engram_connectors::kafka::{produce_files, KafkaConfig, ProduceReport};
 use engram_connectors::EventTable;
 use engram_schemas::{parse_event, EventKind};
@@ -61,6 +64,31 @@ pub async fn run_kafka_source(
     first_error.map_or(Ok(()), Err)
 }
 
+/// Pauses the consumer's partitions until the backlog falls to its resume mark (or `stop`).
+/// The consumer is not polled meanwhile: the pause lasts as long as the pipeline takes to
+/// drain half the limit (seconds), far below the group's `max.poll.interval.ms`, and
+/// librdkafka keeps the membership alive with its own heartbeats.
+async fn pause_while_backlogged(
+    pause: impl Fn(bool) -> anyhow::Result<()>,
+    backlog: &Backlog,
+    stop: &AtomicBool,
+) -> anyhow::Result<()> {
+    pause(true)?;
+    backlog.kafka_pauses.fetch_add(1, Ordering::Relaxed);
+    backlog.kafka_paused.fetch_add(1, Ordering::Relaxed);
+    tracing::info!(
+        backlog = backlog.events(),
+        limit = backlog.limit(),
+        "kafka consumption paused: engram is behind"
+    );
+    while backlog.over_limit() && !stop.load(Ordering::Acquire) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    backlog.kafka_paused.fetch_sub(1, Ordering::Relaxed);
+    tracing::info!(backlog = backlog.events(), "kafka consumption resumed");
+    pause(false)
+}
+
 /// Who is refused a tenant-scope control event from the topic.
 const TENANT_CONTROL_OFF: &str =
     "the Kafka control topic (unless kafka.allow_tenant_control is set)";
@@ -83,6 +111,10 @@ async fn consume(
     let dlq = config.producer()?;
     tracing::info!(member, brokers = %config.brokers, group = %config.group_id, ?topics, "kafka consumer started");
     while !stop.load(Ordering::Acquire) {
+        if ingestor.backlog().over_limit() {
+            let pause = |on| pause_assigned(&consumer, on);
+            pause_while_backlogged(pause, ingestor.backlog(), &stop).await?;
+        }
         let batch = next_batch(&consumer).await;
         if batch.is_empty() {
             continue;

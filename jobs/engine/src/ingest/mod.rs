@@ -1,7 +1,9 @@
 //! Events in: validated and appended to the log ([`ingestor`]), and the log read into the
 //! dataflow ([`log_source`]); Kafka topics feed the same ingestor ([`kafka`]); where each
-//! user's events are in the log ([`user_offsets`]).
+//! user's events are in the log ([`user_offsets`]); what is accepted and not yet recallable
+//! ([`backlog`]).
 
+pub mod backlog;
 pub mod ingestor;
 pub mod kafka;
 pub mod log_source;

@@ -8,6 +8,7 @@
 //! A failed step is retried with the same rows until it succeeds or the writer is stopped:
 //! accepted input is never dropped here.
 
+use crate::ingest::backlog::Backlog;
 use chrono::{TimeZone, Utc};
 use engram_connectors::{Embedder, EpisodeRow, EpisodeStore};
 use engram_dataflows::EpisodeBatch;
@@ -60,6 +61,9 @@ struct Embedded {
     facts: Vec<EpisodeRow>,
     summaries: Vec<EpisodeRow>,
     episodes: Vec<EpisodeRow>,
+    /// Once this chunk and those before it are stored, every event below this offset is
+    /// recallable (set on the chunk that leaves nothing received waiting).
+    recallable_end: Option<u64>,
 }
 
 /// The role of a summary's row in the summaries table.
@@ -130,6 +134,7 @@ pub fn spawn_episode_writer(
     embedder: Arc<Embedder>,
     rt: tokio::runtime::Handle,
     stop: Arc<AtomicBool>,
+    backlog: Arc<Backlog>,
 ) -> JoinHandle<()> {
     std::thread::Builder::new()
         .name("episode-embedder".into())
@@ -141,7 +146,15 @@ pub fn spawn_episode_writer(
                 std::thread::Builder::new()
                     .name("episode-appender".into())
                     .spawn(move || {
-                        append_stage(embedded, &store, passages.as_deref(), &side, &rt, &stop)
+                        append_stage(
+                            embedded,
+                            &store,
+                            passages.as_deref(),
+                            &side,
+                            &rt,
+                            &stop,
+                            &backlog,
+                        )
                     })
                     .expect("spawn the episode appender")
             };
@@ -172,10 +185,14 @@ fn embed_stage(
     // rows of the side tables, not yet embedded (empty vectors), in log order
     let mut pending_facts: Vec<EpisodeRow> = Vec::new();
     let mut pending_summaries: Vec<EpisodeRow> = Vec::new();
+    // the views' frontier of the latest batch received, and the last one sent on as recallable
+    let (mut received_as_of, mut marked_as_of) = (0u64, 0u64);
     let receive = |b: EpisodeBatch,
                    pending: &mut Vec<(SessionKey, Episode)>,
                    pending_facts: &mut Vec<EpisodeRow>,
-                   pending_summaries: &mut Vec<EpisodeRow>| {
+                   pending_summaries: &mut Vec<EpisodeRow>,
+                   received_as_of: &mut u64| {
+        *received_as_of = (*received_as_of).max(b.as_of);
         pending.extend(b.episodes);
         // a row is wanted when its table exists and has not stored its offset (one read of
         // each table's watermark per batch)
@@ -207,7 +224,13 @@ fn embed_stage(
         };
         if waiting(&pending, &pending_facts, &pending_summaries) == 0 {
             match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(b) => receive(b, &mut pending, &mut pending_facts, &mut pending_summaries),
+                Ok(b) => receive(
+                    b,
+                    &mut pending,
+                    &mut pending_facts,
+                    &mut pending_summaries,
+                    &mut received_as_of,
+                ),
                 Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => return,
             }
@@ -215,7 +238,13 @@ fn embed_stage(
         // Take whatever else is already waiting: batches grow with load.
         while waiting(&pending, &pending_facts, &pending_summaries) < MAX_PENDING {
             match rx.try_recv() {
-                Ok(b) => receive(b, &mut pending, &mut pending_facts, &mut pending_summaries),
+                Ok(b) => receive(
+                    b,
+                    &mut pending,
+                    &mut pending_facts,
+                    &mut pending_summaries,
+                    &mut received_as_of,
+                ),
                 Err(_) => break,
             }
         }
@@ -249,54 +278,78 @@ fn embed_stage(
         pending.retain(|(_, e)| !stored(e) || passages.is_some_and(|p| p.wants(e)));
         let take = pending.len().min(EMBED_CHUNK);
         let chunk: Vec<(SessionKey, Episode)> = pending.drain(..take).collect();
-        if chunk.is_empty() {
-            continue;
+        if !chunk.is_empty() {
+            let Some(rows) = embed_episodes(&chunk, &stored, passages, embedder, stop) else {
+                return;
+            };
+            if to_appender.send(rows).is_err() {
+                return;
+            }
         }
-        let fresh: Vec<&(SessionKey, Episode)> = chunk.iter().filter(|(_, e)| !stored(e)).collect();
-        // a turn is embedded by its body: a speaker prefix would dominate a short turn's vector
-        // (tenant, text): each text is cached under its own tenant
-        let mut texts: Vec<(&str, &str)> = fresh
-            .iter()
-            .map(|(key, e)| (key.0.as_str(), embedding_text(&e.content)))
-            .collect();
-        let split = passage_texts(&chunk, passages);
-        texts.extend(
-            split
-                .iter()
-                .map(|(i, _, t)| (chunk[*i].0 .0.as_str(), t.as_str())),
-        );
-        let mut vectors = match retry(stop, "embedding episodes", texts.len(), || {
-            embedder.embed_each(&texts)
-        }) {
-            Some(v) => v,
-            None => return,
-        };
-        let passage_vectors = vectors.split_off(fresh.len());
-        let episodes = fresh
-            .iter()
-            .zip(vectors)
-            .map(|((key, e), vector)| episode_row(key, e, vector))
-            .collect();
-        let passages = split
-            .into_iter()
-            .zip(passage_vectors)
-            .map(|((i, n, text), vector)| {
-                let (key, e) = &chunk[i];
-                let mut row = episode_row(key, e, vector);
-                row.id = format!("{}{PASSAGE_ID_SEPARATOR}{n}", e.id);
-                row.content = text;
-                row
-            })
-            .collect();
-        let rows = Embedded {
-            passages,
-            episodes,
-            ..Embedded::default()
-        };
-        if to_appender.send(rows).is_err() {
-            return;
+        // nothing received is waiting: once what was sent is stored, all before the views'
+        // frontier is recallable
+        let idle = waiting(&pending, &pending_facts, &pending_summaries) == 0;
+        if idle && received_as_of > marked_as_of {
+            marked_as_of = received_as_of;
+            let mark = Embedded {
+                recallable_end: Some(marked_as_of),
+                ..Embedded::default()
+            };
+            if to_appender.send(mark).is_err() {
+                return;
+            }
         }
     }
+}
+
+/// The rows of an episode chunk, embedded: its episodes not yet `stored`, and the passages
+/// `passages` wants; `None` once the writer is stopped.
+fn embed_episodes(
+    chunk: &[(SessionKey, Episode)],
+    stored: &dyn Fn(&Episode) -> bool,
+    passages: Option<&PassageSink>,
+    embedder: &Embedder,
+    stop: &AtomicBool,
+) -> Option<Embedded> {
+    let fresh: Vec<&(SessionKey, Episode)> = chunk.iter().filter(|(_, e)| !stored(e)).collect();
+    // a turn is embedded by its body: a speaker prefix would dominate a short turn's vector
+    // (tenant, text): each text is cached under its own tenant
+    let mut texts: Vec<(&str, &str)> = fresh
+        .iter()
+        .map(|(key, e)| (key.0.as_str(), embedding_text(&e.content)))
+        .collect();
+    let split = passage_texts(chunk, passages);
+    texts.extend(
+        split
+            .iter()
+            .map(|(i, _, t)| (chunk[*i].0 .0.as_str(), t.as_str())),
+    );
+    let mut vectors = retry(stop, "embedding episodes", texts.len(), || {
+        embedder.embed_each(&texts)
+    })?;
+    let passage_vectors = vectors.split_off(fresh.len());
+    let episodes = fresh
+        .iter()
+        .zip(vectors)
+        .map(|((key, e), vector)| episode_row(key, e, vector))
+        .collect();
+    let passages = split
+        .into_iter()
+        .zip(passage_vectors)
+        .map(|((i, n, text), vector)| {
+            let (key, e) = &chunk[i];
+            let mut row = episode_row(key, e, vector);
+            row.id = format!("{}{PASSAGE_ID_SEPARATOR}{n}", e.id);
+            row.content = text;
+            row
+        })
+        .collect();
+    let rows = Embedded {
+        passages,
+        episodes,
+        ..Embedded::default()
+    };
+    Some(rows)
 }
 
 /// The passages of the episodes of `chunk` that `passages` wants: `(episode in chunk, passage
@@ -355,6 +408,7 @@ fn append_stage(
     side: &SideTables,
     rt: &tokio::runtime::Handle,
     stop: &AtomicBool,
+    backlog: &Backlog,
 ) {
     // Ends when the embedding stage ends (its sender is dropped) and everything it sent is
     // committed. Passages are committed before their episodes; each store skips offsets it
@@ -369,6 +423,7 @@ fn append_stage(
                     batch.passages.extend(more.passages);
                     batch.facts.extend(more.facts);
                     batch.summaries.extend(more.summaries);
+                    batch.recallable_end = batch.recallable_end.max(more.recallable_end);
                 }
                 Err(_) => break,
             }
@@ -405,6 +460,9 @@ fn append_stage(
                 Some(written) => tracing::debug!(rows = written, "episodes stored"),
                 None => return,
             }
+        }
+        if let Some(end) = batch.recallable_end {
+            backlog.recallable(end);
         }
     }
 }

@@ -106,6 +106,35 @@ async fn write_engine_metrics(body: &mut String, engine: &Engine) {
         engine.recall.embedder.model_texts(),
         engine.recall.embedder.model_seconds(),
     );
+    write_backlog_metrics(body, &s.backlog);
+}
+
+/// The ingest backlog and the push-back on writers.
+fn write_backlog_metrics(body: &mut String, b: &engram_engine::ingest::backlog::BacklogStatus) {
+    let _ = write!(
+        body,
+        "# HELP engram_ingest_backlog_events Events accepted (HTTP or Kafka) and not yet recallable.\n\
+         # TYPE engram_ingest_backlog_events gauge\nengram_ingest_backlog_events {}\n\
+         # HELP engram_ingest_backlog_oldest_seconds Seconds since the oldest event not yet recallable was accepted.\n\
+         # TYPE engram_ingest_backlog_oldest_seconds gauge\nengram_ingest_backlog_oldest_seconds {:.3}\n\
+         # HELP engram_ingest_backlog_limit Backlog from which writers are pushed back (limits.max_backlog_events; 0: never).\n\
+         # TYPE engram_ingest_backlog_limit gauge\nengram_ingest_backlog_limit {}\n\
+         # HELP engram_ingest_pushing_back 1 while writers are pushed back (until the backlog falls to half the limit).\n\
+         # TYPE engram_ingest_pushing_back gauge\nengram_ingest_pushing_back {}\n\
+         # HELP engram_ingest_refused_total Write requests answered 429 for the backlog.\n\
+         # TYPE engram_ingest_refused_total counter\nengram_ingest_refused_total {}\n\
+         # HELP engram_kafka_pauses_total Times a Kafka consumer paused its partitions for the backlog.\n\
+         # TYPE engram_kafka_pauses_total counter\nengram_kafka_pauses_total {}\n\
+         # HELP engram_kafka_paused_consumers Kafka consumers paused now.\n\
+         # TYPE engram_kafka_paused_consumers gauge\nengram_kafka_paused_consumers {}\n",
+        b.events,
+        b.oldest_age_seconds,
+        b.limit,
+        u8::from(b.over_limit),
+        b.refused_requests,
+        b.kafka_pauses,
+        b.kafka_paused,
+    );
 }
 
 /// One labelled series per tenant of each [`TenantCounts`] field.
