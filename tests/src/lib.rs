@@ -41,6 +41,54 @@ pub fn python_clients_dir() -> PathBuf {
         .join("clientpy")
 }
 
+/// Runs `tests/python/<script>` with `args` and the installed clients on `PYTHONPATH`; its
+/// standard output once it exited 0. Its standard error goes to the test's, as it comes (a
+/// transcript). Killed, and the test failed, past `deadline`.
+pub fn run_python_client(script: &str, args: &[&str], deadline: Duration) -> String {
+    let clients = python_clients_dir();
+    assert!(
+        clients.exists(),
+        "the Python clients are not in {}: run `bash scripts/setup --tests`",
+        clients.display()
+    );
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("python")
+        .join(script);
+    let mut child = Command::new("python3")
+        .arg(&path)
+        .args(args)
+        .env("PYTHONPATH", &clients)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3");
+    // read while it runs: a full pipe would stall the script
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        stdout.read_to_string(&mut out).map(|_| out)
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{script} did not finish within {deadline:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = reader.join().unwrap().unwrap();
+    assert!(
+        status.success(),
+        "{script} failed ({status}); it printed: {out}"
+    );
+    out
+}
+
 pub struct Server {
     child: Child,
     pub base: String,

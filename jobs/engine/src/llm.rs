@@ -33,6 +33,43 @@ pub enum LlmError {
     Answer { url: String, reason: String },
 }
 
+/// How an answer is sampled: engram's own calls decode greedily ([`Sampling::greedy`]); the
+/// OpenAI-compatible route passes on what its client asked for. Unset options are not sent
+/// (the server's defaults apply).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Sampling {
+    pub max_tokens: u32,
+    pub temperature: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stop: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub presence_penalty: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frequency_penalty: Option<f64>,
+}
+
+impl Sampling {
+    /// Temperature 0 and at most `max_tokens`.
+    pub fn greedy(max_tokens: u32) -> Self {
+        Sampling {
+            max_tokens,
+            ..Sampling::default()
+        }
+    }
+}
+
+/// A whole answer: its text (thinking removed) and why the server stopped (`stop`, `length`,
+/// …; absent when the server did not say).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    pub content: String,
+    pub finish_reason: Option<String>,
+}
+
 pub struct ChatClient {
     endpoint: String,
     model: String,
@@ -67,14 +104,18 @@ impl ChatClient {
         messages: &[ChatMessage],
         max_tokens: u32,
     ) -> Result<String, LlmError> {
-        let body = serde_json::json!({
-            "model": self.model,
-            "messages": messages,
-            "max_tokens": max_tokens,
-            "temperature": 0.0,
-            "stream": false,
-            "chat_template_kwargs": {"enable_thinking": false},
-        });
+        let greedy = Sampling::greedy(max_tokens);
+        Ok(self.complete_with(messages, &greedy).await?.content)
+    }
+
+    /// The answer to `messages` sampled as `sampling` says (Qwen3's thinking turned off; a
+    /// `<think>` block that comes back anyway is removed), with the server's finish reason.
+    pub async fn complete_with(
+        &self,
+        messages: &[ChatMessage],
+        sampling: &Sampling,
+    ) -> Result<Completion, LlmError> {
+        let body = self.request_body(messages, sampling, false);
         let url = self.endpoint.clone();
         let resp = self
             .http
@@ -103,32 +144,40 @@ impl ChatClient {
                 url: url.clone(),
                 reason: format!("not JSON: {e}"),
             })?;
-        let content = value["choices"][0]["message"]["content"]
+        let choice = &value["choices"][0];
+        let content = choice["message"]["content"]
             .as_str()
             .ok_or_else(|| LlmError::Answer {
                 url: url.clone(),
                 reason: "no choices[0].message.content".into(),
             })?;
-        Ok(strip_thinking(content).to_string())
+        Ok(Completion {
+            content: strip_thinking(content).to_string(),
+            finish_reason: choice["finish_reason"].as_str().map(str::to_string),
+        })
+    }
+
+    /// The answer to `messages` as the server streams it, decoded greedily: see
+    /// [`ChatClient::stream_with`].
+    pub async fn stream(
+        &self,
+        messages: &[ChatMessage],
+        max_tokens: u32,
+    ) -> Result<tokio::sync::mpsc::Receiver<Result<String, LlmError>>, LlmError> {
+        self.stream_with(messages, &Sampling::greedy(max_tokens))
+            .await
     }
 
     /// The answer to `messages` as the server streams it (`stream: true`, server-sent events of
     /// `choices[0].delta.content`): the raw pieces, in order, thinking included (see
     /// [`ThinkingFilter`]). A refused request is an error here; a failure part-way is the
     /// stream's last item.
-    pub async fn stream(
+    pub async fn stream_with(
         &self,
         messages: &[ChatMessage],
-        max_tokens: u32,
+        sampling: &Sampling,
     ) -> Result<tokio::sync::mpsc::Receiver<Result<String, LlmError>>, LlmError> {
-        let body = serde_json::json!({
-            "model": self.model,
-            "messages": messages,
-            "max_tokens": max_tokens,
-            "temperature": 0.0,
-            "stream": true,
-            "chat_template_kwargs": {"enable_thinking": false},
-        });
+        let body = self.request_body(messages, sampling, true);
         let url = self.endpoint.clone();
         let request_failed = |source| LlmError::Request {
             url: url.clone(),
@@ -192,6 +241,28 @@ impl ChatClient {
             }
         });
         Ok(rx)
+    }
+
+    /// The chat completions request: `sampling`'s fields beside the model, the messages and
+    /// Qwen3's thinking turned off.
+    fn request_body(
+        &self,
+        messages: &[ChatMessage],
+        sampling: &Sampling,
+        stream: bool,
+    ) -> serde_json::Value {
+        let mut body = serde_json::json!({
+            "model": self.model,
+            "messages": messages,
+            "stream": stream,
+            "chat_template_kwargs": {"enable_thinking": false},
+        });
+        if let (Some(body), Ok(serde_json::Value::Object(fields))) =
+            (body.as_object_mut(), serde_json::to_value(sampling))
+        {
+            body.extend(fields);
+        }
+        body
     }
 }
 

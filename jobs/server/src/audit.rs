@@ -23,7 +23,7 @@ fn audited_action(method: &Method, path: &str) -> Option<AuditAction> {
         ("POST", "/v1/recall") => AuditAction::Recall,
         ("POST", "/v1/memory") => AuditAction::Memory,
         ("POST", "/v1/prompt") => AuditAction::Prompt,
-        ("POST", "/v1/chat") => AuditAction::Chat,
+        ("POST", "/v1/chat") | ("POST", "/v1/chat/completions") => AuditAction::Chat,
         ("POST", "/v1/export") => AuditAction::Export,
         ("POST", "/v1/erase") => AuditAction::Erase,
         ("GET", "/v1/dashboard/stream") => AuditAction::DashboardStream,

@@ -10,7 +10,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use engram_engine::prompt::PromptRequest;
+use engram_engine::llm::{strip_thinking, ChatClient, ChatMessage, LlmError, ThinkingFilter};
+use engram_engine::prompt::{AssembledPrompt, PromptRequest};
 use engram_engine::Engine;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -36,7 +37,7 @@ pub(crate) async fn post_chat(
     body: Bytes,
 ) -> Response {
     let ChatRequest {
-        prompt: mut req,
+        prompt: req,
         exchange_id,
         stream,
     } = match parse_for_tenant(&body, "chat", &auth, |r: &mut ChatRequest| {
@@ -52,74 +53,28 @@ pub(crate) async fn post_chat(
             "a chat needs a session: the exchange is stored in it",
         );
     };
-    if let Err(resp) = check_not_restricted(&engine, &req.tenant, &req.user) {
-        return resp;
-    }
-    let exchange = exchange_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    if let Err(reason) = engram_schemas::validate_name(&exchange) {
-        return error(StatusCode::BAD_REQUEST, "exchange_id", reason);
-    }
-    let Some(llm) = &engine.llm else {
-        return error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "$",
-            "no chat server configured: set llm.url (ENGRAM_LLM_URL) to an OpenAI-compatible endpoint",
-        );
-    };
-    // The chat client asks with thinking off; count the prompt the same way.
-    req.enable_thinking = Some(false);
-    let asked_at = chrono::Utc::now();
-    let assembled = match engine.assemble_prompt(&req).await {
-        Ok(p) => p,
-        Err(e) => return prompt_error(e, &req.tenant),
-    };
-    let messages: Vec<engram_engine::llm::ChatMessage> = assembled
+    let tenant = req.tenant.clone();
+    let (llm, exchange, assembled) =
+        match prepare_exchange(&engine, req, session, exchange_id).await {
+            Ok(prepared) => prepared,
+            Err(resp) => return resp,
+        };
+    let messages: Vec<ChatMessage> = assembled
         .messages
         .iter()
-        .map(|m| engram_engine::llm::ChatMessage::new(&m.role, m.content.clone()))
+        .map(|m| ChatMessage::new(&m.role, m.content.clone()))
         .collect();
-    let skill_id = assembled
-        .provenance
-        .skill
-        .as_ref()
-        .map(|s| s.skill_id.clone())
-        .unwrap_or_default();
-    let exchange = Exchange {
-        tenant: req.tenant.clone(),
-        user: req.user.clone(),
-        session,
-        id: exchange,
-        query: req.query.clone(),
-        asked_at,
-        skill_id,
-        prompt_tokens: assembled.tokens.total,
-        // the user's own memories the answer was built with: their recall counts and the
-        // feedback on this answer feed the MARK scores
-        memories: assembled
-            .provenance
-            .memories
-            .iter()
-            .filter(|m| !m.domain)
-            .map(|m| m.id.clone())
-            .collect(),
-    };
     let max_tokens = engine.config.llm.max_tokens;
     if stream {
         let pieces = match llm.stream(&messages, max_tokens).await {
             Ok(rx) => rx,
-            Err(err) => {
-                tracing::warn!(%err, tenant = %req.tenant, "the chat server failed");
-                return error(StatusCode::BAD_GATEWAY, "$", err);
-            }
+            Err(err) => return chat_server_failed(err, &tenant),
         };
         return stream_chat(engine.clone(), exchange, assembled, pieces);
     }
     let answer = match llm.complete(&messages, max_tokens).await {
         Ok(a) => a,
-        Err(err) => {
-            tracing::warn!(%err, tenant = %req.tenant, "the chat server failed");
-            return error(StatusCode::BAD_GATEWAY, "$", err);
-        }
+        Err(err) => return chat_server_failed(err, &tenant),
     };
     let stored = match exchange.store(&engine, &answer).await {
         Ok(r) => r,
@@ -132,35 +87,129 @@ pub(crate) async fn post_chat(
         "skill_id": exchange.skill_id,
         "tokens": assembled.tokens,
         "provenance": assembled.provenance,
-        "stored": {"accepted": stored.accepted, "duplicates": stored.duplicates, "log_end": stored.log_end},
+        "stored": stored_summary(&stored),
     }))
     .into_response()
 }
 
-/// One chat exchange, to be stored as two interaction events of its session once answered.
-struct Exchange {
-    tenant: String,
-    user: String,
+/// The start of an exchange in `session`, shared by `/v1/chat` and the OpenAI-compatible
+/// route: the user's processing not restricted, the exchange id valid (default: a new UUID),
+/// a chat server configured, and the prompt for `req` assembled (thinking off, as the chat
+/// client asks).
+pub(super) async fn prepare_exchange<'e>(
+    engine: &'e Engine,
+    mut req: PromptRequest,
     session: String,
-    id: String,
+    exchange_id: Option<String>,
+) -> Result<(&'e ChatClient, Exchange, AssembledPrompt), Response> {
+    check_not_restricted(engine, &req.tenant, &req.user)?;
+    let exchange = exchange_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    if let Err(reason) = engram_schemas::validate_name(&exchange) {
+        return Err(error(StatusCode::BAD_REQUEST, "exchange_id", reason));
+    }
+    let Some(llm) = &engine.llm else {
+        return Err(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "$",
+            "no chat server configured: set llm.url (ENGRAM_LLM_URL) to an OpenAI-compatible endpoint",
+        ));
+    };
+    req.enable_thinking = Some(false);
+    let asked_at = chrono::Utc::now();
+    let assembled = engine
+        .assemble_prompt(&req)
+        .await
+        .map_err(|e| prompt_error(e, &req.tenant))?;
+    let exchange = Exchange {
+        tenant: req.tenant,
+        user: req.user,
+        session,
+        id: exchange,
+        query: req.query,
+        asked_at,
+        skill_id: assembled
+            .provenance
+            .skill
+            .as_ref()
+            .map(|s| s.skill_id.clone())
+            .unwrap_or_default(),
+        prompt_tokens: assembled.tokens.total,
+        // the user's own memories the answer was built with: their recall counts and the
+        // feedback on this answer feed the MARK scores
+        memories: assembled
+            .provenance
+            .memories
+            .iter()
+            .filter(|m| !m.domain)
+            .map(|m| m.id.clone())
+            .collect(),
+    };
+    Ok((llm, exchange, assembled))
+}
+
+/// `502`: the chat server refused or failed (logged with the tenant).
+pub(super) fn chat_server_failed(err: LlmError, tenant: &str) -> Response {
+    tracing::warn!(%err, tenant, "the chat server failed");
+    error(StatusCode::BAD_GATEWAY, "$", err)
+}
+
+/// Passes the chat server's streamed `pieces` on: each piece that can be shown (a leading
+/// `<think>` block left out) to `show`, in order. The whole answer, thinking removed, once the
+/// server is done; its error when it failed part-way.
+pub(super) async fn relay_answer<F, Fut>(
+    pieces: &mut tokio::sync::mpsc::Receiver<Result<String, LlmError>>,
+    mut show: F,
+) -> Result<String, LlmError>
+where
+    F: FnMut(String) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut raw = String::new();
+    let mut filter = ThinkingFilter::default();
+    while let Some(piece) = pieces.recv().await {
+        let piece = piece?;
+        raw.push_str(&piece);
+        let shown = filter.push(&piece);
+        if !shown.is_empty() {
+            show(shown).await;
+        }
+    }
+    let rest = filter.finish();
+    if !rest.is_empty() {
+        show(rest).await;
+    }
+    Ok(strip_thinking(&raw).to_string())
+}
+
+/// What storing an exchange did: `{accepted, duplicates, log_end}`.
+pub(super) fn stored_summary(stored: &engram_engine::ingest::IngestReport) -> Value {
+    json!({"accepted": stored.accepted, "duplicates": stored.duplicates, "log_end": stored.log_end})
+}
+
+/// One chat exchange, to be stored as two interaction events of its session once answered.
+pub(super) struct Exchange {
+    pub(super) tenant: String,
+    pub(super) user: String,
+    pub(super) session: String,
+    pub(super) id: String,
     query: String,
     asked_at: chrono::DateTime<chrono::Utc>,
-    skill_id: String,
+    pub(super) skill_id: String,
     prompt_tokens: usize,
     memories: Vec<String>,
 }
 
 impl Exchange {
-    fn query_id(&self) -> String {
+    pub(super) fn query_id(&self) -> String {
         format!("{}.q", self.id)
     }
 
-    fn answer_id(&self) -> String {
+    pub(super) fn answer_id(&self) -> String {
         format!("{}.a", self.id)
     }
 
     /// Stores the query and `answer` (after it, with the skill and the memories used).
-    async fn store(
+    pub(super) async fn store(
         &self,
         engine: &Engine,
         answer: &str,
@@ -185,10 +234,10 @@ impl Exchange {
 fn stream_chat(
     engine: Arc<Engine>,
     exchange: Exchange,
-    assembled: engram_engine::prompt::AssembledPrompt,
-    mut pieces: tokio::sync::mpsc::Receiver<Result<String, engram_engine::llm::LlmError>>,
+    assembled: AssembledPrompt,
+    mut pieces: tokio::sync::mpsc::Receiver<Result<String, LlmError>>,
 ) -> Response {
-    use axum::response::sse::{Event, KeepAlive, Sse};
+    use axum::response::sse::Event;
     let (tx, rx) = tokio::sync::mpsc::channel::<Event>(64);
     let event = |name: &str, data: Value| Event::default().event(name).data(data.to_string());
     tokio::spawn(async move {
@@ -200,35 +249,26 @@ fn stream_chat(
                        "provenance": assembled.provenance}),
             ))
             .await;
-        let mut raw = String::new();
-        let mut filter = engram_engine::llm::ThinkingFilter::default();
-        while let Some(piece) = pieces.recv().await {
-            let piece = match piece {
-                Ok(p) => p,
-                Err(err) => {
-                    tracing::warn!(%err, tenant = %exchange.tenant, "the chat server failed mid-answer");
-                    let body = json!({"error": {"field": "$", "reason": err.to_string()}});
-                    let _ = tx.send(event("error", body)).await;
-                    return;
-                }
-            };
-            raw.push_str(&piece);
-            let shown = filter.push(&piece);
-            if !shown.is_empty() {
-                let _ = tx.send(event("delta", json!({"content": shown}))).await;
+        let delta = |content: String| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send(event("delta", json!({ "content": content }))).await;
             }
-        }
-        let rest = filter.finish();
-        if !rest.is_empty() {
-            let _ = tx.send(event("delta", json!({"content": rest}))).await;
-        }
-        let answer = engram_engine::llm::strip_thinking(&raw).to_string();
+        };
+        let answer = match relay_answer(&mut pieces, delta).await {
+            Ok(answer) => answer,
+            Err(err) => {
+                tracing::warn!(%err, tenant = %exchange.tenant, "the chat server failed mid-answer");
+                let body = json!({"error": {"field": "$", "reason": err.to_string()}});
+                let _ = tx.send(event("error", body)).await;
+                return;
+            }
+        };
         let done = match exchange.store(&engine, &answer).await {
             Ok(stored) => event(
                 "done",
                 json!({"answer": answer, "message_id": exchange.answer_id(),
-                       "stored": {"accepted": stored.accepted, "duplicates": stored.duplicates,
-                                  "log_end": stored.log_end}}),
+                       "stored": stored_summary(&stored)}),
             ),
             Err(_) => event(
                 "error",
@@ -237,6 +277,14 @@ fn stream_chat(
         };
         let _ = tx.send(done).await;
     });
+    sse_response(rx)
+}
+
+/// A server-sent events response of what arrives on `rx`, until its sender is dropped.
+pub(super) fn sse_response(
+    rx: tokio::sync::mpsc::Receiver<axum::response::sse::Event>,
+) -> Response {
+    use axum::response::sse::{KeepAlive, Sse};
     let events = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv()
             .await

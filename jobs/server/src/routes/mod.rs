@@ -7,5 +7,6 @@ pub mod events;
 pub mod gdpr;
 pub mod memories;
 pub mod memory;
+pub mod openai;
 pub mod prompt;
 pub mod status;
