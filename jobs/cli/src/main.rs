@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tracing_subscriber::EnvFilter;
 
+mod mcp_stdio;
+
 /// The dataflow's arrangements and views are many small allocations, made and freed in bursts:
 /// mimalloc spends less time per allocation than glibc's malloc and returns freed memory to the
 /// system sooner.
@@ -109,6 +111,16 @@ enum Command {
     /// Offline benchmarks.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Speak MCP over stdin/stdout (for desktop agents: Claude Desktop, IDEs), relaying every
+    /// message to the MCP server of a running engram (`POST <url>/mcp`) with a tenant's key.
+    Mcp {
+        /// Base URL of the running engram (default: the configured `http_addr`).
+        #[arg(long, env = "ENGRAM_URL")]
+        url: Option<String>,
+        /// The tenant's API key (`engram tenant key <tenant>`).
+        #[arg(long, env = "ENGRAM_API_KEY", hide_env_values = true)]
+        api_key: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -185,7 +197,11 @@ enum BenchCommand {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    init_logging(cli.log_json);
+    if let Command::Mcp { .. } = cli.command {
+        mcp_stdio::init_logging(cli.log_json);
+    } else {
+        init_logging(cli.log_json);
+    }
     let mut config = Config::load(cli.config.as_deref())?;
     match cli.command {
         Command::Config => {
@@ -195,6 +211,10 @@ fn main() -> anyhow::Result<()> {
         Command::Log { data_dir, action } => log_command(config, data_dir, action),
         Command::Tenant { data_dir, action } => tenant_command(config, data_dir, action),
         Command::Bench(bench) => bench_command(config, bench),
+        Command::Mcp { url, api_key } => {
+            let url = url.unwrap_or_else(|| mcp_stdio::default_url(config.http_addr));
+            runtime()?.block_on(mcp_stdio::run(&url, api_key))
+        }
         Command::Produce {
             files,
             brokers,

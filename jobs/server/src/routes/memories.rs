@@ -19,7 +19,7 @@ const MAX_ID_BYTES: usize = 256;
 
 #[derive(serde::Deserialize)]
 pub(crate) struct UserQuery {
-    user: Option<String>,
+    pub(crate) user: Option<String>,
 }
 
 /// The id of the path, unless malformed (400, field `id`).
