@@ -4,9 +4,11 @@
 
 pub mod audit;
 pub mod auth;
+pub mod backpressure;
 pub mod dashboard;
 pub mod error;
 pub mod listener;
+pub mod mcp;
 pub mod openapi;
 pub mod request;
 pub mod request_limits;
@@ -21,7 +23,7 @@ use axum::middleware;
 use axum::routing::{delete, get, post};
 use axum::{Extension, Router};
 use engram_engine::Engine;
-use routes::{admin, chat, events, gdpr, memories, memory, prompt, status};
+use routes::{admin, chat, events, gdpr, memories, memory, openai, prompt, status};
 use std::sync::Arc;
 
 /// Largest request body accepted (an array of events).
@@ -41,6 +43,8 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .route("/v1/memory", post(memory::post_memory))
         .route("/v1/prompt", post(prompt::post_prompt))
         .route("/v1/chat", post(chat::post_chat))
+        .route("/v1/chat/completions", post(openai::post_chat_completions))
+        .route("/v1/models", get(openai::get_models))
         .route("/v1/feedback", post(events::post_feedback))
         .route("/v1/export", post(gdpr::post_export))
         .route("/v1/erase", post(gdpr::post_erase))
@@ -50,8 +54,19 @@ pub fn router(engine: Arc<Engine>) -> Router {
         )
         .route("/v1/dashboard/stream", get(dashboard::get_stream))
         .route("/v1/audit", get(routes::audit::get_own_audit))
+        .route(
+            "/mcp",
+            post(mcp::post_mcp)
+                .get(mcp::get_mcp)
+                .delete(mcp::delete_mcp),
+        )
         // innermost: records what the handler answered, with the key the outer layers checked
         .route_layer(middleware::from_fn(audit::audit_tenant_requests))
+        // writes wait while the pipeline is behind (after the key and the tenant's limits)
+        .route_layer(middleware::from_fn_with_state(
+            engine.clone(),
+            backpressure::refuse_writes_when_backlogged,
+        ))
         // the later layer runs first: the key names the tenant, then its limits apply
         .route_layer(middleware::from_fn_with_state(
             request_limits,
@@ -90,6 +105,8 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .route("/dashboard", get(dashboard::get_page))
         .route("/metrics", get(status::get_metrics))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        // errors of the OpenAI-compatible routes in OpenAI's shape, whichever layer answered
+        .layer(middleware::from_fn(openai::openai_error_shape))
         .layer(Extension(Arc::new(
             engram_engine::audit_log::AuditLog::new(
                 &engine.config.data_dir.join("audit"),
@@ -99,5 +116,6 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .layer(Extension(Arc::new(stream_slots::StreamSlots::from_config(
             &engine.config.limits,
         ))))
+        .layer(Extension(Arc::new(mcp::sessions::McpSessions::default())))
         .with_state(engine)
 }

@@ -25,8 +25,20 @@ mod tests {
         let source = include_str!("lib.rs");
         let mut routed = std::collections::BTreeSet::new();
         for chunk in source.split(".route(").skip(1) {
-            // a route's definition ends at the first line that closes it
-            let def = chunk.split(")\n").next().unwrap();
+            // a route's definition ends where its `.route(` call closes
+            let mut depth = 1;
+            let end = chunk
+                .char_indices()
+                .find(|&(_, c)| {
+                    depth += match c {
+                        '(' => 1,
+                        ')' => -1,
+                        _ => 0,
+                    };
+                    depth == 0
+                })
+                .map_or(chunk.len(), |(i, _)| i);
+            let def = &chunk[..end];
             let path = def.split('"').nth(1).unwrap();
             for (name, method) in [
                 ("post(", "POST"),
