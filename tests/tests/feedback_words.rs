@@ -87,8 +87,9 @@ fn feedback_that_says_what_was_wrong_teaches_like_a_correction_and_plain_votes_d
     assert_eq!(status, 200, "{p}");
     let prefs = p["provenance"]["preferences"].as_array().unwrap();
     assert_eq!(prefs.len(), 1, "{p}");
-    let instruction = prefs[0]["instruction"].as_str().unwrap();
-    assert!(instruction.starts_with("Answer briefly"), "{p}");
+    // worded as the newest of them asks (f3, day 4), as for typed corrections
+    let newest = "Much shorter answers please, this was an essay";
+    assert_eq!(prefs[0]["instruction"], newest, "{p}");
     let mut behind: Vec<&str> = prefs[0]["corrections"]
         .as_array()
         .unwrap()
@@ -99,7 +100,7 @@ fn feedback_that_says_what_was_wrong_teaches_like_a_correction_and_plain_votes_d
     assert_eq!(behind, ["f1", "f2", "f3"], "{p}");
     let system = p["messages"][0]["content"].as_str().unwrap();
     assert!(
-        system.contains("User preferences indicate:\n- Answer briefly"),
+        system.contains(&format!("User preferences indicate:\n- {newest}")),
         "{system}"
     );
 }
