@@ -231,19 +231,6 @@ pub async fn wait_in_lance(events: &EventTable, end: u64, stop: &AtomicBool) -> 
     true
 }
 
-/// Pauses (`true`) or resumes (`false`) every partition assigned to `consumer`. A paused
-/// partition delivers nothing; on resume it continues after the last message delivered, so
-/// nothing is skipped or delivered twice.
-pub fn pause_assigned(consumer: &StreamConsumer, pause: bool) -> anyhow::Result<()> {
-    let assigned = consumer.assignment()?;
-    if pause {
-        consumer.pause(&assigned)?;
-    } else {
-        consumer.resume(&assigned)?;
-    }
-    Ok(())
-}
-
 /// One consumed message, copied out of the consumer's buffers.
 pub struct Received {
     pub topic: String,

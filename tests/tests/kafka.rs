@@ -445,3 +445,68 @@ fn a_member_joining_and_leaving_the_group_moves_partitions_without_loss_or_dupli
         "every event once ({taken} passed through the intruder)"
     );
 }
+
+/// `name`'s value in `/metrics` (a metric without labels).
+fn metric(server: &Server, name: &str) -> u64 {
+    let text = server.metrics();
+    let prefix = format!("{name} ");
+    let value = text.lines().find_map(|l| l.strip_prefix(&prefix));
+    let value = value.unwrap_or_else(|| panic!("{name} missing from /metrics"));
+    value.trim().parse().unwrap()
+}
+
+/// Push-back on the Kafka route: 1,100 events wait on the topic before engram starts, with a
+/// backlog limit of 20. The consumer takes at most 512 messages a batch, so it must stop taking
+/// messages between batches (at least twice) until the backlog drains to half the limit:
+/// the backlog never grows past the limit and one batch, and every event is stored once.
+#[test]
+fn a_backlogged_engram_pauses_its_kafka_partitions_and_loses_nothing() {
+    const EVENTS: u32 = 1_100;
+    const LIMIT: u64 = 20;
+    const BATCH_MESSAGES: u64 = 512;
+    let broker = Tansu::start(2);
+    let brokers = broker.brokers.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    engram_tests::create_tenant(&data, "acme");
+    produce(&brokers, &interactions_file(dir.path(), 0, EVENTS));
+
+    let limit = LIMIT.to_string();
+    let env = [
+        ("ENGRAM_KAFKA_BROKERS", brokers.as_str()),
+        ("ENGRAM_LIMIT_MAX_BACKLOG_EVENTS", limit.as_str()),
+    ];
+    let server = Server::start_with_env(&data, &[], &env);
+    let (start, mut peak) = (Instant::now(), 0);
+    while server.status()["log_end"] != u64::from(EVENTS) {
+        assert!(
+            start.elapsed() < Duration::from_secs(600),
+            "the log never reached {EVENTS}: {}",
+            server.status()
+        );
+        peak = peak.max(metric(&server, "engram_ingest_backlog_events"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server.wait_caught_up(Duration::from_secs(300));
+    let pauses = metric(&server, "engram_kafka_pauses_total");
+    assert!(pauses >= 2, "{pauses} pauses for {EVENTS} events");
+    assert!(
+        peak <= LIMIT + BATCH_MESSAGES,
+        "the backlog reached {peak} (limit {LIMIT}, batches of at most {BATCH_MESSAGES})"
+    );
+    // the writer marks events recallable once it is idle: a moment after catching up
+    let drained = Instant::now();
+    while metric(&server, "engram_ingest_backlog_events") > 0 {
+        assert!(
+            drained.elapsed() < Duration::from_secs(30),
+            "the backlog never drained"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(metric(&server, "engram_kafka_paused_consumers"), 0);
+    server.interrupt();
+    let stored = events_in_lance(&data);
+    let want: BTreeMap<String, usize> = (0..EVENTS).map(|i| (format!("r{i}"), 1)).collect();
+    assert_eq!(stored, want, "every event once");
+}

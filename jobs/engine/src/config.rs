@@ -83,7 +83,7 @@ pub struct LimitsConfig {
     pub dashboard_streams: usize,
     /// Events accepted and not yet recallable (the ingest backlog) from which writers are
     /// pushed back: `POST /v1/events`, `/v1/feedback`, `/v1/chat` and rectifications answer
-    /// `429` with `Retry-After`, and Kafka consumers pause their partitions, until the backlog
+    /// `429` with `Retry-After`, and Kafka consumers take no more messages, until the backlog
     /// falls to half of this. `0`: never.
     pub max_backlog_events: u64,
 }

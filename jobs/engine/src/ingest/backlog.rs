@@ -2,7 +2,7 @@
 //! yet recallable. Both ends are log offsets, so the backlog is one subtraction: the ingestor
 //! moves `accepted_end` on every append, the episode writer moves `recallable_end` once the
 //! views and Lance hold everything below a frontier. Over `limit`, writers are pushed back
-//! (HTTP `429`, Kafka partitions paused) until it falls to `resume_below` ([`next_over_limit`]).
+//! (HTTP `429`, Kafka consumers waiting) until it falls to `resume_below` ([`next_over_limit`]).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
