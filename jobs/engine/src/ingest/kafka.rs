@@ -45,15 +45,16 @@ pub async fn run_kafka_source(
     members: usize,
     stop: Arc<AtomicBool>,
 ) -> anyhow::Result<()> {
-    let tasks: Vec<_> = (0..members.max(1))
-        .map(|member| {
-            let (config, sink, stop) = (config.clone(), sink.clone(), stop.clone());
-            tokio::spawn(async move { consume(member, config, sink, stop).await })
-        })
-        .collect();
+    let mut tasks = tokio::task::JoinSet::new();
+    for member in 0..members.max(1) {
+        let (config, sink, stop) = (config.clone(), sink.clone(), stop.clone());
+        tasks.spawn(async move { consume(member, config, sink, stop).await });
+    }
+    // in the order they end: a member that fails stops the others at once (awaited in spawn
+    // order, a failed member went unreported while an earlier one kept running)
     let mut first_error = None;
-    for task in tasks {
-        if let Err(err) = task.await.map_err(anyhow::Error::from).and_then(|r| r) {
+    while let Some(ended) = tasks.join_next().await {
+        if let Err(err) = ended.map_err(anyhow::Error::from).and_then(|r| r) {
             tracing::error!(%err, "a Kafka consumer stopped");
             stop.store(true, Ordering::Release);
             first_error.get_or_insert(err);
