@@ -350,6 +350,15 @@ impl Server {
         self.get_as(Some(&self.admin_key), "/metrics").1
     }
 
+    /// The value of `name`, a metric without labels, in `/metrics`.
+    pub fn metric(&self, name: &str) -> u64 {
+        let text = self.metrics();
+        let prefix = format!("{name} ");
+        let value = text.lines().find_map(|l| l.strip_prefix(&prefix));
+        let value = value.unwrap_or_else(|| panic!("{name} missing from /metrics:\n{text}"));
+        value.trim().parse().unwrap()
+    }
+
     /// Waits until every accepted event is in the views and every episode is in Lance.
     pub fn wait_caught_up(&self, timeout: Duration) -> Duration {
         let start = Instant::now();

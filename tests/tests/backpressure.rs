@@ -24,18 +24,6 @@ struct Outcomes {
     refusals: Vec<(Option<String>, String)>,
 }
 
-/// `engram_ingest_backlog_events` (or another metric without labels) from `/metrics`.
-fn metric(server: &Server, name: &str) -> u64 {
-    let text = server.metrics();
-    let prefix = format!("{name} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .unwrap_or_else(|| panic!("{name} missing from /metrics:\n{text}"))
-        .trim()
-        .parse()
-        .unwrap()
-}
-
 /// One writer of the flood: requests of [`EVENTS_PER_REQUEST`] events of its own user until
 /// `enough` is set or it has sent `max_requests`.
 fn flood(server: &Server, key: &str, thread: usize, enough: &AtomicBool, out: &Mutex<Outcomes>) {
@@ -94,7 +82,7 @@ fn a_flood_over_the_backlog_limit_is_pushed_back_and_every_accepted_event_stored
     ];
     let server = Arc::new(Server::start_with_env(dir.path(), &[], &env));
     let key = server.key_for("acme");
-    assert_eq!(metric(&server, "engram_ingest_backlog_limit"), LIMIT);
+    assert_eq!(server.metric("engram_ingest_backlog_limit"), LIMIT);
 
     let enough = Arc::new(AtomicBool::new(false));
     let outcomes = Arc::new(Mutex::new(Outcomes::default()));
@@ -103,7 +91,7 @@ fn a_flood_over_the_backlog_limit_is_pushed_back_and_every_accepted_event_stored
         let (server, enough, peak) = (server.clone(), enough.clone(), peak.clone());
         std::thread::spawn(move || {
             while !enough.load(Ordering::Acquire) {
-                let now = metric(&server, "engram_ingest_backlog_events");
+                let now = server.metric("engram_ingest_backlog_events");
                 let mut peak = peak.lock().unwrap();
                 *peak = (*peak).max(now);
                 drop(peak);
@@ -154,14 +142,14 @@ fn a_flood_over_the_backlog_limit_is_pushed_back_and_every_accepted_event_stored
         "the backlog never showed in /metrics"
     );
     assert!(
-        metric(&server, "engram_ingest_refused_total") >= out.refusals.len() as u64,
+        server.metric("engram_ingest_refused_total") >= out.refusals.len() as u64,
         "{}",
         server.metrics()
     );
 
     // the backlog drains to 0 (bounded wait) and /v1/status says so
     let drained = Instant::now() + Duration::from_secs(300);
-    while metric(&server, "engram_ingest_backlog_events") > 0 {
+    while server.metric("engram_ingest_backlog_events") > 0 {
         assert!(Instant::now() < drained, "{}", server.status());
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -446,15 +446,6 @@ fn a_member_joining_and_leaving_the_group_moves_partitions_without_loss_or_dupli
     );
 }
 
-/// `name`'s value in `/metrics` (a metric without labels).
-fn metric(server: &Server, name: &str) -> u64 {
-    let text = server.metrics();
-    let prefix = format!("{name} ");
-    let value = text.lines().find_map(|l| l.strip_prefix(&prefix));
-    let value = value.unwrap_or_else(|| panic!("{name} missing from /metrics"));
-    value.trim().parse().unwrap()
-}
-
 /// Push-back on the Kafka route: 1,100 events wait on the topic before engram starts, with a
 /// backlog limit of 20. The consumer takes at most 512 messages a batch, so it must stop taking
 /// messages between batches (at least twice) until the backlog drains to half the limit:
@@ -484,11 +475,11 @@ fn a_backlogged_engram_pauses_its_kafka_partitions_and_loses_nothing() {
             "the log never reached {EVENTS}: {}",
             server.status()
         );
-        peak = peak.max(metric(&server, "engram_ingest_backlog_events"));
+        peak = peak.max(server.metric("engram_ingest_backlog_events"));
         std::thread::sleep(Duration::from_millis(50));
     }
     server.wait_caught_up(Duration::from_secs(300));
-    let pauses = metric(&server, "engram_kafka_pauses_total");
+    let pauses = server.metric("engram_kafka_pauses_total");
     assert!(pauses >= 2, "{pauses} pauses for {EVENTS} events");
     assert!(
         peak <= LIMIT + BATCH_MESSAGES,
@@ -496,7 +487,7 @@ fn a_backlogged_engram_pauses_its_kafka_partitions_and_loses_nothing() {
     );
     // the writer marks events recallable once it is idle: a moment after catching up
     let drained = Instant::now();
-    while metric(&server, "engram_ingest_backlog_events") > 0 {
+    while server.metric("engram_ingest_backlog_events") > 0 {
         assert!(
             drained.elapsed() < Duration::from_secs(30),
             "the backlog never drained"
@@ -504,7 +495,7 @@ fn a_backlogged_engram_pauses_its_kafka_partitions_and_loses_nothing() {
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(metric(&server, "engram_kafka_paused_consumers"), 0);
+    assert_eq!(server.metric("engram_kafka_paused_consumers"), 0);
     server.interrupt();
     let stored = events_in_lance(&data);
     let want: BTreeMap<String, usize> = (0..EVENTS).map(|i| (format!("r{i}"), 1)).collect();

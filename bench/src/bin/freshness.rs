@@ -94,7 +94,7 @@ fn run_rate(server: &Arc<Server>, round: usize, rate: usize, probes: usize) -> R
         let probe = probe(server, round, i, &mut recall_ms, &mut probe_429);
         gave_up += usize::from(probe >= PROBE_LIMIT);
         freshness_ms.push(probe.as_secs_f64() * 1000.0);
-        backlog_peak = backlog_peak.max(backlog_events(server));
+        backlog_peak = backlog_peak.max(server.metric("engram_ingest_backlog_events"));
         // probes a little apart, not in step with the writer
         std::thread::sleep(Duration::from_millis(40 + (i as u64 * 37) % 60));
     }
@@ -200,16 +200,6 @@ fn holds_event(recall: &Value, event_id: &str) -> bool {
     recall["results"]
         .as_array()
         .is_some_and(|r| r.iter().any(|hit| hit["event_id"] == event_id))
-}
-
-/// `engram_ingest_backlog_events` from `/metrics`.
-fn backlog_events(server: &Server) -> u64 {
-    server
-        .metrics()
-        .lines()
-        .find_map(|l| l.strip_prefix("engram_ingest_backlog_events "))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
 }
 
 fn print_table(rows: &[Row], probes: usize) {
