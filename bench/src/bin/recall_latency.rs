@@ -78,6 +78,7 @@ async fn main() -> anyhow::Result<()> {
         views: Arc::new(SharedViews::default()),
         config: RecallConfig::default(),
         speakers: Default::default(),
+        analysed: Default::default(),
     };
     let qs = questions(queries, users);
     let ask = |user: &str, q: &str| RecallRequest {

@@ -246,6 +246,7 @@ impl Engine {
         // the erased texts were cached under this tenant only
         self.recall.embedder.forget_tenant(tenant);
         self.recall.speakers.forget(tenant, user);
+        self.recall.analysed.forget(tenant, user);
         let receipt = ErasureReceipt {
             erase_event_id: event_id.to_string(),
             offset,

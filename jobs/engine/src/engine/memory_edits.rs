@@ -230,6 +230,7 @@ impl Engine {
         // the forgotten text may be cached under this tenant
         self.recall.embedder.forget_tenant(tenant);
         self.recall.speakers.forget(tenant, Some(user));
+        self.recall.analysed.forget(tenant, Some(user));
         receipt.completed_at = chrono::Utc::now();
         receipt.took_ms = started.elapsed().as_secs_f64() * 1000.0;
         self.write_receipt(&receipt)?;

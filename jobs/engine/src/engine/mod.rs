@@ -235,6 +235,7 @@ impl Engine {
             views: views.clone(),
             config: config.recall.clone(),
             speakers: Default::default(),
+            analysed: Default::default(),
         };
         let engine = Arc::new(Engine {
             ingestor,

@@ -21,12 +21,12 @@ const B: f64 = 0.75;
 /// the statistics of these documents: for each document
 /// `Σ_t idf(t) · f·(K1 + 1) / (f + K1·(1 − B + B·len/avg len))`, `f` the count of `t` in it,
 /// `idf(t) = ln(1 + (N − n_t + 0.5)/(n_t + 0.5))` (Lucene's), `n_t` the documents holding `t`.
-pub fn scores(documents: &[Vec<String>], query: &[String]) -> Vec<f64> {
+pub fn scores<D: AsRef<[String]>>(documents: &[D], query: &[String]) -> Vec<f64> {
     let n = documents.len() as f64;
     if documents.is_empty() {
         return Vec::new();
     }
-    let avg_len = (documents.iter().map(Vec::len).sum::<usize>() as f64 / n).max(1e-9);
+    let avg_len = (documents.iter().map(|d| d.as_ref().len()).sum::<usize>() as f64 / n).max(1e-9);
     let mut terms: Vec<&str> = query.iter().map(String::as_str).collect();
     terms.sort_unstable();
     terms.dedup();
@@ -35,6 +35,7 @@ pub fn scores(documents: &[Vec<String>], query: &[String]) -> Vec<f64> {
         .map(|d| {
             let mut c: HashMap<&str, usize> = HashMap::new();
             for w in d
+                .as_ref()
                 .iter()
                 .filter(|w| terms.binary_search(&w.as_str()).is_ok())
             {
@@ -54,7 +55,7 @@ pub fn scores(documents: &[Vec<String>], query: &[String]) -> Vec<f64> {
         .iter()
         .zip(&counts)
         .map(|(d, c)| {
-            let norm = K1 * (1.0 - B + B * d.len() as f64 / avg_len);
+            let norm = K1 * (1.0 - B + B * d.as_ref().len() as f64 / avg_len);
             terms
                 .iter()
                 .zip(&idf)
@@ -98,6 +99,6 @@ mod tests {
             scores(&docs, &analyse("sunset sunset")),
             scores(&docs, &analyse("sunset"))
         );
-        assert!(scores(&[], &analyse("sunset")).is_empty());
+        assert!(scores::<Vec<String>>(&[], &analyse("sunset")).is_empty());
     }
 }

@@ -3,6 +3,7 @@
 //! speakers, `NEXT` neighbours, sessions, dates), with the neighbours' ids from the views.
 
 use crate::config::RecallConfig;
+pub mod analysed_turns;
 pub mod bm25;
 mod graph;
 mod ranking;
@@ -18,6 +19,7 @@ pub use graph::graph_expansion;
 use ranking::fuse_two;
 pub use ranking::{
     gather_candidates, merge_by_score, passage_ranking, rank_turns, score_mrs, score_relevance,
+    InProcessText,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -265,6 +267,8 @@ pub struct Recall {
     pub config: RecallConfig,
     /// Each user's conversation speakers, found by an earlier recall.
     pub speakers: speaker_cache::SpeakerCache,
+    /// The analysed words of each user's turns, for the in-process BM25.
+    pub analysed: analysed_turns::AnalysedTurns,
 }
 
 impl Recall {

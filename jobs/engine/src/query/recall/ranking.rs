@@ -168,6 +168,52 @@ pub fn gather_candidates(
     out
 }
 
+/// The analysed words of every candidate turn (in the candidates' order) and the graph
+/// expansion's `(entity, why)` pairs, for BM25 computed among the candidates.
+pub struct InProcessText<'a> {
+    pub words: &'a [std::sync::Arc<[String]>],
+    pub expansion: &'a [(String, String)],
+}
+
+/// Sets each hit's text and graph BM25 and ranks from [`bm25::scores`] among the hits: for the
+/// question's words, and for the expansion's entities (`graph_via`: the entities its text
+/// names), as the full-text searches would with the user's statistics; a hit matching none has
+/// neither.
+fn score_words_in_process(hits: &mut [RecallHit], question: &str, text: &InProcessText<'_>) {
+    debug_assert_eq!(hits.len(), text.words.len());
+    let ranked = |query: &[String]| {
+        let scores = bm25::scores(text.words, query);
+        let mut matched: Vec<usize> = (0..scores.len()).filter(|i| scores[*i] > 0.0).collect();
+        matched.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
+        (scores, matched)
+    };
+    for h in hits.iter_mut() {
+        (h.why.text_rank, h.why.text_bm25) = (None, None);
+    }
+    let (scores, matched) = ranked(&bm25::analyse(question));
+    for (rank, i) in matched.into_iter().enumerate() {
+        hits[i].why.text_rank = Some(rank + 1);
+        hits[i].why.text_bm25 = Some(scores[i] as f32);
+    }
+    if text.expansion.is_empty() {
+        return;
+    }
+    let entities: Vec<&str> = text.expansion.iter().map(|(e, _)| e.as_str()).collect();
+    let (scores, matched) = ranked(&bm25::analyse(&entities.join(" ")));
+    for (rank, i) in matched.into_iter().enumerate() {
+        let h = &mut hits[i];
+        let content = h.content.to_lowercase();
+        h.why.graph_rank = Some(rank + 1);
+        h.why.graph_bm25 = Some(scores[i] as f32);
+        h.why.graph_via = text
+            .expansion
+            .iter()
+            .filter(|(e, _)| content.contains(e.as_str()))
+            .map(|(e, why)| format!("{e}: {why}"))
+            .collect();
+    }
+}
+
 /// Two rankings merged into one, each keeping its own order: at every step the head with the
 /// higher score goes first (ties: `a`'s).
 pub fn merge_by_score(a: Vec<RecallHit>, b: Vec<RecallHit>) -> Vec<RecallHit> {
@@ -189,29 +235,20 @@ pub fn merge_by_score(a: Vec<RecallHit>, b: Vec<RecallHit>) -> Vec<RecallHit> {
 /// search did not return counts the lowest similarity it did return (it ranked below all of
 /// them), unless a passage of it is closer. Who speaks is the speaker prefix of the content, or
 /// else the role; the known speakers are the prefixes of at least two candidates. `neighbours`
-/// gives a turn's previous and next turn ids in its session (the views' `NEXT` edges). When
-/// `complete` (the hits are every turn of the user in scope), their BM25 is computed among
-/// them ([`bm25`]) in place of the full-text search's, and `why.text_rank` follows it.
+/// gives a turn's previous and next turn ids in its session (the views' `NEXT` edges). With
+/// `in_process` (the hits are every turn of the user in scope), their BM25 for the question and
+/// for the graph expansion's entities is computed among them ([`bm25`]) in place of the
+/// full-text searches', and `why.text_rank` and `why.graph_rank` follow it.
 pub fn rank_turns(
     mut hits: Vec<RecallHit>,
     question: &str,
-    complete: bool,
+    in_process: Option<InProcessText<'_>>,
     neighbours: impl Fn(&str) -> (Option<String>, Option<String>),
     weights: &TurnWeights,
 ) -> Vec<RecallHit> {
     use engram_operators::turn_text::{reports_own_event, speaker_prefix};
-    if complete {
-        let documents: Vec<Vec<String>> = hits.iter().map(|h| bm25::analyse(&h.content)).collect();
-        let scores = bm25::scores(&documents, &bm25::analyse(question));
-        let mut matched: Vec<usize> = (0..hits.len()).filter(|i| scores[*i] > 0.0).collect();
-        matched.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
-        for h in hits.iter_mut() {
-            (h.why.text_rank, h.why.text_bm25) = (None, None);
-        }
-        for (rank, i) in matched.into_iter().enumerate() {
-            hits[i].why.text_rank = Some(rank + 1);
-            hits[i].why.text_bm25 = Some(scores[i] as f32);
-        }
+    if let Some(text) = in_process {
+        score_words_in_process(&mut hits, question, &text);
     }
     let floor = hits
         .iter()

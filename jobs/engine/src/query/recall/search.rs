@@ -276,8 +276,10 @@ impl Recall {
                     .await
             })
         };
-        let by_text = by_text_of(query.to_string());
-        let by_graph = (!expansion.is_empty()).then(|| {
+        // With every turn within reach of the vector search, their BM25 is computed among them
+        // (`rank_turns`): the full-text searches would find no other turns.
+        let by_text = (!complete).then(|| by_text_of(query.to_string()));
+        let by_graph = (!complete && !expansion.is_empty()).then(|| {
             let terms: Vec<&str> = expansion.iter().map(|(e, _)| e.as_str()).collect();
             by_text_of(terms.join(" "))
         });
@@ -309,7 +311,10 @@ impl Recall {
                 }
             }
         };
-        let by_text = by_text.await.expect("full-text search task")?;
+        let by_text = match by_text {
+            Some(task) => task.await.expect("full-text search task")?,
+            None => Vec::new(),
+        };
         let by_graph = match by_graph {
             Some(task) => task.await.expect("graph expansion search task")?,
             None => Vec::new(),
@@ -328,10 +333,19 @@ impl Recall {
             .collect();
         let found = self.store.episodes_by_id(tenant, user, &missing).await?;
         let hits = gather_candidates(by_vector, by_text, by_passage, found, by_graph, &expansion);
+        let words = complete.then(|| {
+            let turns = hits.iter().map(|h| (h.id.as_str(), h.content.as_str()));
+            self.analysed
+                .words(tenant, user, turns, super::bm25::analyse)
+        });
         let views = self.views.read();
         let neighbours = |id: &str| (views.prev_id(id), views.next_id(id));
         let weights = TurnWeights::default();
-        Ok(rank_turns(hits, query, complete, neighbours, &weights))
+        let in_process = words.as_deref().map(|words| InProcessText {
+            words,
+            expansion: &expansion,
+        });
+        Ok(rank_turns(hits, query, in_process, neighbours, &weights))
     }
 }
 

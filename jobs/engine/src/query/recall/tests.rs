@@ -205,7 +205,7 @@ fn ranked(by_vector: Vec<EpisodeHit>) -> Vec<RecallHit> {
         Vec::new(),
         &[],
     );
-    rank_turns(hits, "q", false, |_| (None, None), &TurnWeights::default())
+    rank_turns(hits, "q", None, |_| (None, None), &TurnWeights::default())
 }
 
 #[test]
@@ -316,7 +316,7 @@ fn a_turn_is_lifted_by_its_reply_and_by_the_speaker_the_question_names() {
     let hits = rank_turns(
         gathered,
         "What did Melanie paint?",
-        false,
+        None,
         next,
         &TurnWeights::default(),
     );
@@ -338,10 +338,15 @@ fn a_turn_is_lifted_by_its_reply_and_by_the_speaker_the_question_names() {
         .collect();
     let gathered = gather_candidates(plain, Vec::new(), Vec::new(), Vec::new(), Vec::new(), &[]);
     // every turn is here (`complete`): BM25 is computed among them, "paint" in c1 alone
+    let words = analysed(&gathered);
+    let in_process = InProcessText {
+        words: &words,
+        expansion: &[],
+    };
     let hits = rank_turns(
         gathered,
         "What did Melanie paint?",
-        true,
+        Some(in_process),
         next,
         &TurnWeights::default(),
     );
@@ -372,8 +377,65 @@ fn rank_alone(gathered: Vec<RecallHit>) -> Vec<RecallHit> {
     rank_turns(
         gathered,
         "q",
-        false,
+        None,
         |_| (None, None),
         &TurnWeights::default(),
     )
+}
+
+fn analysed(hits: &[RecallHit]) -> Vec<Arc<[String]>> {
+    hits.iter()
+        .map(|h| super::bm25::analyse(&h.content).into())
+        .collect()
+}
+
+#[test]
+fn in_process_graph_scores_are_bm25_of_the_expansion_entities_among_the_turns() {
+    let turns = [
+        ("t1", "Caroline joined a support group."),
+        ("t2", "The support group met again with Caroline and Mel."),
+        ("t3", "I painted a lake."),
+    ];
+    let hits: Vec<EpisodeHit> = turns
+        .iter()
+        .map(|(id, text)| EpisodeHit {
+            episode: row(id, text),
+            score: 0.5,
+        })
+        .collect();
+    let gathered = gather_candidates(hits, Vec::new(), Vec::new(), Vec::new(), Vec::new(), &[]);
+    let words = analysed(&gathered);
+    let expansion = [(
+        "support group".to_string(),
+        "caroline -> support group".to_string(),
+    )];
+    let in_process = InProcessText {
+        words: &words,
+        expansion: &expansion,
+    };
+    let ranked = rank_turns(
+        gathered,
+        "What did she paint?",
+        Some(in_process),
+        |_| (None, None),
+        &TurnWeights::default(),
+    );
+    let hit = |id: &str| ranked.iter().find(|h| h.id == id).unwrap();
+    // without stop words the turns hold 4, 5 and 2 words; "support" and "group" are in t1 and
+    // t2, 2 of 3 turns: idf = ln(1 + 1.5/2.5); t1 is the shorter, so it ranks first
+    let idf = (1.0f64 + 1.5 / 2.5).ln();
+    let lens = [4.0, 5.0, 2.0];
+    let avg = lens.iter().sum::<f64>() / 3.0;
+    let tf = |len: f64| 2.2 / (1.0 + 1.2 * (0.25 + 0.75 * len / avg));
+    let g1 = hit("t1").why.graph_bm25.unwrap() as f64;
+    assert!((g1 - 2.0 * idf * tf(lens[0])).abs() < 1e-5, "{g1}");
+    assert_eq!(hit("t1").why.graph_rank, Some(1));
+    assert_eq!(hit("t2").why.graph_rank, Some(2));
+    assert_eq!(
+        hit("t1").why.graph_via,
+        ["support group: caroline -> support group"]
+    );
+    assert!(hit("t3").why.graph_bm25.is_none() && hit("t3").why.graph_rank.is_none());
+    // "paint" only in t3
+    assert_eq!(hit("t3").why.text_rank, Some(1));
 }
