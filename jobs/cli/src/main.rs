@@ -18,7 +18,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[derive(Parser)]
 #[command(version, about)]
 struct Cli {
-    /// TOML configuration file (see README); `ENGRAM_*` variables and flags override it.
+    /// TOML configuration file (every key: docs/configuration.md); `ENGRAM_*` variables and
+    /// flags override it.
     #[arg(long, global = true, env = "ENGRAM_CONFIG")]
     config: Option<PathBuf>,
     /// Log as JSON lines instead of text.
@@ -86,8 +87,12 @@ enum Command {
         #[arg(long)]
         json: Option<PathBuf>,
     },
-    /// Print the effective configuration (file + environment) as TOML.
-    Config,
+    /// Print the effective configuration (file + environment) as TOML, secrets redacted;
+    /// `config reference` prints every key with its default instead (docs/configuration.md).
+    Config {
+        #[command(subcommand)]
+        action: Option<ConfigCommand>,
+    },
     /// Tenants and their API keys (kept in DATA_DIR/tenants.json; a running server picks up
     /// changes at once).
     Tenant {
@@ -121,6 +126,13 @@ enum Command {
         #[arg(long, env = "ENGRAM_API_KEY", hide_env_values = true)]
         api_key: String,
     },
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Every key of the configuration file with its default, its `ENGRAM_*` variable and what
+    /// it does, as markdown: docs/configuration.md is this output.
+    Reference,
 }
 
 #[derive(Subcommand)]
@@ -204,8 +216,17 @@ fn main() -> anyhow::Result<()> {
     }
     let mut config = Config::load(cli.config.as_deref())?;
     match cli.command {
-        Command::Config => {
+        Command::Config { action: None } => {
+            if config.admin_key.is_some() {
+                config.admin_key = Some("(redacted)".into());
+            }
             print!("{}", toml::to_string_pretty(&config)?);
+            Ok(())
+        }
+        Command::Config {
+            action: Some(ConfigCommand::Reference),
+        } => {
+            print!("{}", engram_engine::config_reference::markdown());
             Ok(())
         }
         Command::Log { data_dir, action } => log_command(config, data_dir, action),

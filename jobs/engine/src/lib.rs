@@ -3,7 +3,7 @@
 //! historical files through the same path.
 //!
 //! Modules are layered; each uses only those above it in this list (no cycles):
-//! - [`config`], [`llm`], [`tenants`], [`read_model`]: leaves;
+//! - [`config`] (and its [`config_reference`]), [`llm`], [`tenants`], [`read_model`]: leaves;
 //! - [`pipeline`]: what the dataflow's output becomes in Lance (episodes, passages, events);
 //! - [`ingest`]: validated events into the log, and the log (or Kafka) into the dataflow;
 //! - [`query`]: recall over Lance and the views, session ranking, time windows;
@@ -12,6 +12,7 @@
 
 pub mod audit_log;
 pub mod config;
+pub mod config_reference;
 pub mod engine;
 pub mod ingest;
 pub mod llm;
