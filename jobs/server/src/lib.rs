@@ -1,4 +1,4 @@
-//! The HTTP API of engram (see README) over [`engram_engine::Engine`]: one module per route
+//! The HTTP API of engram (docs/http-api.md) over [`engram_engine::Engine`]: one module per route
 //! group in [`routes`], API keys in [`auth`], every error's HTTP status in [`error`], the
 //! dashboard page and stream in [`dashboard`].
 

@@ -29,7 +29,7 @@ pub fn micros_to_rfc3339(micros: i64) -> String {
         .unwrap_or_default()
 }
 
-/// One user's part of the views as JSON (see `/v1/memory` in the README): the
+/// One user's part of the views as JSON (see `POST /v1/memory` in docs/http-api.md): the
 /// [`user_memory_view`], serialised.
 pub fn memory_json(views: &MemoryViews, tenant: &str, user: &str) -> Value {
     // string keys, numbers and strings only: serialising cannot fail

@@ -1,6 +1,6 @@
 //! The typed read model: one user's memory as `/v1/memory` returns it, export and GDPR embed
 //! it, and the dashboard's fact and entity rows show it. Each struct serialises to the JSON
-//! the README documents (field names are the JSON keys; `None` is `null`, never left out).
+//! docs/http-api.md documents (field names are the JSON keys; `None` is `null`, never left out).
 
 use super::{lifecycle_name, micros_to_rfc3339};
 use engram_operators::correction_clusters::PatternRecord;
