@@ -6,7 +6,8 @@
 //! invalid ones for an error about the field engram names, except those
 //! the corpus marks `not_expressible`, where it must decide otherwise (so the marks, and the
 //! list of what the schemas cannot say, stay true). Also: a schema file for every kind and
-//! every input topic, each topic's schema taking the kinds engram takes on it.
+//! every input topic, each topic's schema taking the kinds engram takes on it; and
+//! `docs/kafka.md` naming every `kafka.*` key and linking schema files that exist.
 
 use engram_connectors::kafka::KafkaConfig;
 use engram_schemas::{parse_event, EventKind};
@@ -280,5 +281,37 @@ fn every_kind_and_every_input_topic_has_a_schema_taking_the_kinds_engram_takes()
                 "no valid {kind:?} example (on a topic: {on_topic})"
             );
         }
+    }
+}
+
+/// `docs/kafka.md` names every `kafka.*` key, links the schema of every input topic, and every
+/// schema file it links exists.
+#[test]
+fn the_kafka_page_names_every_key_and_links_existing_schemas() {
+    let page = std::fs::read_to_string(repo().join("docs/kafka.md")).unwrap();
+    let config = KafkaConfig::default();
+    let keys = serde_json::to_value(&config).unwrap();
+    for key in keys.as_object().unwrap().keys() {
+        assert!(
+            page.contains(&format!("`kafka.{key}`")),
+            "docs/kafka.md does not name kafka.{key}"
+        );
+    }
+    for (topic, _) in config.input_topics() {
+        let name = topic.strip_prefix(&config.topic_prefix).unwrap();
+        let link = format!("](../schemas/json/topic.{name}.schema.json)");
+        assert!(page.contains(&link), "docs/kafka.md does not link {link}");
+    }
+    let linked: Vec<&str> = page
+        .split("](../schemas/json/")
+        .skip(1)
+        .map(|rest| &rest[..rest.find(')').unwrap()])
+        .collect();
+    assert!(linked.len() >= 10, "{linked:?}");
+    for file in linked.iter().filter(|f| !f.is_empty()) {
+        assert!(
+            schema_dir().join(file).exists(),
+            "docs/kafka.md links {file}, which is not in schemas/json/"
+        );
     }
 }
