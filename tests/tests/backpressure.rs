@@ -2,7 +2,8 @@
 //! (`limits.max_backlog_events`): a flood of writes meets `429` with `Retry-After` once the
 //! events accepted and not yet recallable reach the limit, the backlog shows in `/metrics`
 //! and `/v1/status` and drains to 0, and every accepted event is stored exactly once while no
-//! refused one is.
+//! refused one is. The other routes that write events (feedback, chat completions, a fact's
+//! rectification, MCP's feedback tool) are pushed back alike while the flood runs.
 
 use engram_tests::{events_in_lance, interaction, stored_event_ids, Server};
 use serde_json::{json, Value};
@@ -25,11 +26,11 @@ struct Outcomes {
 }
 
 /// One writer of the flood: requests of [`EVENTS_PER_REQUEST`] events of its own user until
-/// `enough` is set or it has sent `max_requests`.
+/// `enough` is set or it has sent 2,000 (a bound: the test sets `enough` long before).
 fn flood(server: &Server, key: &str, thread: usize, enough: &AtomicBool, out: &Mutex<Outcomes>) {
     let http = reqwest::blocking::Client::new();
     let user = format!("u{thread}");
-    for request in 0..400 {
+    for request in 0..2_000 {
         if enough.load(Ordering::Acquire) {
             return;
         }
@@ -118,6 +119,7 @@ fn a_flood_over_the_backlog_limit_is_pushed_back_and_every_accepted_event_stored
     {
         std::thread::sleep(Duration::from_millis(10));
     }
+    let other_routes = other_writes_pushed_back(&server, &key, &writers);
     enough.store(true, Ordering::Release);
     for w in writers {
         w.join().unwrap();
@@ -125,7 +127,11 @@ fn a_flood_over_the_backlog_limit_is_pushed_back_and_every_accepted_event_stored
     watcher.join().unwrap();
     let out = std::mem::take(&mut *outcomes.lock().unwrap());
 
-    // pushed back: 429 with Retry-After and a reason naming the backlog
+    // pushed back: 429 with Retry-After and a reason naming the backlog, on every route that
+    // writes events, not only POST /v1/events
+    for (route, refused) in &other_routes {
+        assert!(refused, "{route} was never pushed back while the flood ran");
+    }
     assert!(!out.refusals.is_empty(), "no 429 in the flood");
     assert!(!out.accepted.is_empty(), "nothing accepted");
     for (retry_after, reason) in &out.refusals {
@@ -189,4 +195,95 @@ fn a_flood_over_the_backlog_limit_is_pushed_back_and_every_accepted_event_stored
             assert_eq!(stored.get(id), None, "refused {id} in the {what}");
         }
     }
+}
+
+/// While the flood keeps the backlog at its limit: each other route that writes events,
+/// sent again (at most for 60 s, while the writers run) until it is answered `429` with
+/// `Retry-After` and the backlog's reason (MCP: a tool error with that reason). Returns each
+/// route and whether it was.
+fn other_writes_pushed_back(
+    server: &Server,
+    key: &str,
+    writers: &[std::thread::JoinHandle<()>],
+) -> Vec<(&'static str, bool)> {
+    let http = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let url = |path: &str| format!("{}{}", server.base, path);
+    let mcp_session = {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-03-26", "capabilities": {},
+                       "clientInfo": {"name": "backpressure", "version": "0"}}});
+        let resp = http
+            .post(url("/mcp"))
+            .bearer_auth(key)
+            .header("accept", "application/json, text/event-stream")
+            .json(&init)
+            .send()
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 200);
+        resp.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_string()
+    };
+    let feedback = json!({"user": "u0", "message_id": "m1", "skill_id": "concise", "reward": 1});
+    let routes: [(&'static str, reqwest::Method, &str, Value); 4] = [
+        (
+            "POST /v1/feedback",
+            reqwest::Method::POST,
+            "/v1/feedback",
+            feedback.clone(),
+        ),
+        (
+            "POST /v1/chat/completions",
+            reqwest::Method::POST,
+            "/v1/chat/completions",
+            json!({"model": "m", "user": "u0", "messages": [{"role": "user", "content": "hi"}]}),
+        ),
+        (
+            "PATCH /v1/memories/{id}",
+            reqwest::Method::PATCH,
+            "/v1/memories/no-such-fact",
+            json!({"user": "u0", "value": "Lisbon"}),
+        ),
+        (
+            "MCP tools/call feedback",
+            reqwest::Method::POST,
+            "/mcp",
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                   "params": {"name": "feedback", "arguments": feedback}}),
+        ),
+    ];
+    routes
+        .into_iter()
+        .map(|(route, method, path, body)| {
+            let bound = Instant::now() + Duration::from_secs(60);
+            let mut refused = false;
+            while !refused && Instant::now() < bound && writers.iter().any(|w| !w.is_finished()) {
+                let resp = http
+                    .request(method.clone(), url(path))
+                    .bearer_auth(key)
+                    .header("mcp-session-id", &mcp_session)
+                    .header("accept", "application/json, text/event-stream")
+                    .json(&body)
+                    .send()
+                    .unwrap();
+                let status = resp.status().as_u16();
+                let retry_after = resp.headers().contains_key("retry-after");
+                let text = resp.text().unwrap_or_default();
+                refused = text.contains("not yet recallable")
+                    && if path == "/mcp" {
+                        status == 200 && text.contains("\"isError\":true")
+                    } else {
+                        status == 429 && retry_after
+                    };
+                if !refused {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+            (route, refused)
+        })
+        .collect()
 }
