@@ -83,12 +83,15 @@ impl AnalysedTurns {
     /// text stays in memory, not even stemmed).
     pub fn forget(&self, tenant: &str, user: Option<&str>) {
         let mut state = self.state.lock().unwrap();
-        let before: usize = state.users.values().map(HashMap::len).sum();
-        state
-            .users
-            .retain(|(t, u), _| !(t == tenant && user.is_none_or(|user| user == u)));
-        let after: usize = state.users.values().map(HashMap::len).sum();
-        state.turns -= before - after;
+        let mut removed = 0;
+        state.users.retain(|(t, u), turns| {
+            let erased = t == tenant && user.is_none_or(|user| user == u);
+            if erased {
+                removed += turns.len();
+            }
+            !erased
+        });
+        state.turns -= removed;
     }
 
     /// Turns held, for tests.

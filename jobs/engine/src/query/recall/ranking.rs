@@ -135,14 +135,9 @@ pub fn gather_candidates(
     }
     for (rank, hit) in by_graph.iter().enumerate() {
         let i = entry(&hit.episode, &mut out);
-        let content = hit.episode.content.to_lowercase();
         out[i].why.graph_rank = Some(rank + 1);
         out[i].why.graph_bm25 = Some(hit.score);
-        out[i].why.graph_via = expansion
-            .iter()
-            .filter(|(e, _)| content.contains(e.as_str()))
-            .map(|(e, why)| format!("{e}: {why}"))
-            .collect();
+        out[i].why.graph_via = graph_via(&hit.episode.content, expansion);
     }
     for (episode, hit) in &by_passage {
         let Some(h) = index.get(episode).map(|i| &mut out[*i]) else {
@@ -202,16 +197,20 @@ fn score_words_in_process(hits: &mut [RecallHit], question: &str, text: &InProce
     let (scores, matched) = ranked(&bm25::analyse(&entities.join(" ")));
     for (rank, i) in matched.into_iter().enumerate() {
         let h = &mut hits[i];
-        let content = h.content.to_lowercase();
         h.why.graph_rank = Some(rank + 1);
         h.why.graph_bm25 = Some(scores[i] as f32);
-        h.why.graph_via = text
-            .expansion
-            .iter()
-            .filter(|(e, _)| content.contains(e.as_str()))
-            .map(|(e, why)| format!("{e}: {why}"))
-            .collect();
+        h.why.graph_via = graph_via(&h.content, text.expansion);
     }
+}
+
+/// The expansion's entities the text names, each as "entity: why it was reached".
+fn graph_via(content: &str, expansion: &[(String, String)]) -> Vec<String> {
+    let content = content.to_lowercase();
+    expansion
+        .iter()
+        .filter(|(e, _)| content.contains(e.as_str()))
+        .map(|(e, why)| format!("{e}: {why}"))
+        .collect()
 }
 
 /// Two rankings merged into one, each keeping its own order: at every step the head with the
