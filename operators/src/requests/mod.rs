@@ -32,14 +32,42 @@
 //! Aspects with named values ([`Aspect::Language`], [`Aspect::Units`], [`Aspect::Spelling`])
 //! take the values asked for; a value turned away ("not English", "instead of miles") is
 //! dropped, except for the two-valued units and spelling, where it asks for the other value.
+//! Emoji that a sentence names ("stop with the 🎉🔥 stuff", "more 😂 pls") read as the word
+//! "emojis", a warning sign as "warnings" and a prohibition sign as "no"; other emoji end a
+//! clause, as people use them ("just the number isn't helpful 🤔 show me the steps"). A currency
+//! sign on an amount ("a $300 gadget") asks for no currency.
+//!
+//! A cue is skipped where its word is about something else (`settling.rs`): a style word before
+//! the user's own question ("I asked a simple question"), "simple" before another noun ("a
+//! simple sorry"), "steps" after a tool's name ("Windows steps"), a language's name before a
+//! country's things ("German laws"), a length in a sentence about cooking, a trip or a meeting
+//! and no answer ("too long to cook"). The requests read are then settled: an aspect read both
+//! ways keeps the way asked for when the other only describes what the user got ("paragraphs
+//! are hard to skim, use bullets"); a table settles bullets, reasoning settles steps, a summary
+//! asked for settles how short it is ("sum it up in one line"), humour settles "lighten up"; one
+//! example spelling word in a text that says nothing of spelling ("don't rely on colour")
+//! asks for no spelling.
+//!
 //! An aspect asked both ways in one text (or for two values) is dropped as ambiguous.
 
 mod lexicon;
 mod reading;
+mod settling;
 mod stated;
 mod turning_words;
+mod words;
 
 pub use reading::{requests_of, FLIP_WINDOW};
+
+/// What `text` asks for, as "AspectWay" strings (the reading's unit tests).
+#[cfg(test)]
+fn asked(text: &str) -> Vec<String> {
+    requests_of(text)
+        .0
+        .iter()
+        .map(|r| format!("{:?}{:?}", r.aspect, r.way))
+        .collect()
+}
 pub use stated::{stated_requests, PREFERENCE_ATTRIBUTE_PREFIX};
 
 use crate::math::skills::{style_dimension_index, StyleVector};

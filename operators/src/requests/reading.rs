@@ -2,7 +2,9 @@
 //! them (see the parent module).
 
 use super::lexicon::*;
+use super::settling::{applies_here, described, settle, Reading, SPELLING_WORDS};
 use super::turning_words::*;
+use super::words::sentence_texts;
 use super::{Aspect, Request, RequestSet, Way};
 
 /// How many words before a cue can turn it.
@@ -10,10 +12,13 @@ pub const FLIP_WINDOW: usize = 6;
 
 /// What `text` asks for (module docs).
 pub fn requests_of(text: &str) -> RequestSet {
-    let mut requests = Vec::new();
-    // per request: whether it names the value asked for ("to euros")
-    let mut targets = Vec::new();
-    for (sentence, question) in sentence_texts(text) {
+    let mut readings = Vec::new();
+    let sentences = sentence_texts(text);
+    let talks_of_spelling = sentences
+        .iter()
+        .flat_map(|(words, _)| words)
+        .any(|w| SPELLING_WORDS.contains(&w.as_str()));
+    for (sentence, question) in sentences {
         // "why is everything a bullet list??" complains about what it names
         let rhetorical = question
             && (sentence.first().is_some_and(|w| w == "why")
@@ -57,6 +62,7 @@ pub fn requests_of(text: &str) -> RequestSet {
                 .filter(|c| matches_at(&sentence, i, c.words))
                 .max_by_key(|c| c.words.len())
                 .filter(|c| !assumes_something_named(&sentence, i, c))
+                .filter(|c| applies_here(&sentence, i, c))
             else {
                 i += 1;
                 continue;
@@ -87,23 +93,17 @@ pub fn requests_of(text: &str) -> RequestSet {
                         sentence[i - 1].as_str(),
                         "to" | "in" | "into" | "as" | "use"
                     );
-                requests.push(request);
-                targets.push(target);
+                readings.push(Reading {
+                    request,
+                    cue: found.words,
+                    described: described(&sentence, i, end),
+                    target,
+                });
             }
             i = end;
         }
     }
-    // of two values of one aspect, the one asked for, when only one is
-    let asked_for: Vec<Request> = requests
-        .iter()
-        .zip(&targets)
-        .filter(|(_, target)| **target)
-        .map(|(r, _)| *r)
-        .collect();
-    requests.retain(|r| {
-        let targeted: Vec<&Request> = asked_for.iter().filter(|t| t.aspect == r.aspect).collect();
-        !(matches!(r.way, Way::Value(_)) && targeted.len() == 1 && targeted[0] != r)
-    });
+    let mut requests = settle(readings, talks_of_spelling);
     // a specific request about code says what "code" in it is about
     let about_code = requests.iter().any(|r| {
         matches!(
@@ -189,7 +189,11 @@ fn turned(
                         "is" | "are" | "was" | "were" | "be" | "its" | "why" | "always" | "just"
                             | "really" | "sound" | "sounds" | "feel" | "feels" | "look" | "looks"
                     )));
-        if negation || intensified && !(kind == CueKind::Thing && !matches!(w, "many" | "much")) {
+        if intensified && !(kind == CueKind::Thing && !matches!(w, "many" | "much")) {
+            // "don't be so concise", "not too formal", "stop using so many emojis": what is
+            // negated is the excess, and that asks for less all the same
+            flips = 1;
+        } else if negation {
             flips += 1;
         }
         j += 1;
@@ -300,80 +304,62 @@ pub(super) fn matches_at(words: &[String], at: usize, pattern: &[&str]) -> bool 
             })
 }
 
-/// The sentences of `text`, each a list of lowercase words, with "," standing for every clause
-/// break inside a sentence (`,` `:` `(` `)` quotes and dashes between words).
-pub(super) fn sentences_of(text: &str) -> Vec<Vec<String>> {
-    let lower = text
-        .to_lowercase()
-        .replace("c++", " cpp ")
-        .replace("c#", " csharp ")
-        .replace('\u{20ac}', " eur ")
-        .replace('$', " usd ")
-        .replace('\u{a3}', " gbp ")
-        .replace(['\u{2019}', '\u{2018}'], "'")
-        .replace("tl;dr", "tldr")
-        .replace("tl dr", "tldr");
-    let mut sentences = vec![Vec::new()];
-    let mut word = String::new();
-    let flush = |word: &mut String, sentence: &mut Vec<String>| {
-        if !word.is_empty() {
-            sentence.push(std::mem::take(word));
-        }
-    };
-    for ch in lower.chars() {
-        let sentence = sentences.last_mut().expect("one sentence at least");
-        match ch {
-            c if c.is_alphanumeric() => word.push(c),
-            '\'' => {}
-            '.' | '!' | '?' | ';' | '\n' => {
-                flush(&mut word, sentence);
-                sentences.push(Vec::new());
-            }
-            ',' | ':' | '(' | ')' | '"' | '\u{201c}' | '\u{201d}' | '\u{2014}' | '\u{2013}' => {
-                flush(&mut word, sentence);
-                if sentence.last().is_some_and(|w| w != ",") {
-                    sentence.push(",".to_string());
-                }
-            }
-            _ => flush(&mut word, sentence),
-        }
-    }
-    let last = sentences.last_mut().expect("one sentence at least");
-    flush(&mut word, last);
-    sentences.retain(|s| !s.is_empty());
-    sentences
-}
-
-/// The sentences of `text` as words (clause breaks as ","), each with whether it ends in "?".
-pub(super) fn sentence_texts(text: &str) -> Vec<(Vec<String>, bool)> {
-    let mut out = Vec::new();
-    // "tl;dr" is one word, not two sentences
-    let text = text.to_lowercase().replace("tl;dr", "tldr");
-    let mut rest = text.as_str();
-    while !rest.is_empty() {
-        let end = rest
-            .find(['.', '!', '?', ';', '\n'])
-            .map_or(rest.len(), |i| i + 1);
-        let (sentence, tail) = rest.split_at(end);
-        let question = sentence.ends_with('?');
-        if let Some(words) = sentences_of(sentence).into_iter().next() {
-            out.push((words, question));
-        }
-        rest = tail;
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::asked;
     use super::*;
 
-    fn asked(text: &str) -> Vec<String> {
-        requests_of(text)
-            .0
-            .iter()
-            .map(|r| format!("{:?}{:?}", r.aspect, r.way))
-            .collect()
+    #[test]
+    fn a_negated_excess_still_asks_for_less() {
+        assert_eq!(asked("Don't be so concise with me"), ["LengthMore"]);
+        assert_eq!(asked("don't be too formal"), ["FormalityLess"]);
+        assert_eq!(asked("not too formal please"), ["FormalityLess"]);
+        assert_eq!(asked("stop being so formal"), ["FormalityLess"]);
+        assert_eq!(asked("don't use too many emojis"), ["EmojiLess"]);
+        assert_eq!(asked("not so formal please"), ["FormalityLess"]);
+    }
+
+    #[test]
+    fn could_you_keep_asks_and_you_keep_complains() {
+        assert_eq!(
+            asked("Could you keep your answers shorter, please?"),
+            ["LengthLess"]
+        );
+        assert_eq!(asked("can u keep it brief"), ["LengthLess"]);
+        assert_eq!(asked("you keep giving me bullet points"), ["BulletsLess"]);
+    }
+
+    #[test]
+    fn emoji_named_are_emojis_and_the_others_end_a_clause() {
+        assert_eq!(asked("more \u{1f602}\u{1f525}\u{2728} pls"), ["EmojiMore"]);
+        assert_eq!(
+            asked("stop with the \u{1f389}\u{1f525} stuff, it's annoying"),
+            ["EmojiLess"]
+        );
+        assert_eq!(asked("ugh the \u{1f680} again?? cut it out"), ["EmojiLess"]);
+        // a face after a request is punctuation, not a request for emoji
+        assert_eq!(
+            asked("pls use bullet points, easier to scan \u{1f64f}"),
+            ["BulletsMore"]
+        );
+        assert_eq!(
+            asked("just the number isn't helpful \u{1f914} show me the steps"),
+            ["StepsMore"]
+        );
+        assert_eq!(
+            asked("no need for the \u{26a0}\u{fe0f} stuff every time"),
+            ["DisclaimersLess"]
+        );
+    }
+
+    #[test]
+    fn a_currency_sign_on_an_amount_asks_for_no_currency() {
+        assert_eq!(asked("ugh, a $300 gadget? i'm broke"), Vec::<String>::new());
+        assert_eq!(
+            asked("hotels under \u{a3}100 a night please"),
+            Vec::<String>::new()
+        );
+        assert_eq!(asked("prices in \u{20ac} please"), ["CurrencyValue(0)"]);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Preferences stated in ordinary messages, and the facts that remember them.
 
-use super::reading::{matches_at, sentence_texts};
+use super::reading::matches_at;
+use super::words::sentence_texts;
 use super::{requests_of, value_names, Aspect, Request, RequestSet, Way};
 
 /// Words a request to the assistant starts with (after "please", "ok", "and", …).

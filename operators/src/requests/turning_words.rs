@@ -69,6 +69,14 @@ pub(super) const KEEPS: &[&[&str]] = &[
     &["not", "against"],
     &["not", "opposed"],
     &["not", "enough"],
+    // "could you keep it short" asks; "you keep giving me essays" complains
+    &["could", "you", "keep"],
+    &["can", "you", "keep"],
+    &["would", "you", "keep"],
+    &["will", "you", "keep"],
+    &["could", "u", "keep"],
+    &["can", "u", "keep"],
+    &["would", "u", "keep"],
     &["never", "enough"],
 ];
 
@@ -94,6 +102,13 @@ pub(super) const APPROVALS: &[&str] = &[
     "okay",
     "fine",
     "appreciated",
+    "render",
+    "renders",
+    "rendering",
+    "display",
+    "displays",
+    "work",
+    "works",
 ];
 
 /// Words that join two cues into one request ("the caveats and hedging").
@@ -156,10 +171,13 @@ pub(super) const COMPLAINTS: &[&str] = &[
     "gimmicky",
     "bothers",
     "bugs",
+    "old",
+    "garbage",
+    "loses",
 ];
 
 /// Words that, anywhere after a cue in its sentence, ask to remove it ("…, remove them").
-pub(super) const REMOVALS: &[&str] = &["remove", "delete", "drop", "ditch", "stop"];
+pub(super) const REMOVALS: &[&str] = &["remove", "delete", "drop", "ditch", "stop", "avoid"];
 
 /// Contractions and negative words that turn a cue: "don't", "isn't", "can't", ….
 pub(super) const NEGATED_VERBS: &[&str] = &[

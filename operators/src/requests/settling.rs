@@ -1,0 +1,575 @@
+//! Where a cue is about the answer at all, and how the requests read in one text are settled
+//! before they become its [`RequestSet`](super::RequestSet).
+//!
+//! A cue word names an aspect of answers only in some places: "simple" in "a simple sorry" or
+//! "I asked a simple question" is about the apology or the user's question, "Windows steps"
+//! are instructions for a tool, "German laws" are the country's. And a text that names one
+//! aspect twice often says which one it means by how it names each: "paragraphs are hard to
+//! skim, put it in bullets" describes what it got and asks for the other.
+
+use super::lexicon::Cue;
+use super::{Aspect, Request, Way};
+
+/// One request as read from a text, with what it was read from.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Reading {
+    pub(super) request: Request,
+    /// The words of the cue it was read from.
+    pub(super) cue: &'static [&'static str],
+    /// Whether the cue names what the user got rather than what they want ("paragraphs are
+    /// hard to skim", "that was one giant paragraph").
+    pub(super) described: bool,
+    /// Whether the cue names a value asked for ("to euros", "in German").
+    pub(super) target: bool,
+}
+
+/// Nouns for what the user sends, not for answers: a style word before one describes the
+/// user's question ("a simple question", "for casual questions"), not the answer wanted.
+const USER_INPUT: &[&str] = &[
+    "question",
+    "questions",
+    "q",
+    "qs",
+    "query",
+    "queries",
+    "chat",
+    "chats",
+    "conversation",
+    "conversations",
+    "topic",
+    "topics",
+    "request",
+    "requests",
+];
+
+/// What may follow "simple" when it asks for plainer answers ("keep it simple", "simple words");
+/// before any other word it describes that thing ("a simple sorry", "simple recipes").
+const SIMPLE_ABOUT_ANSWERS: &[&str] = &[
+    ",",
+    "but",
+    "words",
+    "word",
+    "language",
+    "terms",
+    "english",
+    "vocabulary",
+    "vocab",
+    "explanation",
+    "explanations",
+    "way",
+    "version",
+    "please",
+    "pls",
+    "plz",
+    "and",
+    "enough",
+    "for",
+    "stupid",
+];
+
+/// Words that may come before "steps" when they are the answer's steps ("in clear steps",
+/// "the steps"), beside adjectives by their endings ("ordered", "logical"); another word
+/// before it names whose steps they are ("Windows steps", "Jira steps").
+const BEFORE_ANSWER_STEPS: &[&str] = &[
+    ",",
+    "but",
+    "the",
+    "in",
+    "into",
+    "as",
+    "with",
+    "numbered",
+    "clear",
+    "simple",
+    "small",
+    "individual",
+    "separate",
+    "all",
+    "each",
+    "every",
+    "of",
+    "more",
+    "fewer",
+    "less",
+    "no",
+    "any",
+    "some",
+    "few",
+    "by",
+    "these",
+    "those",
+    "your",
+    "easy",
+    "baby",
+    "exact",
+    "detailed",
+    "concrete",
+    "actionable",
+    "logical",
+    "and",
+    "or",
+    "me",
+    "show",
+    "list",
+    "give",
+    "skip",
+    "explain",
+    "numbering",
+];
+
+/// Nouns a language's name describes as a country's ("German laws", "French food"), where it is
+/// not the language to answer in.
+const NATIONAL_THINGS: &[&str] = &[
+    "law",
+    "laws",
+    "holiday",
+    "holidays",
+    "store",
+    "stores",
+    "shop",
+    "shops",
+    "price",
+    "prices",
+    "food",
+    "recipes",
+    "recipe",
+    "cuisine",
+    "dishes",
+    "time",
+    "timezone",
+    "weather",
+    "culture",
+    "customs",
+    "people",
+    "market",
+    "products",
+    "brands",
+    "websites",
+    "sites",
+    "news",
+    "tv",
+    "movies",
+    "films",
+    "books",
+    "beer",
+    "wine",
+    "cars",
+    "address",
+    "bank",
+    "banks",
+    "tax",
+    "taxes",
+    "rules",
+    "system",
+    "school",
+    "schools",
+    "standards",
+    "keyboard",
+    "layout",
+    "history",
+    "citizen",
+    "citizenship",
+    "friends",
+    "friend",
+    "family",
+    "partner",
+    "wife",
+    "husband",
+    "mother",
+    "father",
+    "mom",
+    "dad",
+    "mum",
+    "colleagues",
+    "coworkers",
+    "team",
+    "company",
+    "office",
+    "healthcare",
+    "insurance",
+    "doctors",
+    "grandmother",
+    "grandma",
+    "roots",
+    "heritage",
+    "restaurants",
+    "restaurant",
+    "neighbours",
+    "neighbors",
+    "market",
+    "holidays",
+    "trains",
+    "railways",
+    "government",
+    "politics",
+    "version",
+    "edition",
+];
+
+/// Things in a user's life that are long or short too ("too long to cook", "weekday cooking
+/// time: short"): a length said in a sentence about one of them, and about no answer, is theirs.
+const TIMED_ACTIVITIES: &[&str] = &[
+    "cook",
+    "cooking",
+    "cooked",
+    "meal",
+    "meals",
+    "dinner",
+    "dinners",
+    "lunch",
+    "lunches",
+    "breakfast",
+    "recipe",
+    "recipes",
+    "prep",
+    "drive",
+    "driving",
+    "commute",
+    "commutes",
+    "trip",
+    "trips",
+    "flight",
+    "flights",
+    "layover",
+    "layovers",
+    "walk",
+    "walks",
+    "hike",
+    "hikes",
+    "workout",
+    "workouts",
+    "run",
+    "runs",
+    "meeting",
+    "meetings",
+    "holiday",
+    "holidays",
+    "vacation",
+    "vacations",
+    "wait",
+    "queue",
+    "nap",
+    "naps",
+    "sleep",
+    "shift",
+    "shifts",
+    "journey",
+    "journeys",
+    "route",
+    "routes",
+    "stay",
+    "stays",
+    "visit",
+    "visits",
+    "class",
+    "classes",
+    "lesson",
+    "lessons",
+    "haircut",
+    "hair",
+    "nails",
+    "sleeves",
+    "dress",
+    "skirt",
+];
+
+/// Words for what the assistant writes: a sentence naming one is about answers, whatever else
+/// it names.
+const ANSWER_WORDS: &[&str] = &[
+    "answer",
+    "answers",
+    "reply",
+    "replies",
+    "response",
+    "responses",
+    "message",
+    "messages",
+    "text",
+    "explanation",
+    "explanations",
+    "summary",
+    "summaries",
+    "it",
+    "them",
+    "this",
+    "that",
+    "you",
+    "u",
+    "ur",
+    "your",
+    "yours",
+    "words",
+    "sentences",
+    "paragraphs",
+];
+
+/// The spelling aspect's example words ("colour", "centre"): alone, they are just words ("don't
+/// rely on colour alone"); they ask for a spelling beside another example or a word about
+/// spelling.
+pub(super) const SPELLING_WORDS: &[&str] = &[
+    "spell",
+    "spelling",
+    "spellings",
+    "spelled",
+    "spelt",
+    "british",
+    "american",
+    "uk",
+    "us",
+    "english",
+    "ise",
+    "ize",
+    "americanize",
+    "americanise",
+    "americanizing",
+    "americanising",
+];
+
+/// Whether the cue `cue` found at `at` in `sentence` is about the answer here (module docs).
+pub(super) fn applies_here(sentence: &[String], at: usize, cue: &Cue) -> bool {
+    let next = sentence.get(at + cue.words.len()).map(String::as_str);
+    let previous = at.checked_sub(1).map(|k| sentence[k].as_str());
+    use super::lexicon::CueKind;
+    if cue.kind == CueKind::Gradable && next.is_some_and(|w| USER_INPUT.contains(&w)) {
+        return false;
+    }
+    if cue.aspect == Aspect::Length
+        && sentence
+            .iter()
+            .any(|w| TIMED_ACTIVITIES.contains(&w.as_str()))
+        && !sentence.iter().any(|w| ANSWER_WORDS.contains(&w.as_str()))
+    {
+        return false;
+    }
+    match cue.words {
+        ["simple"] => next.is_none_or(|w| SIMPLE_ABOUT_ANSWERS.contains(&w)),
+        ["steps"] => previous.is_none_or(|w| {
+            BEFORE_ANSWER_STEPS.contains(&w)
+                || [
+                    "ed", "al", "ic", "ive", "ful", "ous", "ble", "ple", "ly", "est",
+                ]
+                .iter()
+                .any(|suffix| w.ends_with(suffix))
+        }),
+        _ if cue.aspect == Aspect::Language => next.is_none_or(|w| !NATIONAL_THINGS.contains(&w)),
+        _ => true,
+    }
+}
+
+/// Whether the cue at `at..end` of `sentence` names what the user got rather than asks for it:
+/// followed by a verb of being or of its effect ("paragraphs are hard to skim", "dense
+/// paragraphs lose me"), or after "was" / "giant" / "dense" … ("that was one giant paragraph").
+pub(super) fn described(sentence: &[String], at: usize, end: usize) -> bool {
+    let after = sentence.get(end).map(String::as_str);
+    let being = matches!(
+        after,
+        Some("is" | "are" | "was" | "were" | "look" | "looks" | "feel" | "feels" | "lose" | "make")
+    );
+    let before = &sentence[at.saturating_sub(3)..at];
+    being
+        || before.iter().any(|w| {
+            matches!(
+                w.as_str(),
+                "was" | "giant" | "dense" | "huge" | "massive" | "endless" | "wall" | "walls"
+            )
+        })
+}
+
+/// The requests of one text, settled:
+/// - an aspect read both ways, where every reading of one way describes what the user got and
+///   one of the other asks ("can u break that into bullets? paragraphs are hard to skim"),
+///   keeps the way asked for;
+/// - a table asked for or refused settles the structure: bullets read beside it go ("tables
+///   pls, not paragraphs", "a side-by-side chart, not a list");
+/// - the reasoning asked for or refused settles "steps" ("walk me through your thinking step by
+///   step");
+/// - a summary asked for settles how short it is ("sum it up in one line at the bottom");
+/// - humour asked for settles "lighten up" ("lighten up, a few gags won't kill anyone");
+/// - a spelling read only from one example word, in a text that says nothing of spelling
+///   ("don't rely on colour alone"), goes;
+/// - of two values of one aspect, the one named as the value asked for stays, when only one is
+///   ("convert the dollars to euros").
+pub(super) fn settle(mut readings: Vec<Reading>, talks_of_spelling: bool) -> Vec<Request> {
+    let both_ways = |aspect: Aspect, readings: &[Reading]| {
+        let mut ways = readings
+            .iter()
+            .filter(|r| r.request.aspect == aspect)
+            .map(|r| r.request.way);
+        let first = ways.next();
+        ways.any(|w| Some(w) != first)
+    };
+    let aspects: Vec<Aspect> = readings.iter().map(|r| r.request.aspect).collect();
+    for aspect in aspects {
+        if !both_ways(aspect, &readings) {
+            continue;
+        }
+        let asked: Vec<Way> = readings
+            .iter()
+            .filter(|r| r.request.aspect == aspect && !r.described)
+            .map(|r| r.request.way)
+            .collect();
+        if !asked.is_empty() && asked.iter().all(|w| *w == asked[0]) {
+            readings.retain(|r| r.request.aspect != aspect || r.request.way == asked[0]);
+        }
+    }
+    let has =
+        |aspect: Aspect, readings: &[Reading]| readings.iter().any(|r| r.request.aspect == aspect);
+    if has(Aspect::Table, &readings) {
+        readings.retain(|r| r.request.aspect != Aspect::Bullets);
+    }
+    if has(Aspect::Reasoning, &readings) {
+        readings.retain(|r| r.request.aspect != Aspect::Steps);
+    }
+    let summary_asked = readings
+        .iter()
+        .any(|r| r.request.aspect == Aspect::Summary && r.request.way == Way::More);
+    if summary_asked {
+        readings.retain(|r| {
+            !(r.request.aspect == Aspect::Length
+                && matches!(
+                    r.cue,
+                    ["one", "line"]
+                        | ["one", "sentence"]
+                        | ["two", "sentences"]
+                        | ["few", "sentences"]
+                        | ["one", "liner*"]
+                        | ["short*"]
+                        | ["brief"]
+                        | ["in", "a", "nutshell"]
+                ))
+        });
+    }
+    if has(Aspect::Humour, &readings) {
+        readings.retain(|r| r.cue != ["lighten", "up"]);
+    }
+    let spelling_examples = readings
+        .iter()
+        .filter(|r| r.request.aspect == Aspect::Spelling && is_example_word(r.cue))
+        .count();
+    let spelling_named = readings
+        .iter()
+        .any(|r| r.request.aspect == Aspect::Spelling && !is_example_word(r.cue));
+    if spelling_examples == 1 && !spelling_named && !talks_of_spelling {
+        readings.retain(|r| r.request.aspect != Aspect::Spelling);
+    }
+    let targeted = |aspect: Aspect, readings: &[Reading]| -> Vec<Request> {
+        readings
+            .iter()
+            .filter(|r| r.target && r.request.aspect == aspect)
+            .map(|r| r.request)
+            .collect()
+    };
+    let values: Vec<(Request, Vec<Request>)> = readings
+        .iter()
+        .map(|r| (r.request, targeted(r.request.aspect, &readings)))
+        .collect();
+    values
+        .into_iter()
+        .filter(|(r, targets)| {
+            !(matches!(r.way, Way::Value(_)) && targets.len() == 1 && targets[0] != *r)
+        })
+        .map(|(r, _)| r)
+        .collect()
+}
+
+/// Whether a spelling cue is one of its example words rather than a name for a spelling.
+fn is_example_word(cue: &[&str]) -> bool {
+    cue.len() == 1 && !SPELLING_WORDS.iter().any(|w| cue[0].starts_with(w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::asked;
+
+    #[test]
+    fn style_words_about_something_else_ask_nothing_of_answers() {
+        for text in [
+            "ugh that was a wall of text. i asked a simple question",
+            "a simple sorry would be nice",
+        ] {
+            assert!(
+                !asked(text).contains(&"TechnicalLess".to_string()),
+                "{text:?}"
+            );
+        }
+        assert_eq!(asked("keep it simple"), ["TechnicalLess"]);
+        assert_eq!(
+            asked("I'm on Linux, stop giving me Windows steps"),
+            Vec::<String>::new()
+        );
+        assert_eq!(asked("no steps please, just the command"), ["StepsLess"]);
+        assert_eq!(asked("break it into ordered steps"), ["StepsMore"]);
+        assert_eq!(
+            asked("assume german laws and holidays for me"),
+            Vec::<String>::new()
+        );
+        assert_eq!(asked("answer in german please"), ["LanguageValue(1)"]);
+        assert_eq!(
+            asked("weekday cooking time: short. keep that in mind"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            asked("too long to cook!! fast dinners only"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            asked("your answers are too long, I read them while cooking"),
+            ["LengthLess"]
+        );
+    }
+
+    #[test]
+    fn a_spelling_word_alone_is_a_word() {
+        assert_eq!(
+            asked("please don't rely on colour alone, I'm colourblind"),
+            Vec::<String>::new()
+        );
+        assert_eq!(asked("colour not color please"), ["SpellingValue(0)"]);
+        assert_eq!(
+            asked("use British spelling, e.g. colour"),
+            ["SpellingValue(0)"]
+        );
+        assert_eq!(asked("spell it colour"), ["SpellingValue(0)"]);
+    }
+
+    #[test]
+    fn what_the_user_got_gives_way_to_what_they_ask_for() {
+        for text in [
+            "can u break that into bullets? paragraphs are hard to skim",
+            "that was one giant paragraph. put it in a list next time",
+        ] {
+            assert_eq!(asked(text), ["BulletsMore"], "{text:?}");
+        }
+        assert_eq!(
+            asked("Please answer in full paragraphs, the fragmented lists are hard to follow."),
+            ["BulletsLess"]
+        );
+        // both asked: still ambiguous
+        assert_eq!(asked("use bullets, or paragraphs"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn one_request_settles_the_words_it_is_made_of() {
+        assert_eq!(asked("tables pls, not paragraphs"), ["TableMore"]);
+        assert_eq!(
+            asked("side-by-side chart for stuff like this, not a list"),
+            ["TableMore"]
+        );
+        assert_eq!(
+            asked("lay out your reasoning step by step"),
+            ["ReasoningMore"]
+        );
+        assert_eq!(
+            asked("can u sum it up in one line at the bottom?"),
+            ["SummaryMore"]
+        );
+        assert_eq!(
+            asked("lighten up a little, a few gags won't kill anyone"),
+            ["HumourMore"]
+        );
+        assert_eq!(
+            asked("lighten up, talk to me like a normal person"),
+            ["FormalityLess"]
+        );
+    }
+}
