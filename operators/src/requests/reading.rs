@@ -2,7 +2,7 @@
 //! them (see the parent module).
 
 use super::lexicon::*;
-use super::settling::{applies_here, described, settle, Reading, SPELLING_WORDS};
+use super::settling::{applies_here, described, names_spelling, settle, Reading};
 use super::turning_words::*;
 use super::words::sentence_texts;
 use super::{Aspect, Request, RequestSet, Way};
@@ -17,7 +17,7 @@ pub fn requests_of(text: &str) -> RequestSet {
     let talks_of_spelling = sentences
         .iter()
         .flat_map(|(words, _)| words)
-        .any(|w| SPELLING_WORDS.contains(&w.as_str()));
+        .any(|w| names_spelling(w));
     for (sentence, question) in sentences {
         // "why is everything a bullet list??" complains about what it names
         let rhetorical = question
@@ -103,21 +103,7 @@ pub fn requests_of(text: &str) -> RequestSet {
             i = end;
         }
     }
-    let mut requests = settle(readings, talks_of_spelling);
-    // a specific request about code says what "code" in it is about
-    let about_code = requests.iter().any(|r| {
-        matches!(
-            r.aspect,
-            Aspect::CodeComments | Aspect::CodeBlocks | Aspect::ProgrammingLanguage
-        )
-    });
-    if about_code {
-        requests.retain(|r| !matches!(r.aspect, Aspect::Code | Aspect::Examples));
-    }
-    // "stop asking me follow-up questions": the questions are the follow-ups
-    if requests.iter().any(|r| r.aspect == Aspect::FollowUps) {
-        requests.retain(|r| r.aspect != Aspect::Questions);
-    }
+    let requests = settle(readings, talks_of_spelling);
     RequestSet::from_requests(requests)
 }
 

@@ -303,26 +303,34 @@ const ANSWER_WORDS: &[&str] = &[
     "paragraphs",
 ];
 
-/// The spelling aspect's example words ("colour", "centre"): alone, they are just words ("don't
-/// rely on colour alone"); they ask for a spelling beside another example or a word about
-/// spelling.
-pub(super) const SPELLING_WORDS: &[&str] = &[
-    "spell",
-    "spelling",
-    "spellings",
-    "spelled",
-    "spelt",
-    "british",
-    "american",
-    "uk",
-    "us",
-    "english",
-    "ise",
-    "ize",
-    "americanize",
-    "americanise",
-    "americanizing",
-    "americanising",
+/// Whether `word` speaks of spelling ("british", "spelt", "en-GB", "americanised"): beside
+/// one, a spelling's example word ("colour", "centre") asks for that spelling; alone it is just
+/// a word ("don't rely on colour alone").
+pub(super) fn names_spelling(word: &str) -> bool {
+    matches!(
+        word,
+        "british" | "american" | "uk" | "us" | "gb" | "english" | "ise" | "ize"
+    ) || word.starts_with("spel")
+        || word.starts_with("americani")
+}
+
+/// Requests that say what a vaguer one read in the same text is about: the vaguer goes.
+const SETTLES: &[(&[Aspect], &[Aspect])] = &[
+    // "tables pls, not paragraphs", "a side-by-side chart, not a list"
+    (&[Aspect::Table], &[Aspect::Bullets]),
+    // "walk me through your thinking step by step"
+    (&[Aspect::Reasoning], &[Aspect::Steps]),
+    // a specific request about code says what "code" in it is about
+    (
+        &[
+            Aspect::CodeComments,
+            Aspect::CodeBlocks,
+            Aspect::ProgrammingLanguage,
+        ],
+        &[Aspect::Code, Aspect::Examples],
+    ),
+    // "stop asking me follow-up questions": the questions are the follow-ups
+    (&[Aspect::FollowUps], &[Aspect::Questions]),
 ];
 
 /// Whether the cue `cue` found at `at` in `sentence` is about the answer here (module docs).
@@ -379,46 +387,40 @@ pub(super) fn described(sentence: &[String], at: usize, end: usize) -> bool {
 /// - an aspect read both ways, where every reading of one way describes what the user got and
 ///   one of the other asks ("can u break that into bullets? paragraphs are hard to skim"),
 ///   keeps the way asked for;
-/// - a table asked for or refused settles the structure: bullets read beside it go ("tables
-///   pls, not paragraphs", "a side-by-side chart, not a list");
-/// - the reasoning asked for or refused settles "steps" ("walk me through your thinking step by
-///   step");
+/// - a request that says what a vaguer one is about settles it ([`SETTLES`]);
 /// - a summary asked for settles how short it is ("sum it up in one line at the bottom");
 /// - humour asked for settles "lighten up" ("lighten up, a few gags won't kill anyone");
-/// - a spelling read only from one example word, in a text that says nothing of spelling
-///   ("don't rely on colour alone"), goes;
+/// - one spelling example word, in a text that does not speak of spelling ("don't rely on
+///   colour alone"), asks for no spelling;
 /// - of two values of one aspect, the one named as the value asked for stays, when only one is
 ///   ("convert the dollars to euros").
 pub(super) fn settle(mut readings: Vec<Reading>, talks_of_spelling: bool) -> Vec<Request> {
-    let both_ways = |aspect: Aspect, readings: &[Reading]| {
-        let mut ways = readings
-            .iter()
-            .filter(|r| r.request.aspect == aspect)
-            .map(|r| r.request.way);
-        let first = ways.next();
-        ways.any(|w| Some(w) != first)
-    };
-    let aspects: Vec<Aspect> = readings.iter().map(|r| r.request.aspect).collect();
-    for aspect in aspects {
-        if !both_ways(aspect, &readings) {
-            continue;
-        }
-        let asked: Vec<Way> = readings
-            .iter()
-            .filter(|r| r.request.aspect == aspect && !r.described)
-            .map(|r| r.request.way)
-            .collect();
-        if !asked.is_empty() && asked.iter().all(|w| *w == asked[0]) {
+    let mut aspects: Vec<Aspect> = readings.iter().map(|r| r.request.aspect).collect();
+    aspects.sort();
+    aspects.dedup();
+    for &aspect in &aspects {
+        let ways = |described: Option<bool>| -> Vec<Way> {
+            let mut ways: Vec<Way> = readings
+                .iter()
+                .filter(|r| {
+                    r.request.aspect == aspect && described.is_none_or(|d| r.described == d)
+                })
+                .map(|r| r.request.way)
+                .collect();
+            ways.sort();
+            ways.dedup();
+            ways
+        };
+        let asked = ways(Some(false));
+        if ways(None).len() > 1 && asked.len() == 1 {
             readings.retain(|r| r.request.aspect != aspect || r.request.way == asked[0]);
         }
     }
-    let has =
-        |aspect: Aspect, readings: &[Reading]| readings.iter().any(|r| r.request.aspect == aspect);
-    if has(Aspect::Table, &readings) {
-        readings.retain(|r| r.request.aspect != Aspect::Bullets);
-    }
-    if has(Aspect::Reasoning, &readings) {
-        readings.retain(|r| r.request.aspect != Aspect::Steps);
+    let has = |aspect: &Aspect| aspects.contains(aspect);
+    for (specific, vaguer) in SETTLES {
+        if specific.iter().any(has) {
+            readings.retain(|r| !vaguer.contains(&r.request.aspect));
+        }
     }
     let summary_asked = readings
         .iter()
@@ -439,42 +441,29 @@ pub(super) fn settle(mut readings: Vec<Reading>, talks_of_spelling: bool) -> Vec
                 ))
         });
     }
-    if has(Aspect::Humour, &readings) {
+    if has(&Aspect::Humour) {
         readings.retain(|r| r.cue != ["lighten", "up"]);
     }
-    let spelling_examples = readings
+    let spellings = readings
         .iter()
-        .filter(|r| r.request.aspect == Aspect::Spelling && is_example_word(r.cue))
+        .filter(|r| r.request.aspect == Aspect::Spelling)
         .count();
-    let spelling_named = readings
-        .iter()
-        .any(|r| r.request.aspect == Aspect::Spelling && !is_example_word(r.cue));
-    if spelling_examples == 1 && !spelling_named && !talks_of_spelling {
+    if spellings == 1 && !talks_of_spelling {
         readings.retain(|r| r.request.aspect != Aspect::Spelling);
     }
-    let targeted = |aspect: Aspect, readings: &[Reading]| -> Vec<Request> {
-        readings
-            .iter()
-            .filter(|r| r.target && r.request.aspect == aspect)
-            .map(|r| r.request)
-            .collect()
-    };
-    let values: Vec<(Request, Vec<Request>)> = readings
+    let targets: Vec<Request> = readings
         .iter()
-        .map(|r| (r.request, targeted(r.request.aspect, &readings)))
+        .filter(|r| r.target)
+        .map(|r| r.request)
         .collect();
-    values
-        .into_iter()
-        .filter(|(r, targets)| {
-            !(matches!(r.way, Way::Value(_)) && targets.len() == 1 && targets[0] != *r)
+    readings
+        .iter()
+        .map(|r| r.request)
+        .filter(|r| {
+            let named: Vec<&Request> = targets.iter().filter(|t| t.aspect == r.aspect).collect();
+            !(matches!(r.way, Way::Value(_)) && named.len() == 1 && named[0] != r)
         })
-        .map(|(r, _)| r)
         .collect()
-}
-
-/// Whether a spelling cue is one of its example words rather than a name for a spelling.
-fn is_example_word(cue: &[&str]) -> bool {
-    cue.len() == 1 && !SPELLING_WORDS.iter().any(|w| cue[0].starts_with(w))
 }
 
 #[cfg(test)]
