@@ -50,6 +50,7 @@
 //!
 //! An aspect asked both ways in one text (or for two values) is dropped as ambiguous.
 
+mod circumstances;
 mod lexicon;
 mod reading;
 mod settling;
@@ -160,11 +161,25 @@ pub enum Aspect {
     Quiz,
     /// More: show the reasoning behind an answer; less: the result alone.
     Reasoning,
+    /// More: say how sure an answer is, flag uncertainty; less: commit to an answer.
+    Hedging,
+    /// More: the whole code (file, function); less: only the lines that changed.
+    WholeCode,
+    /// What the user eats ([`Way::Value`]: a [`DIETS`] index).
+    Diet,
+    /// What the user (or their household) is allergic to ([`Way::Value`]: an [`ALLERGIES`] index).
+    Allergy,
+    /// The user's pets ([`Way::Value`]: 0 cats, 1 dogs).
+    Pets,
+    /// How the user reads ([`Way::Value`]: 0 a screen reader, 1 dyslexia, 2 colour blindness).
+    Accessibility,
+    /// The user's operating system ([`Way::Value`]: 0 Linux, 1 macOS, 2 Windows).
+    OperatingSystem,
 }
 
 impl Aspect {
     /// Every aspect.
-    pub const ALL: [Aspect; 41] = [
+    pub const ALL: [Aspect; 48] = [
         Aspect::Length,
         Aspect::Formality,
         Aspect::Bullets,
@@ -206,7 +221,27 @@ impl Aspect {
         Aspect::FollowUps,
         Aspect::Quiz,
         Aspect::Reasoning,
+        Aspect::Hedging,
+        Aspect::WholeCode,
+        Aspect::Diet,
+        Aspect::Allergy,
+        Aspect::Pets,
+        Aspect::Accessibility,
+        Aspect::OperatingSystem,
     ];
+
+    /// Whether the aspect is a circumstance of the user's that answers must respect (what they
+    /// eat, their pets, how they read, their computer) rather than a way of answering.
+    pub fn is_circumstance(self) -> bool {
+        matches!(
+            self,
+            Aspect::Diet
+                | Aspect::Allergy
+                | Aspect::Pets
+                | Aspect::Accessibility
+                | Aspect::OperatingSystem
+        )
+    }
 
     /// The aspect's name, as serialised.
     pub fn name(self) -> &'static str {
@@ -252,6 +287,13 @@ impl Aspect {
             Aspect::FollowUps => "follow_ups",
             Aspect::Quiz => "quiz",
             Aspect::Reasoning => "reasoning",
+            Aspect::Hedging => "hedging",
+            Aspect::WholeCode => "whole_code",
+            Aspect::Diet => "diet",
+            Aspect::Allergy => "allergy",
+            Aspect::Pets => "pets",
+            Aspect::Accessibility => "accessibility",
+            Aspect::OperatingSystem => "operating_system",
         }
     }
 }
@@ -366,6 +408,19 @@ pub const PROGRAMMING_LANGUAGES: [&str; 14] = [
     "Bash",
 ];
 
+/// Diets a request can name, by [`Way::Value`] index.
+pub const DIETS: [&str; 6] = [
+    "vegetarian",
+    "vegan",
+    "pescatarian",
+    "halal",
+    "kosher",
+    "low-sugar",
+];
+
+/// Allergies a request can name, by [`Way::Value`] index.
+pub const ALLERGIES: [&str; 5] = ["nuts", "gluten", "dairy", "shellfish", "eggs"];
+
 /// The names of the values of an aspect with named values, by [`Way::Value`] index (empty for
 /// the others).
 pub fn value_names(aspect: Aspect) -> &'static [&'static str] {
@@ -378,6 +433,11 @@ pub fn value_names(aspect: Aspect) -> &'static [&'static str] {
         Aspect::DateFormat => &["year-month-day", "day-month-year", "month-day-year"],
         Aspect::Currency => &["euros", "US dollars", "pounds sterling"],
         Aspect::Pronouns => &["they/them", "she/her", "he/him"],
+        Aspect::Diet => &DIETS,
+        Aspect::Allergy => &ALLERGIES,
+        Aspect::Pets => &["cats", "dogs"],
+        Aspect::Accessibility => &["a screen reader", "dyslexia", "colour blindness"],
+        Aspect::OperatingSystem => &["Linux", "macOS", "Windows"],
         _ => &[],
     }
 }
@@ -418,6 +478,10 @@ impl fmt::Display for Request {
             (Quiz, Less) => "No practice questions or quizzes.",
             (Reasoning, More) => "Show the reasoning behind each answer.",
             (Reasoning, Less) => "Give the result alone, without the reasoning.",
+            (Hedging, More) => "Say how sure you are, and flag what is uncertain.",
+            (Hedging, Less) => "Commit to an answer; do not hedge.",
+            (WholeCode, More) => "Give the whole code (the full file or function), not fragments.",
+            (WholeCode, Less) => "Show only the lines that change, not the whole code again.",
             (Apologies, More) => "Apologise when you get something wrong.",
             (Apologies, Less) => "Do not apologise.",
             (Disclaimers, More) => "Add caveats and disclaimers.",
@@ -468,12 +532,17 @@ impl fmt::Display for Request {
                     DateFormat => write!(f, "Write dates as {name}."),
                     Currency => write!(f, "Give prices in {name}."),
                     Pronouns => write!(f, "Refer to the user as {name}."),
+                    Diet => write!(f, "Suggest only {name} food."),
+                    Allergy => write!(f, "The user is allergic to {name}: leave them out."),
+                    Pets => write!(f, "The user has {name}: keep suggestions safe for them."),
+                    Accessibility => write!(f, "Write for a reader with {name}."),
+                    OperatingSystem => write!(f, "The user runs {name}: give instructions for it."),
                     _ => write!(f, "{name}"),
                 };
             }
             (
                 Language | Units | Spelling | ProgrammingLanguage | TimeFormat | DateFormat
-                | Currency | Pronouns,
+                | Currency | Pronouns | Diet | Allergy | Pets | Accessibility | OperatingSystem,
                 _,
             ) => "?",
         };
@@ -496,6 +565,11 @@ impl RequestSet {
         self.0
             .iter()
             .any(|a| other.0.iter().any(|b| a.conflicts_with(b)))
+    }
+
+    /// Whether it names circumstances of the user's and nothing else (none: false).
+    pub fn only_circumstances(&self) -> bool {
+        !self.0.is_empty() && self.0.iter().all(|r| r.aspect.is_circumstance())
     }
 
     /// Whether every request of `self` is in `other`.

@@ -1,6 +1,7 @@
 //! Reading what a text asks for: cues matched in its clauses, and turned by the words around
 //! them (see the parent module).
 
+use super::circumstances::CIRCUMSTANCE_CUES;
 use super::lexicon::*;
 use super::settling::{applies_here, described, names_spelling, settle, Reading};
 use super::turning_words::*;
@@ -59,6 +60,7 @@ pub fn requests_of(text: &str) -> RequestSet {
             }
             let Some(found) = CUES
                 .iter()
+                .chain(CIRCUMSTANCE_CUES)
                 .filter(|c| matches_at(&sentence, i, c.words))
                 .max_by_key(|c| c.words.len())
                 .filter(|c| !assumes_something_named(&sentence, i, c))
@@ -294,6 +296,31 @@ pub(super) fn matches_at(words: &[String], at: usize, pattern: &[&str]) -> bool 
 mod tests {
     use super::super::asked;
     use super::*;
+
+    #[test]
+    fn hedging_and_whole_code_are_their_own_aspects() {
+        assert_eq!(
+            asked("so wishy-washy. just commit to an answer"),
+            ["HedgingLess"]
+        );
+        assert_eq!(
+            asked("tell me if you're uncertain about something"),
+            ["HedgingMore"]
+        );
+        assert_eq!(
+            asked("send the entire file, not just the changes"),
+            ["WholeCodeMore"]
+        );
+        assert_eq!(asked("only show the diff"), ["WholeCodeLess"]);
+    }
+
+    #[test]
+    fn things_kept_free_of_are_turned_away() {
+        assert_eq!(
+            asked("keep the answers free of emojis please"),
+            ["EmojiLess"]
+        );
+    }
 
     #[test]
     fn a_negated_excess_still_asks_for_less() {

@@ -320,6 +320,7 @@ const SETTLES: &[(&[Aspect], &[Aspect])] = &[
     (&[Aspect::Table], &[Aspect::Bullets]),
     // "walk me through your thinking step by step"
     (&[Aspect::Reasoning], &[Aspect::Steps]),
+    (&[Aspect::WholeCode], &[Aspect::Code]),
     // a specific request about code says what "code" in it is about
     (
         &[
@@ -366,7 +367,8 @@ pub(super) fn applies_here(sentence: &[String], at: usize, cue: &Cue) -> bool {
 
 /// Whether the cue at `at..end` of `sentence` names what the user got rather than asks for it:
 /// followed by a verb of being or of its effect ("paragraphs are hard to skim", "dense
-/// paragraphs lose me"), or after "was" / "giant" / "dense" … ("that was one giant paragraph").
+/// paragraphs lose me"), after "was" / "giant" / "dense" … ("that was one giant paragraph"), or
+/// a past tense after "you" ("you guessed wrong").
 pub(super) fn described(sentence: &[String], at: usize, end: usize) -> bool {
     let after = sentence.get(end).map(String::as_str);
     let being = matches!(
@@ -374,7 +376,11 @@ pub(super) fn described(sentence: &[String], at: usize, end: usize) -> bool {
         Some("is" | "are" | "was" | "were" | "look" | "looks" | "feel" | "feels" | "lose" | "make")
     );
     let before = &sentence[at.saturating_sub(3)..at];
+    // "you guessed wrong", "u assumed": what the assistant did
+    let done_by_you =
+        at > 0 && matches!(sentence[at - 1].as_str(), "you" | "u") && sentence[at].ends_with("ed");
     being
+        || done_by_you
         || before.iter().any(|w| {
             matches!(
                 w.as_str(),
@@ -390,6 +396,8 @@ pub(super) fn described(sentence: &[String], at: usize, end: usize) -> bool {
 /// - a request that says what a vaguer one is about settles it ([`SETTLES`]);
 /// - a summary asked for settles how short it is ("sum it up in one line at the bottom");
 /// - humour asked for settles "lighten up" ("lighten up, a few gags won't kill anyone");
+/// - a way of answering asked for settles the circumstances named as its reason ("leave out the
+///   emojis, my screen reader reads each one aloud");
 /// - one spelling example word, in a text that does not speak of spelling ("don't rely on
 ///   colour alone"), asks for no spelling;
 /// - of two values of one aspect, the one named as the value asked for stays, when only one is
@@ -451,6 +459,9 @@ pub(super) fn settle(mut readings: Vec<Reading>, talks_of_spelling: bool) -> Vec
     if spellings == 1 && !talks_of_spelling {
         readings.retain(|r| r.request.aspect != Aspect::Spelling);
     }
+    if readings.iter().any(|r| !r.request.aspect.is_circumstance()) {
+        readings.retain(|r| !r.request.aspect.is_circumstance());
+    }
     let targets: Vec<Request> = readings
         .iter()
         .filter(|r| r.target)
@@ -511,7 +522,7 @@ mod tests {
     fn a_spelling_word_alone_is_a_word() {
         assert_eq!(
             asked("please don't rely on colour alone, I'm colourblind"),
-            Vec::<String>::new()
+            ["AccessibilityValue(2)"]
         );
         assert_eq!(asked("colour not color please"), ["SpellingValue(0)"]);
         assert_eq!(

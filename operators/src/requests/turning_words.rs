@@ -7,6 +7,7 @@ pub(super) const FLIPS: &[&[&str]] = &[
     &["not"],
     &["never"],
     &["without"],
+    &["free", "of"],
     &["avoid*"],
     &["stop*"],
     &["quit"],
