@@ -168,8 +168,9 @@ impl InputRecord {
             return None;
         };
         let requests = correction_requests(c);
-        // topics link only corrections in which nothing is recognised
-        let topics = if requests.is_empty() {
+        // topics link corrections in which nothing is recognised, or only circumstances of the
+        // user's ("we're vegetarian"): what such a correction is about is what it names
+        let topics = if requests.is_empty() || requests.only_circumstances() {
             topic_terms(correction_text(c))
         } else {
             Vec::new()

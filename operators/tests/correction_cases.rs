@@ -203,7 +203,13 @@ fn a_term_links_only_among_its_first_holders() {
         let holder = |id: &str, ts: i64, embedding: QuantisedEmbedding| {
             (
                 user.clone(),
-                (id.to_string(), ts, embedding, vec!["diet".to_string()]),
+                (
+                    id.to_string(),
+                    ts,
+                    embedding,
+                    vec!["diet".to_string()],
+                    true,
+                ),
             )
         };
         let early: Vec<_> = (0..TOPIC_TERM_HOLDERS as i64)
@@ -250,6 +256,63 @@ fn a_term_links_only_among_its_first_holders() {
         assert!(linked("l1", "l2"));
         assert!(!touches_l3(), "l3's nearest neighbour is at cos 0");
         assert!(nonzero(&sink).iter().all(|(_, m)| *m == 1));
+    })
+    .unwrap();
+}
+
+/// A holder that does not seek (a correction that only names a circumstance) links only where
+/// another's nearest neighbour is it: `c`'s nearest is `x`, but `x`'s is `y`, so `c` stays
+/// apart until it seeks.
+#[test]
+fn a_holder_that_does_not_seek_is_only_found() {
+    timely::execute(timely::Config::thread(), |worker| {
+        let user: UserKey = ("t".into(), "u".into());
+        let sink: Sink<Pair> = Default::default();
+        let probe = Handle::new();
+        let mut input = worker.dataflow::<u64, _, _>(|scope| {
+            let (input, holders) = scope.new_collection::<(UserKey, TopicHolder), isize>();
+            topic_links(holders, TOPIC_LINK_COSINE)
+                .inspect(collect_into(&sink))
+                .probe_with(&probe);
+            input
+        });
+        let in_plane = |degrees: f32| {
+            let mut v = vec![0.0; DIMS];
+            v[2] = degrees.to_radians().cos();
+            v[3] = degrees.to_radians().sin();
+            QuantisedEmbedding::from_f32(&v)
+        };
+        let holder = |id: &str, degrees: f32, seeks: bool| {
+            let terms = vec!["diet".to_string()];
+            (
+                user.clone(),
+                (id.to_string(), 0, in_plane(degrees), terms, seeks),
+            )
+        };
+        // c at 0°, x at 30°, y at 50°: c's nearest is x, x's and y's are each other
+        let c = holder("c", 0.0, false);
+        for h in [c.clone(), holder("x", 30.0, true), holder("y", 50.0, true)] {
+            input.insert(h);
+        }
+        settle(worker, &probe, &mut input, 1);
+        let pairs = || -> Vec<(String, String)> {
+            nonzero(&sink)
+                .into_iter()
+                .map(|((_, pair), _)| pair)
+                .collect()
+        };
+        assert_eq!(pairs(), [("x".to_string(), "y".to_string())]);
+
+        input.remove(c);
+        input.insert(holder("c", 0.0, true));
+        settle(worker, &probe, &mut input, 2);
+        assert_eq!(
+            pairs(),
+            [
+                ("c".to_string(), "x".to_string()),
+                ("x".to_string(), "y".to_string())
+            ]
+        );
     })
     .unwrap();
 }

@@ -128,8 +128,13 @@ fn correction(id: String, topics: &[Vec<f32>], rng: &mut StdRng) -> CorrectionPo
         10 => requests_of("simpler please"),
         11 => requests_of("more technical"),
         12 => requests_of("less casual pls"),
+        13 => requests_of("we're vegetarian"),
+        14 => requests_of("my son has a nut allergy"),
         _ => RequestSet::default(),
     };
+    // as the input gives them: topic terms only to corrections that ask for nothing recognised
+    // or only name circumstances of the user's
+    let has_topics = requests.is_empty() || requests.only_circumstances();
     CorrectionPoint {
         correction_id: id,
         requests,
@@ -151,7 +156,7 @@ fn correction(id: String, topics: &[Vec<f32>], rng: &mut StdRng) -> CorrectionPo
         embedding: QuantisedEmbedding::from_f32(&embedding),
         // a few terms, so that corrections share them and meet their nearest topic neighbour
         topics: {
-            let mut terms: Vec<String> = (0..rng.gen_range(0..3))
+            let mut terms: Vec<String> = (0..if has_topics { rng.gen_range(0..3) } else { 0 })
                 .map(|_| ["allergi", "budget", "diet", "ex"][rng.gen_range(0..4)].to_string())
                 .collect();
             terms.sort();
@@ -207,9 +212,10 @@ impl BucketsOf {
 /// every member is linked to its representative. Every two representatives of one polarity,
 /// neither asking for recognised requests, that share an LSH bucket (same fixed hyperplanes)
 /// at a cosine of their integer components ≥ the threshold are linked. And each representative
-/// of nothing recognised with a non-zero embedding is linked to its nearest topic neighbour
+/// with topic terms and a non-zero embedding that asks for nothing recognised is linked to its
+/// nearest topic neighbour
 /// (greatest cosine, then smallest id) at ≥ [`TOPIC_LINK_COSINE`], among the representatives
-/// that share a term with it, both among the term's first [`TOPIC_TERM_HOLDERS`] in
+/// with topic terms that share a term with it, both among the term's first [`TOPIC_TERM_HOLDERS`] in
 /// (ts, id) order. A pair linked by both rules is listed twice.
 fn links_from_scratch(present: &Present, buckets: &mut BucketsOf) -> BTreeMap<Pair, isize> {
     let mut links = BTreeSet::new();
@@ -253,7 +259,7 @@ fn links_from_scratch(present: &Present, buckets: &mut BucketsOf) -> BTreeMap<Pa
         }
         let topical: Vec<&(&String, &CorrectionPoint)> = representatives
             .iter()
-            .filter(|(_, p)| p.requests.is_empty() && p.embedding.0.iter().any(|&x| x != 0))
+            .filter(|(_, p)| !p.topics.is_empty() && p.embedding.0.iter().any(|&x| x != 0))
             .collect();
         let mut holders: BTreeMap<&String, Vec<(i64, &String)>> = BTreeMap::new();
         for (id, p) in &topical {
@@ -265,7 +271,8 @@ fn links_from_scratch(present: &Present, buckets: &mut BucketsOf) -> BTreeMap<Pa
             h.sort();
             h.truncate(TOPIC_TERM_HOLDERS);
         }
-        for (a, pa) in &topical {
+        // only those that ask for nothing recognised seek their nearest; the others are found
+        for (a, pa) in topical.iter().filter(|(_, p)| p.requests.is_empty()) {
             let nearest = topical
                 .iter()
                 .filter(|(b, pb)| {
@@ -531,13 +538,14 @@ fn random_change(
     }
 }
 
-/// Whether some cluster holds two corrections that ask for different recognised things (such
-/// as opposites): never, however they are linked.
+/// Whether some cluster holds two corrections that ask for different recognised ways of
+/// answering (such as opposites): never, however they are linked. Circumstances of the user's
+/// ("we're vegetarian") are linked by topic as unread corrections are, so they may share one.
 fn cluster_mixing_requests(present: &Present, clusters: &BTreeSet<Pair>) -> Option<String> {
     let mut asked: BTreeMap<(&UserKey, &String), BTreeSet<&RequestSet>> = BTreeMap::new();
     for (user, (id, cluster)) in clusters {
         let requests = &present[user][id].requests;
-        if !requests.is_empty() {
+        if !requests.is_empty() && !requests.only_circumstances() {
             asked.entry((user, cluster)).or_default().insert(requests);
         }
     }

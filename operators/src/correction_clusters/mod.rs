@@ -4,12 +4,13 @@
 //!   the same set of recognised requests ([`crate::requests`]), or, where nothing is
 //!   recognised, embeddings at cosine ≥ the model's threshold ([`LINK_COSINE_THRESHOLD`] for
 //!   the shipped one), looked for among the candidate pairs that random-hyperplane LSH puts in
-//!   a common bucket ([`LshHyperplanes`]), or, again where nothing is recognised, each to its
-//!   nearest correction among those that name a topic term of its own ([`topic_links`]);
+//!   a common bucket ([`LshHyperplanes`]), or, where nothing is recognised or only
+//!   circumstances of the user's are (a diet, pets), each to its nearest correction among those
+//!   that name a topic term of its own ([`topic_links`]);
 //!   corrections of one group are linked through the smallest of them only, which keeps the
-//!   components. So a cluster is either every correction that asks for one recognised set, or
-//!   corrections that ask for nothing recognised: two that ask for different (e.g. opposite)
-//!   things are never in one cluster, not even through a chain of others.
+//!   components. So two corrections that ask for different ways of answering (e.g. opposite
+//!   ones) are never in one cluster, not even through a chain of others; only circumstances,
+//!   which topic terms link as they would if unread, can share one.
 //! - [`correction_clusters`]: the connected components of the link graph, each named by its
 //!   smallest correction id.
 //! - [`cluster_measures`]: every cluster's size, coherence, span and confidence, and whether it
@@ -92,7 +93,8 @@ pub struct CorrectionPoint {
     /// Embedding of the correction (e.g. of its expected behaviour).
     pub embedding: QuantisedEmbedding,
     /// What the correction is about: the [`topic_terms`] of its text when it asks for nothing
-    /// recognised (empty otherwise), which link such corrections ([`topic_links`]).
+    /// recognised or only names circumstances (empty otherwise), which link such corrections
+    /// ([`topic_links`]).
     pub topics: Vec<String>,
 }
 
@@ -224,9 +226,11 @@ where
 ///   nothing outside itself: the requests tell corrections apart better than their embeddings
 ///   do, and a cosine link to one that asks for nothing recognised could chain two opposite
 ///   requests into one component;
-/// - the [`topic_links`] at `min_topic_cosine` of the representatives of groups with an empty
-///   set and a non-zero embedding, as `(id, ts, embedding, topics)` of the representative,
-///   whatever their polarity.
+/// - the [`topic_links`] at `min_topic_cosine` of the representatives with topic terms (the
+///   input gives them to corrections that ask for nothing recognised or only name circumstances
+///   of the user's, such as a diet) and a non-zero embedding, as `(id, ts, embedding, topics,
+///   seeks)` of the representative (seeking when it asks for nothing recognised), whatever
+///   their polarity.
 ///
 /// A user who makes the same correction n times costs n − 1 links, not n²/2. A pair at cosine
 /// ≥ 0.85 shares a bucket with probability ≥ 0.99794 over the choice of hyperplanes
@@ -254,10 +258,14 @@ where
     });
     let topic_holders = representatives
         .clone()
-        .flat_map(|((user, group), (id, point))| {
+        .flat_map(|((user, _group), (id, point))| {
             // a correction with an all-zero embedding is near nothing
-            matches!(group, LinkGroup::Same(_, _, None))
-                .then(|| (user, (id, point.ts_micros, point.embedding, point.topics)))
+            let near_something = point.embedding.0.iter().any(|&x| x != 0);
+            let seeks = point.requests.is_empty();
+            (near_something && !point.topics.is_empty()).then(|| {
+                let holder = (id, point.ts_micros, point.embedding, point.topics, seeks);
+                (user, holder)
+            })
         });
     let members = grouped
         .map(|(group, (id, _point))| (group, id))

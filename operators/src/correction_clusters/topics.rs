@@ -151,17 +151,21 @@ pub fn topic_terms(text: &str) -> Vec<String> {
     terms.into_iter().collect()
 }
 
-/// A correction as topic linking sees it: `(id, event time, embedding, topic terms)`.
-pub type TopicHolder = (String, i64, QuantisedEmbedding, Vec<String>);
+/// A correction as topic linking sees it: `(id, event time, embedding, topic terms, seeks)`;
+/// `seeks`: it links to its own nearest topic neighbour (a correction that asks for nothing
+/// recognised). One that only names a circumstance ("I'm vegetarian") is already linked to the
+/// others that name it, and its own terms ("recipes") would reach other requests; it is only
+/// there to be found.
+pub type TopicHolder = (String, i64, QuantisedEmbedding, Vec<String>, bool);
 
 /// Links between a user's corrections by topic.
 ///
-/// Input: `(user, (id, ts, embedding, topic terms))`, each correction once (the representatives
-/// of [`super::similarity_links`] that ask for nothing recognised), and the model's
+/// Input: `(user, (id, ts, embedding, topic terms, seeks))`, each correction once (the
+/// representatives of [`super::similarity_links`] with topic terms), and the model's
 /// [`TOPIC_LINK_COSINE`].
 ///
-/// Output: `(user, (id_a, id_b))`, `id_a < id_b`, multiplicity 1, for every correction `a`
-/// whose **nearest topic neighbour** is `b` (or the reverse) at [`QuantisedEmbedding::cosine`]
+/// Output: `(user, (id_a, id_b))`, `id_a < id_b`, multiplicity 1, for every correction `a` that
+/// seeks and whose **nearest topic neighbour** is `b` (or the reverse) at [`QuantisedEmbedding::cosine`]
 /// ≥ `min_cosine`. For each of a user's terms, its **holders** are the first
 /// [`TOPIC_TERM_HOLDERS`] corrections holding it in `(ts, id)` order; `b ≠ a` is a topic
 /// neighbour of `a` when both are holders of one term and their embeddings have one length;
@@ -174,10 +178,13 @@ where
     T: Timestamp + Lattice + Ord,
 {
     let holders = corrections
-        .flat_map(|(user, (id, ts, embedding, terms))| {
-            terms
-                .into_iter()
-                .map(move |term| ((user.clone(), term), (ts, id.clone(), embedding.clone())))
+        .flat_map(|(user, (id, ts, embedding, terms, seeks))| {
+            terms.into_iter().map(move |term| {
+                (
+                    (user.clone(), term),
+                    (ts, id.clone(), embedding.clone(), seeks),
+                )
+            })
         })
         .reduce(|_term, holders, output| {
             // (ts, id) order: the first ones to name the term
@@ -195,9 +202,9 @@ where
         .join_core(
             holders,
             |(user, _term): &(UserKey, String),
-             (_, a, embedding_a): &(i64, String, QuantisedEmbedding),
-             (_, b, embedding_b): &(i64, String, QuantisedEmbedding)| {
-                (a != b && embedding_a.dims() == embedding_b.dims()).then(|| {
+             (_, a, embedding_a, seeks): &(i64, String, QuantisedEmbedding, bool),
+             (_, b, embedding_b, _): &(i64, String, QuantisedEmbedding, bool)| {
+                (*seeks && a != b && embedding_a.dims() == embedding_b.dims()).then(|| {
                     let cosine = embedding_a.cosine(embedding_b);
                     (
                         (user.clone(), a.clone()),
