@@ -1,4 +1,5 @@
-//! Shared pieces of the benchmarks: synthetic conversation text and percentile summaries.
+//! Shared pieces of the benchmarks: synthetic conversation text, percentile summaries and a
+//! warmed-up server.
 
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -86,6 +87,22 @@ pub fn question(rng: &mut StdRng) -> String {
         .replace("{s}", SUBJECTS.choose(rng).unwrap())
         .replace("{o}", OBJECTS.choose(rng).unwrap())
         .replace("{v}", VERBS.choose(rng).unwrap())
+}
+
+/// `engram serve` on `dir` with the shipped log settings (not the harness's tiny log file),
+/// warmed up: one event of `tenant` stored and recallable, so the model and the tables are
+/// loaded before anything is timed.
+pub fn warm_server(dir: &std::path::Path, tenant: &str) -> anyhow::Result<engram_tests::Server> {
+    let server = engram_tests::Server::start_with_env(
+        dir,
+        &[],
+        &[("ENGRAM_LOG_DISCARD_AFTER_BYTES", "67108864")],
+    );
+    let warm = engram_tests::interaction(tenant, "warm", "warm-0", "s", 0, "warming up");
+    let (status, body) = server.post("/v1/events", &serde_json::json!([warm]));
+    anyhow::ensure!(status == 200, "warm-up event: {status} {body}");
+    server.wait_caught_up(std::time::Duration::from_secs(120));
+    Ok(server)
 }
 
 /// p-th percentile (0..=100) of the samples, in the samples' unit.

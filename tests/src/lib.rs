@@ -340,6 +340,11 @@ impl Server {
         (resp.status().as_u16(), resp.text().unwrap_or_default())
     }
 
+    /// The server process's id (for its resident memory in `/proc`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// `/v1/status` as the operator sees it (with the admin key: the engine-wide figures).
     pub fn status(&self) -> Value {
         serde_json::from_str(&self.get_as(Some(&self.admin_key), "/v1/status").1).unwrap()

@@ -55,19 +55,7 @@ fn main() -> anyhow::Result<()> {
         .and_then(|v| v.parse().ok())
         .unwrap_or(60);
     let dir = tempfile::tempdir()?;
-    // the bench measures the shipped settings, not the harness's tiny log file
-    let server = Arc::new(Server::start_with_env(
-        dir.path(),
-        &[],
-        &[("ENGRAM_LOG_DISCARD_AFTER_BYTES", "67108864")],
-    ));
-    // one warm recall and one stored event: the model and the tables are loaded
-    let (status, body) = server.post(
-        "/v1/events",
-        &json!([interaction("bench", "warm", "warm-0", "s", 0, "warming up")]),
-    );
-    anyhow::ensure!(status == 200, "warm-up event: {status} {body}");
-    server.wait_caught_up(Duration::from_secs(120));
+    let server = Arc::new(engram_bench::warm_server(dir.path(), "bench")?);
     let mut rows = Vec::new();
     for (round, &rate) in rates.iter().enumerate() {
         rows.push(run_rate(&server, round, rate, probes));
