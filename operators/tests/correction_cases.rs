@@ -175,6 +175,34 @@ fn opposite_requests_never_join_through_an_unread_correction() {
     .unwrap();
 }
 
+/// A dataflow of [`topic_links`] alone: its input, the links it outputs and its probe.
+fn topic_links_of(
+    worker: &mut timely::worker::Worker,
+) -> (
+    differential_dataflow::input::InputSession<u64, (UserKey, TopicHolder), isize>,
+    Sink<Pair>,
+    Handle<u64>,
+) {
+    let sink: Sink<Pair> = Default::default();
+    let probe = Handle::new();
+    let input = worker.dataflow::<u64, _, _>(|scope| {
+        let (input, holders) = scope.new_collection::<(UserKey, TopicHolder), isize>();
+        topic_links(holders, TOPIC_LINK_COSINE)
+            .inspect(collect_into(&sink))
+            .probe_with(&probe);
+        input
+    });
+    (input, sink, probe)
+}
+
+/// A unit vector at `degrees` in the plane of dimensions 2 and 3.
+fn in_plane(degrees: f32) -> QuantisedEmbedding {
+    let mut v = vec![0.0; DIMS];
+    v[2] = degrees.to_radians().cos();
+    v[3] = degrees.to_radians().sin();
+    QuantisedEmbedding::from_f32(&v)
+}
+
 /// A term links only among its first [`TOPIC_TERM_HOLDERS`] holders in time: two late
 /// corrections that share only a common term do not link until earlier holders are retracted,
 /// and a correction whose nearest topic neighbour is below [`TOPIC_LINK_COSINE`] links to none.
@@ -182,22 +210,7 @@ fn opposite_requests_never_join_through_an_unread_correction() {
 fn a_term_links_only_among_its_first_holders() {
     timely::execute(timely::Config::thread(), |worker| {
         let user: UserKey = ("t".into(), "u".into());
-        let sink: Sink<Pair> = Default::default();
-        let probe = Handle::new();
-        let mut input = worker.dataflow::<u64, _, _>(|scope| {
-            let (input, holders) = scope.new_collection::<(UserKey, TopicHolder), isize>();
-            topic_links(holders, TOPIC_LINK_COSINE)
-                .inspect(collect_into(&sink))
-                .probe_with(&probe);
-            input
-        });
-        // a unit vector at `degrees` in the plane of dimensions 2 and 3
-        let in_plane = |degrees: f32| {
-            let mut v = vec![0.0; DIMS];
-            v[2] = degrees.to_radians().cos();
-            v[3] = degrees.to_radians().sin();
-            QuantisedEmbedding::from_f32(&v)
-        };
+        let (mut input, sink, probe) = topic_links_of(worker);
         let mut along_first = vec![0.0; DIMS];
         along_first[0] = 1.0;
         let holder = |id: &str, ts: i64, embedding: QuantisedEmbedding| {
@@ -267,21 +280,7 @@ fn a_term_links_only_among_its_first_holders() {
 fn a_holder_that_does_not_seek_is_only_found() {
     timely::execute(timely::Config::thread(), |worker| {
         let user: UserKey = ("t".into(), "u".into());
-        let sink: Sink<Pair> = Default::default();
-        let probe = Handle::new();
-        let mut input = worker.dataflow::<u64, _, _>(|scope| {
-            let (input, holders) = scope.new_collection::<(UserKey, TopicHolder), isize>();
-            topic_links(holders, TOPIC_LINK_COSINE)
-                .inspect(collect_into(&sink))
-                .probe_with(&probe);
-            input
-        });
-        let in_plane = |degrees: f32| {
-            let mut v = vec![0.0; DIMS];
-            v[2] = degrees.to_radians().cos();
-            v[3] = degrees.to_radians().sin();
-            QuantisedEmbedding::from_f32(&v)
-        };
+        let (mut input, sink, probe) = topic_links_of(worker);
         let holder = |id: &str, degrees: f32, seeks: bool| {
             let terms = vec!["diet".to_string()];
             (
