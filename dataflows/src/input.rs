@@ -168,9 +168,7 @@ impl InputRecord {
             return None;
         };
         let requests = correction_requests(c);
-        // topics link corrections in which nothing is recognised, or only circumstances of the
-        // user's ("we're vegetarian"): what such a correction is about is what it names
-        let topics = if requests.is_empty() || requests.only_circumstances() {
+        let topics = if requests.linked_by_topic() {
             topic_terms(correction_text(c))
         } else {
             Vec::new()

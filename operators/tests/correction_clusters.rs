@@ -132,9 +132,8 @@ fn correction(id: String, topics: &[Vec<f32>], rng: &mut StdRng) -> CorrectionPo
         14 => requests_of("my son has a nut allergy"),
         _ => RequestSet::default(),
     };
-    // as the input gives them: topic terms only to corrections that ask for nothing recognised
-    // or only name circumstances of the user's
-    let has_topics = requests.is_empty() || requests.only_circumstances();
+    // as the input gives them
+    let has_topics = requests.linked_by_topic();
     CorrectionPoint {
         correction_id: id,
         requests,

@@ -189,10 +189,7 @@ fn resident_mib(pid: u32) -> f64 {
 }
 
 fn print_table(samples: &[Sample], gauges: &[Gauges], minutes: usize) {
-    println!(
-        "soak: {} events/s in requests of {BATCH}, recalls and prompts as offered; per minute",
-        "offered"
-    );
+    println!("soak: events in requests of {BATCH}, recalls and prompts as offered; per minute");
     println!(
         "{:>3} {:>9} {:>15} {:>15} {:>15} {:>6} {:>6} {:>8} {:>8}",
         "min",
@@ -205,7 +202,7 @@ fn print_table(samples: &[Sample], gauges: &[Gauges], minutes: usize) {
         "RSS MiB",
         "backlog^"
     );
-    let p99 = |route: Route, minute: usize| -> (f64, f64) {
+    let p50_p99 = |route: Route, minute: usize| -> (f64, f64) {
         let mut ms: Vec<f64> = samples
             .iter()
             .filter(|s| s.route == route && s.minute == minute && s.status == 200)
@@ -229,9 +226,9 @@ fn print_table(samples: &[Sample], gauges: &[Gauges], minutes: usize) {
             "{:>3} {:>9.0} {:>15} {:>15} {:>15} {:>6} {:>6} {:>8.0} {:>8}",
             minute + 1,
             stored as f64 / 60.0,
-            cell(p99(Route::Events, minute)),
-            cell(p99(Route::Recall, minute)),
-            cell(p99(Route::Prompt, minute)),
+            cell(p50_p99(Route::Events, minute)),
+            cell(p50_p99(Route::Recall, minute)),
+            cell(p50_p99(Route::Prompt, minute)),
             refused,
             errors,
             g.rss_mib,
@@ -240,7 +237,7 @@ fn print_table(samples: &[Sample], gauges: &[Gauges], minutes: usize) {
     }
     let last = minutes.saturating_sub(1);
     for route in [Route::Events, Route::Recall, Route::Prompt] {
-        let (first, end) = (p99(route, 0).1, p99(route, last).1);
+        let (first, end) = (p50_p99(route, 0).1, p50_p99(route, last).1);
         println!(
             "{route:?}: last minute's p99 / first's = {:.2} (goal <= 1.5)",
             end / first

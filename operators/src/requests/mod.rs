@@ -572,6 +572,12 @@ impl RequestSet {
         !self.0.is_empty() && self.0.iter().all(|r| r.aspect.is_circumstance())
     }
 
+    /// Whether a correction that asks for this set is linked by what it names (its topic
+    /// terms): it asks for nothing recognised, or only names circumstances ("we're vegetarian").
+    pub fn linked_by_topic(&self) -> bool {
+        self.is_empty() || self.only_circumstances()
+    }
+
     /// Whether every request of `self` is in `other`.
     pub fn is_subset_of(&self, other: &RequestSet) -> bool {
         self.0.iter().all(|r| other.0.contains(r))
