@@ -36,9 +36,19 @@ pub fn load(path: &Path) -> anyhow::Result<Vec<LabelledRequest>> {
             let id = r["id"]
                 .as_str()
                 .ok_or_else(|| anyhow::anyhow!("{}: a request without an id", path.display()))?;
+            // one opposite may be written as a string, several as a list
+            let opposite_of = match &r["opposite_of"] {
+                Value::Null => Vec::new(),
+                Value::String(s) => vec![s.clone()],
+                Value::Array(_) => strings(&r["opposite_of"]),
+                other => anyhow::bail!(
+                    "{}: request {id}: `opposite_of` is {other}, not a request id or a list of them",
+                    path.display()
+                ),
+            };
             Ok(LabelledRequest {
                 id: id.to_string(),
-                opposite_of: strings(&r["opposite_of"]),
+                opposite_of,
                 texts: strings(&r["texts"]),
             })
         })
