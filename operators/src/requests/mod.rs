@@ -165,6 +165,13 @@ pub enum Aspect {
     Hedging,
     /// More: the whole code (file, function); less: only the lines that changed.
     WholeCode,
+    /// More: say bad news plainly, without softening; less: break it gently, with tact.
+    Bluntness,
+    /// How identifiers in code are named ([`Way::Value`]: 0 snake_case, 1 camelCase, 2
+    /// PascalCase, 3 kebab-case).
+    Naming,
+    /// Tests with code (unit tests, test cases, asserts).
+    Tests,
     /// What the user eats ([`Way::Value`]: a [`DIETS`] index).
     Diet,
     /// What the user (or their household) is allergic to ([`Way::Value`]: an [`ALLERGIES`] index).
@@ -179,7 +186,7 @@ pub enum Aspect {
 
 impl Aspect {
     /// Every aspect.
-    pub const ALL: [Aspect; 48] = [
+    pub const ALL: [Aspect; 51] = [
         Aspect::Length,
         Aspect::Formality,
         Aspect::Bullets,
@@ -223,6 +230,9 @@ impl Aspect {
         Aspect::Reasoning,
         Aspect::Hedging,
         Aspect::WholeCode,
+        Aspect::Bluntness,
+        Aspect::Naming,
+        Aspect::Tests,
         Aspect::Diet,
         Aspect::Allergy,
         Aspect::Pets,
@@ -289,6 +299,9 @@ impl Aspect {
             Aspect::Reasoning => "reasoning",
             Aspect::Hedging => "hedging",
             Aspect::WholeCode => "whole_code",
+            Aspect::Bluntness => "bluntness",
+            Aspect::Naming => "naming",
+            Aspect::Tests => "tests",
             Aspect::Diet => "diet",
             Aspect::Allergy => "allergy",
             Aspect::Pets => "pets",
@@ -438,6 +451,7 @@ pub fn value_names(aspect: Aspect) -> &'static [&'static str] {
         Aspect::Pets => &["cats", "dogs"],
         Aspect::Accessibility => &["a screen reader", "dyslexia", "colour blindness"],
         Aspect::OperatingSystem => &["Linux", "macOS", "Windows"],
+        Aspect::Naming => &["snake_case", "camelCase", "PascalCase", "kebab-case"],
         _ => &[],
     }
 }
@@ -482,6 +496,10 @@ impl fmt::Display for Request {
             (Hedging, Less) => "Commit to an answer; do not hedge.",
             (WholeCode, More) => "Give the whole code (the full file or function), not fragments.",
             (WholeCode, Less) => "Show only the lines that change, not the whole code again.",
+            (Bluntness, More) => "Say bad news and criticism plainly; do not soften it.",
+            (Bluntness, Less) => "Break bad news and criticism gently, with tact.",
+            (Tests, More) => "Include tests with code.",
+            (Tests, Less) => "Do not add tests to code.",
             (Apologies, More) => "Apologise when you get something wrong.",
             (Apologies, Less) => "Do not apologise.",
             (Disclaimers, More) => "Add caveats and disclaimers.",
@@ -537,12 +555,14 @@ impl fmt::Display for Request {
                     Pets => write!(f, "The user has {name}: keep suggestions safe for them."),
                     Accessibility => write!(f, "Write for a reader with {name}."),
                     OperatingSystem => write!(f, "The user runs {name}: give instructions for it."),
+                    Naming => write!(f, "Name identifiers in code in {name}."),
                     _ => write!(f, "{name}"),
                 };
             }
             (
                 Language | Units | Spelling | ProgrammingLanguage | TimeFormat | DateFormat
-                | Currency | Pronouns | Diet | Allergy | Pets | Accessibility | OperatingSystem,
+                | Currency | Pronouns | Diet | Allergy | Pets | Accessibility | OperatingSystem
+                | Naming,
                 _,
             ) => "?",
         };

@@ -159,6 +159,12 @@ fn turned(
             continue;
         }
         let w = before[j].as_str();
+        // "I'd rather see several choices than be told what to do": "than" apart from "rather"
+        if w == "than" && sentence[..from + j].iter().any(|w| w == "rather") {
+            flips += 1;
+            j += 1;
+            continue;
+        }
         // "enough bullet points", "ENOUGH sorry sorry": a clause that opens with "enough"
         let negation = (w.len() > 2 && w.ends_with("nt") && NEGATED_VERBS.contains(&w))
             || (w == "enough" && from + j == clause_start);
@@ -192,6 +198,22 @@ fn turned(
         .map_or(sentence.len(), |p| end + p);
     // "emojis are annoying, remove them" complains once, not twice; "keep the jokes out of it"
     let after = &sentence[end..clause_end];
+    // "every emoji, it's painful": the next clause, when it opens with what it points back to
+    let next_clause = sentence.get(clause_end + 1..).unwrap_or(&[]);
+    let pointed_back = next_clause.first().is_some_and(|w| {
+        matches!(
+            w.as_str(),
+            "its" | "it" | "theyre" | "they" | "thats" | "which" | "this"
+        )
+    });
+    let next_clause_end = next_clause
+        .iter()
+        .position(|w| w == "," || w == "but")
+        .unwrap_or(next_clause.len());
+    let complained_next = pointed_back
+        && next_clause[..next_clause_end]
+            .iter()
+            .any(|w| COMPLAINTS.contains(&w.as_str()));
     let complained = after.iter().any(|w| COMPLAINTS.contains(&w.as_str()))
         || disapproved(after)
         || (sentence[clause_start..start]
@@ -204,7 +226,9 @@ fn turned(
             .iter()
             .any(|w| REMOVALS.contains(&w.as_str()));
     flips += usize::from(complained);
-    flips % 2 == 1
+    // a complaint in the next clause only turns away what is not turned already ("lose the
+    // emoji, it's unprofessional")
+    flips % 2 == 1 || complained_next
 }
 
 /// Whether `words` (a clause up to a cue's window and its first word) hold a negated wish: "don't need", "don't
@@ -312,6 +336,73 @@ mod tests {
             ["WholeCodeMore"]
         );
         assert_eq!(asked("only show the diff"), ["WholeCodeLess"]);
+    }
+
+    #[test]
+    fn bluntness_naming_and_tests_are_their_own_aspects() {
+        assert_eq!(asked("don't sugarcoat it"), ["BluntnessMore"]);
+        assert_eq!(
+            asked("be honest even if it's harsh, I can take it"),
+            ["BluntnessMore"]
+        );
+        assert_eq!(
+            asked("That was really harsh to read. Please soften how you deliver criticism."),
+            ["BluntnessLess"]
+        );
+        // "to be honest" is a filler
+        assert_eq!(asked("to be honest, way too long"), ["LengthLess"]);
+        assert_eq!(
+            asked("use snake_case for variable names"),
+            ["NamingValue(0)"]
+        );
+        assert_eq!(
+            asked("can you write a few unit tests along with the function?"),
+            ["TestsMore"]
+        );
+    }
+
+    #[test]
+    fn a_complaint_in_the_clause_after_turns_away_what_it_points_back_to() {
+        assert_eq!(asked("emojis everywhere, it's distracting"), ["EmojiLess"]);
+        // already turned: the complaint does not turn it back
+        assert_eq!(asked("lose the emoji, its unprofessional"), ["EmojiLess"]);
+        // a clause that does not point back says nothing of the cue
+        assert_eq!(asked("use more emojis, my boss is annoying"), ["EmojiMore"]);
+    }
+
+    #[test]
+    fn than_after_rather_and_words_that_only_look_like_cues() {
+        assert_eq!(
+            asked("i'd rather see several choices than be told what to do"),
+            ["OptionsMore"]
+        );
+        assert_eq!(
+            asked("Give me macOS shortcuts please, I switched from a PC."),
+            ["OperatingSystemValue(1)"]
+        );
+        assert!(asked("I'd prefer you not comment on my weight.").is_empty());
+        assert!(asked("Heads up, I'm a smoker again.").is_empty());
+        // a language being learnt is not one to answer in (a beginner wants plain words)
+        assert_eq!(
+            asked("i'm a beginner in spanish, so explain the rules in english pls"),
+            ["TechnicalLess", "LanguageValue(0)"]
+        );
+        assert!(asked("i'm learning japanese").is_empty());
+    }
+
+    #[test]
+    fn clock_times_said_both_ways_ask_for_a_time_format() {
+        assert_eq!(
+            asked("please write 18:30 rather than 6:30pm"),
+            ["TimeFormatValue(0)"]
+        );
+        assert_eq!(
+            asked("Please write times as 3 PM rather than 15:00."),
+            ["TimeFormatValue(1)"]
+        );
+        assert_eq!(asked("im european, 18:00 not 6pm"), ["TimeFormatValue(0)"]);
+        // times that only say when something happens
+        assert!(asked("schedule stuff for evenings pls, i work 10pm-8am").is_empty());
     }
 
     #[test]

@@ -117,6 +117,34 @@ const BEFORE_ANSWER_STEPS: &[&str] = &[
     "numbering",
 ];
 
+/// Words before a language that make it one being learnt ("learning Japanese").
+const LEARNING: &[&str] = &[
+    "learning",
+    "learn",
+    "studying",
+    "study",
+    "practising",
+    "practicing",
+    "practice",
+    "practise",
+    "teach",
+    "teaching",
+];
+
+/// Words before "in" and a language that make it one being learnt ("a beginner in Spanish").
+const LEARNERS: &[&str] = &[
+    "beginner",
+    "beginners",
+    "lessons",
+    "classes",
+    "class",
+    "course",
+    "courses",
+    "fluent",
+    "exam",
+    "test",
+];
+
 /// Nouns a language's name describes as a country's ("German laws", "French food"), where it is
 /// not the language to answer in.
 const NATIONAL_THINGS: &[&str] = &[
@@ -360,7 +388,15 @@ pub(super) fn applies_here(sentence: &[String], at: usize, cue: &Cue) -> bool {
                 .iter()
                 .any(|suffix| w.ends_with(suffix))
         }),
-        _ if cue.aspect == Aspect::Language => next.is_none_or(|w| !NATIONAL_THINGS.contains(&w)),
+        // "Spanish food" is not a language to answer in, nor is one being learnt ("I'm
+        // learning Japanese", "a beginner in Spanish")
+        _ if cue.aspect == Aspect::Language => {
+            next.is_none_or(|w| !NATIONAL_THINGS.contains(&w))
+                && !previous.is_some_and(|w| LEARNING.contains(&w))
+                && !(previous == Some("in")
+                    && at >= 2
+                    && LEARNERS.contains(&sentence[at - 2].as_str()))
+        }
         _ => true,
     }
 }

@@ -4,12 +4,12 @@
 /// The sentences of `text`, each a list of lowercase words, with "," standing for every clause
 /// break inside a sentence (`,` `:` `(` `)` quotes and dashes between words).
 pub(super) fn sentences_of(text: &str) -> Vec<Vec<String>> {
-    let lower = currency_words(
+    let lower = clock_words(&currency_words(
         &text
             .to_lowercase()
             .replace("c++", " cpp ")
             .replace("c#", " csharp "),
-    )
+    ))
     .replace(['\u{2019}', '\u{2018}'], "'")
     .replace("tl;dr", "tldr")
     .replace("tl dr", "tldr");
@@ -30,6 +30,11 @@ pub(super) fn sentences_of(text: &str) -> Vec<Vec<String>> {
             '\u{26a0}' => {
                 flush(&mut word, sentence);
                 sentence.push("warnings".to_string());
+            }
+            // a bullet written out ("drop the • points") is a word for bullets
+            '\u{2022}' => {
+                flush(&mut word, sentence);
+                sentence.push("bullets".to_string());
             }
             '\u{1f6ab}' | '\u{274c}' | '\u{26d4}' => {
                 flush(&mut word, sentence);
@@ -87,6 +92,8 @@ fn emojis_named(sentence: &mut Vec<String>) {
             before,
             Some(
                 "the"
+                    | "a"
+                    | "or"
                     | "with"
                     | "more"
                     | "less"
@@ -146,11 +153,85 @@ fn currency_words(text: &str) -> String {
     out
 }
 
+/// `text` with the clock times it writes as the words for their format ("18:00 not 6pm" → "24h
+/// not 12h"), where it speaks of how times are written: it writes times both ways, or names
+/// times, a format or a clock. Elsewhere a time is only when something happens ("i work
+/// 10pm-8am") and stays as it is. A time with am or pm is 12-hour; one with minutes and an
+/// hour from 13 or written with a leading zero ("15:00", "08:30") is 24-hour; "3:00" could be
+/// either and stays.
+fn clock_words(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    // (start, end, "12h" | "24h") of each clock time
+    let mut times: Vec<(usize, usize, &str)> = Vec::new();
+    let mut k = 0;
+    while k < chars.len() {
+        let starts = chars[k].is_ascii_digit() && (k == 0 || !chars[k - 1].is_alphanumeric());
+        if !starts {
+            k += 1;
+            continue;
+        }
+        let mut end = k;
+        while end < chars.len() && chars[end].is_ascii_digit() && end - k < 3 {
+            end += 1;
+        }
+        let hour: String = chars[k..end].iter().collect();
+        let with_minutes = end - k <= 2
+            && chars.get(end) == Some(&':')
+            && chars.get(end + 1).is_some_and(char::is_ascii_digit)
+            && chars.get(end + 2).is_some_and(char::is_ascii_digit)
+            && !chars.get(end + 3).is_some_and(|c| c.is_ascii_digit());
+        let mut after = if with_minutes { end + 3 } else { end };
+        if chars.get(after) == Some(&' ') {
+            after += 1;
+        }
+        let meridiem = ["am", "pm", "a.m.", "p.m."].iter().find_map(|m| {
+            let m: Vec<char> = m.chars().collect();
+            let ends = after + m.len();
+            (chars.get(after..ends) == Some(&m[..])
+                && !chars.get(ends).is_some_and(|c| c.is_alphanumeric()))
+            .then_some(ends)
+        });
+        let h: u32 = hour.parse().unwrap_or(99);
+        let format = match meridiem {
+            Some(_) if end - k <= 2 && (1..=12).contains(&h) => Some("12h"),
+            None if with_minutes && (h >= 13 && h <= 23 || hour.len() == 2 && h < 10) => {
+                Some("24h")
+            }
+            _ => None,
+        };
+        match format {
+            Some(f) => {
+                let stop = meridiem.unwrap_or(if with_minutes { end + 3 } else { end });
+                times.push((k, stop, f));
+                k = stop;
+            }
+            None => k = end.max(k + 1),
+        }
+    }
+    let both = times.iter().any(|t| t.2 == "12h") && times.iter().any(|t| t.2 == "24h");
+    let about_times = ["times", "format", "clock"]
+        .iter()
+        .any(|w| text.split(|c: char| !c.is_alphanumeric()).any(|x| x == *w));
+    if times.is_empty() || !(both || about_times) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (start, stop, format) in times {
+        out.extend(&chars[at..start]);
+        out.push_str(&format!(" {format} "));
+        at = stop;
+    }
+    out.extend(&chars[at..]);
+    out
+}
+
 /// The sentences of `text` as words (clause breaks as ","), each with whether it ends in "?".
 pub(super) fn sentence_texts(text: &str) -> Vec<(Vec<String>, bool)> {
     let mut out = Vec::new();
     // "tl;dr" is one word, not two sentences
-    let text = text.to_lowercase().replace("tl;dr", "tldr");
+    // clock times are read in the whole text, whose other sentences may say the other format
+    let text = clock_words(&text.to_lowercase().replace("tl;dr", "tldr"));
     let mut rest = text.as_str();
     while !rest.is_empty() {
         let end = rest
