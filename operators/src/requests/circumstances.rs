@@ -75,6 +75,57 @@ pub(super) const CIRCUMSTANCE_CUES: &[Cue] = &[
     cue(&["windows"], A::OperatingSystem, V(2), T),
     cue(&["win10"], A::OperatingSystem, V(2), T),
     cue(&["win11"], A::OperatingSystem, V(2), T),
+    cue(&["apple", "hardware"], A::OperatingSystem, V(1), T),
+    cue(&["apple", "computer*"], A::OperatingSystem, V(1), T),
+    cue(&["apple", "laptop*"], A::OperatingSystem, V(1), T),
+    cue(&["start", "menu"], A::OperatingSystem, V(2), T),
+    cue(&["muslim"], A::Diet, V(3), T),
+    cue(&["labrador*"], A::Pets, V(1), T),
+    cue(&["retriever*"], A::Pets, V(1), T),
+    cue(&["beagle*"], A::Pets, V(1), T),
+    cue(&["terrier*"], A::Pets, V(1), T),
+    cue(&["poodle*"], A::Pets, V(1), T),
+    cue(&["spaniel*"], A::Pets, V(1), T),
+    cue(&["dachshund*"], A::Pets, V(1), T),
+    cue(&["bulldog*"], A::Pets, V(1), T),
+    // where they work: turned, the other place ("no more wfh", "no commute")
+    cue(&["remote"], A::Work, V(0), T),
+    cue(&["remotely"], A::Work, V(0), T),
+    cue(&["wfh"], A::Work, V(0), T),
+    cue(&["work", "from", "home"], A::Work, V(0), T),
+    cue(&["working", "from", "home"], A::Work, V(0), T),
+    cue(&["home", "office"], A::Work, V(0), T),
+    cue(&["commut*"], A::Work, V(1), T),
+    cue(&["onsite"], A::Work, V(1), T),
+    cue(&["into", "an", "office"], A::Work, V(1), T),
+    cue(&["into", "the", "office"], A::Work, V(1), T),
+    cue(&["to", "the", "office"], A::Work, V(1), T),
+    cue(&["return", "to", "office"], A::Work, V(1), T),
+    // smoking: turned, the other ("I quit smoking", "ex-smoker")
+    cue(&["smoker*"], A::Smoking, V(0), T),
+    cue(&["smoking"], A::Smoking, V(0), T),
+    cue(&["smokes"], A::Smoking, V(0), T),
+    cue(&["smoke", "break*"], A::Smoking, V(0), T),
+    cue(&["cigarette*"], A::Smoking, V(0), T),
+    cue(&["cigs"], A::Smoking, V(0), T),
+    cue(&["vaping"], A::Smoking, V(0), T),
+    cue(&["light", "up", "again"], A::Smoking, V(0), T),
+    cue(&["non", "smoker*"], A::Smoking, V(1), T),
+    cue(&["nonsmoker*"], A::Smoking, V(1), T),
+    cue(&["pregnan*"], A::Pregnancy, V(0), T),
+    cue(&["baby", "on", "the", "way"], A::Pregnancy, V(0), T),
+    cue(&["baby", "due"], A::Pregnancy, V(0), T),
+    cue(&["weeks", "along"], A::Pregnancy, V(0), T),
+    cue(&["injur*"], A::Injury, V(0), T),
+    cue(&["sprain*"], A::Injury, V(0), T),
+    cue(&["tore", "my"], A::Injury, V(0), T),
+    cue(&["torn"], A::Injury, V(0), T),
+    cue(&["physio*"], A::Injury, V(0), T),
+    cue(&["surgery"], A::Injury, V(0), T),
+    cue(&["bad", "knee*"], A::Injury, V(0), T),
+    cue(&["bad", "back"], A::Injury, V(0), T),
+    cue(&["my", "knee*"], A::Injury, V(0), T),
+    cue(&["low", "impact"], A::Injury, V(0), T),
 ];
 
 #[cfg(test)]
@@ -105,5 +156,43 @@ mod tests {
     #[test]
     fn a_turned_circumstance_asks_for_nothing() {
         assert_eq!(asked("we don't have dogs anymore"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn work_and_smoking_turned_are_the_other_way() {
+        assert_eq!(
+            asked("i work from home now so no commute"),
+            ["WorkValue(0)"]
+        );
+        assert_eq!(
+            asked("no more wfh for me unfortunately. lunches have to be packable again"),
+            ["WorkValue(1)"]
+        );
+        assert_eq!(
+            asked("Working from home ended for me. I'm onsite every weekday now."),
+            ["WorkValue(1)"]
+        );
+        // what is removed later in the sentence is not the circumstance
+        assert_eq!(
+            asked("I'm fully remote now, so stop planning my day around the train."),
+            ["WorkValue(0)"]
+        );
+        assert_eq!(asked("I quit smoking, 3 weeks today"), ["SmokingValue(1)"]);
+        assert_eq!(
+            asked("ex-smoker now! pls don't assume i need smoke breaks"),
+            ["SmokingValue(1)"]
+        );
+        assert_eq!(
+            asked("Heads up, I'm a smoker again. Factor that in."),
+            ["SmokingValue(0)"]
+        );
+        assert_eq!(
+            asked("For my workout plan, remember there's a baby on the way now."),
+            ["PregnancyValue(0)"]
+        );
+        assert_eq!(
+            asked("Please leave out squats and lunges, my knee is injured."),
+            ["InjuryValue(0)"]
+        );
     }
 }

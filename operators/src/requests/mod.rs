@@ -182,11 +182,19 @@ pub enum Aspect {
     Accessibility,
     /// The user's operating system ([`Way::Value`]: 0 Linux, 1 macOS, 2 Windows).
     OperatingSystem,
+    /// Where the user works ([`Way::Value`]: 0 from home, 1 at an office or site).
+    Work,
+    /// Whether the user smokes ([`Way::Value`]: 0 a smoker, 1 a non-smoker).
+    Smoking,
+    /// The user is pregnant ([`Way::Value`] 0).
+    Pregnancy,
+    /// The user has an injury that limits what they can do ([`Way::Value`] 0).
+    Injury,
 }
 
 impl Aspect {
     /// Every aspect.
-    pub const ALL: [Aspect; 51] = [
+    pub const ALL: [Aspect; 55] = [
         Aspect::Length,
         Aspect::Formality,
         Aspect::Bullets,
@@ -238,6 +246,10 @@ impl Aspect {
         Aspect::Pets,
         Aspect::Accessibility,
         Aspect::OperatingSystem,
+        Aspect::Work,
+        Aspect::Smoking,
+        Aspect::Pregnancy,
+        Aspect::Injury,
     ];
 
     /// Whether the aspect is a circumstance of the user's that answers must respect (what they
@@ -250,6 +262,10 @@ impl Aspect {
                 | Aspect::Pets
                 | Aspect::Accessibility
                 | Aspect::OperatingSystem
+                | Aspect::Work
+                | Aspect::Smoking
+                | Aspect::Pregnancy
+                | Aspect::Injury
         )
     }
 
@@ -307,6 +323,10 @@ impl Aspect {
             Aspect::Pets => "pets",
             Aspect::Accessibility => "accessibility",
             Aspect::OperatingSystem => "operating_system",
+            Aspect::Work => "work",
+            Aspect::Smoking => "smoking",
+            Aspect::Pregnancy => "pregnancy",
+            Aspect::Injury => "injury",
         }
     }
 }
@@ -452,6 +472,10 @@ pub fn value_names(aspect: Aspect) -> &'static [&'static str] {
         Aspect::Accessibility => &["a screen reader", "dyslexia", "colour blindness"],
         Aspect::OperatingSystem => &["Linux", "macOS", "Windows"],
         Aspect::Naming => &["snake_case", "camelCase", "PascalCase", "kebab-case"],
+        Aspect::Work => &["from home", "at an office or site"],
+        Aspect::Smoking => &["a smoker", "a non-smoker"],
+        Aspect::Pregnancy => &["pregnant"],
+        Aspect::Injury => &["an injury"],
         _ => &[],
     }
 }
@@ -556,13 +580,20 @@ impl fmt::Display for Request {
                     Accessibility => write!(f, "Write for a reader with {name}."),
                     OperatingSystem => write!(f, "The user runs {name}: give instructions for it."),
                     Naming => write!(f, "Name identifiers in code in {name}."),
+                    Work => write!(f, "The user works {name}: plan their days for it."),
+                    Smoking => write!(f, "The user is {name}: plan for it."),
+                    Pregnancy => write!(
+                        f,
+                        "The user is {name}: keep food, medicine and activities safe in pregnancy."
+                    ),
+                    Injury => write!(f, "The user has {name}: suggest only what it allows."),
                     _ => write!(f, "{name}"),
                 };
             }
             (
                 Language | Units | Spelling | ProgrammingLanguage | TimeFormat | DateFormat
                 | Currency | Pronouns | Diet | Allergy | Pets | Accessibility | OperatingSystem
-                | Naming,
+                | Naming | Work | Smoking | Pregnancy | Injury,
                 _,
             ) => "?",
         };

@@ -82,7 +82,7 @@ pub fn requests_of(text: &str) -> RequestSet {
                 {
                     last_turned
                 }
-                _ => turned(&sentence, clause_start, i, end, found.kind),
+                _ => turned(&sentence, clause_start, i, end, found),
             };
             // "why so formal??" complains; "why don't you use bullets?" asks
             let turned = if rhetorical { !negated } else { turned };
@@ -111,13 +111,8 @@ pub fn requests_of(text: &str) -> RequestSet {
 
 /// Whether the cue at `start..end` of `sentence` (its clause beginning at `clause_start`) is
 /// turned around by the words around it.
-fn turned(
-    sentence: &[String],
-    clause_start: usize,
-    start: usize,
-    end: usize,
-    kind: CueKind,
-) -> bool {
+fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cue: &Cue) -> bool {
+    let kind = cue.kind;
     // a complaint ("wordy", "rambling") asks for the same whether it is negated or not: "less
     // rambling", "don't ramble" and "so rambly" all ask for shorter
     if kind == CueKind::Complaint {
@@ -222,9 +217,12 @@ fn turned(
             && sentence[end..clause_end.min(end + 3)]
                 .iter()
                 .any(|w| w == "out"))
-        || sentence[clause_end..]
-            .iter()
-            .any(|w| REMOVALS.contains(&w.as_str()));
+        // "I'm remote now, so stop planning my day around the train": what is removed later is
+        // not the circumstance
+        || (!cue.aspect.is_circumstance()
+            && sentence[clause_end..]
+                .iter()
+                .any(|w| REMOVALS.contains(&w.as_str())));
     flips += usize::from(complained);
     // a complaint in the next clause only turns away what is not turned already ("lose the
     // emoji, it's unprofessional")
@@ -293,7 +291,11 @@ fn directed(cue: &Cue, turned: bool) -> Option<Request> {
         (Way::Less, true) => Way::More,
         (Way::More, true) => Way::Less,
         (Way::Value(v), true) => match cue.aspect {
-            Aspect::Units | Aspect::Spelling | Aspect::TimeFormat => Way::Value(1 - v.min(1)),
+            Aspect::Units
+            | Aspect::Spelling
+            | Aspect::TimeFormat
+            | Aspect::Work
+            | Aspect::Smoking => Way::Value(1 - v.min(1)),
             _ => return None,
         },
     };
@@ -381,7 +383,7 @@ mod tests {
             ["OperatingSystemValue(1)"]
         );
         assert!(asked("I'd prefer you not comment on my weight.").is_empty());
-        assert!(asked("Heads up, I'm a smoker again.").is_empty());
+        assert_eq!(asked("Heads up, I'm a smoker again."), ["SmokingValue(0)"]);
         // a language being learnt is not one to answer in (a beginner wants plain words)
         assert_eq!(
             asked("i'm a beginner in spanish, so explain the rules in english pls"),

@@ -529,9 +529,10 @@ mod tests {
             );
         }
         assert_eq!(asked("keep it simple"), ["TechnicalLess"]);
+        // the steps are about Windows; the user's own system stays, the one turned away goes
         assert_eq!(
             asked("I'm on Linux, stop giving me Windows steps"),
-            Vec::<String>::new()
+            ["OperatingSystemValue(0)"]
         );
         assert_eq!(asked("no steps please, just the command"), ["StepsLess"]);
         assert_eq!(asked("break it into ordered steps"), ["StepsMore"]);
