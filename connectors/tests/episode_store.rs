@@ -321,6 +321,87 @@ async fn a_small_user_among_many_is_searched_through_the_index_completely() {
     }
 }
 
+/// The vector index serves only users with `exact_search_below_user_rows` rows or more, and
+/// training it is the costliest maintenance step: a table past `ann_min_rows` whose users are
+/// all smaller is laid out by user (with its full-text and scalar indexes) but not trained, and
+/// once a user grows past the threshold the index is trained and that user is found through it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_vector_index_waits_for_a_user_large_enough_to_need_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("episodes.lance");
+    let dim = 16;
+    let policy = IndexPolicy {
+        ann_min_rows: 300,
+        relayout_after_growth_percent: 50,
+        keep_versions_minutes: 0,
+        reindex_after_rows: 100_000,
+        compact_after_fragments: 1000,
+        exact_search_below_user_rows: 200,
+        ..IndexPolicy::default()
+    };
+    let store = EpisodeStore::open(&path, dim, policy).await.unwrap();
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut vectors = std::collections::HashMap::new();
+    let mut rows_of = |offsets: std::ops::Range<u64>, user: &dyn Fn(u64) -> String| {
+        offsets
+            .map(|offset| {
+                let v = random_unit(&mut rng, dim);
+                vectors.insert(offset, v.clone());
+                row("t1", &user(offset), offset, &format!("note w{offset}x"), v)
+            })
+            .collect::<Vec<EpisodeRow>>()
+    };
+    // 320 rows of 5 users (64 each): laid out, not trained
+    let first = rows_of(0..320, &|offset| format!("u{}", offset % 5));
+    assert_eq!(store.append(first).await.unwrap(), 320);
+    let names = |indexes: Vec<(String, usize)>| -> Vec<String> {
+        indexes.into_iter().map(|(n, _)| n).collect()
+    };
+    let built = names(store.index_status().await.unwrap().0);
+    for index in ["content_fts", "user_btree", "tenant_bitmap"] {
+        assert!(
+            built.iter().any(|n| n == index),
+            "{index} missing from {built:?}"
+        );
+    }
+    assert!(
+        !built.iter().any(|n| n == "vector_ivf_pq"),
+        "no user needs the vector index yet: {built:?}"
+    );
+    let ds = store.snapshot().unwrap();
+    let mut scan = ds.scan();
+    scan.project(&["user_id"]).unwrap();
+    let batch = scan.try_into_batch().await.unwrap();
+    let users = batch
+        .column_by_name("user_id")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<arrow_array::StringArray>()
+        .unwrap()
+        .iter()
+        .map(|u| u.unwrap().to_string())
+        .collect::<Vec<String>>();
+    let mut sorted = users.clone();
+    sorted.sort();
+    assert_eq!(users, sorted, "laid out by user all the same");
+    // u0 grows to 64 + 140 = 204 rows: the index is trained, and u0 is searched through it
+    let more = rows_of(320..460, &|_| "u0".to_string());
+    assert_eq!(store.append(more).await.unwrap(), 140);
+    let built = names(store.index_status().await.unwrap().0);
+    assert!(
+        built.iter().any(|n| n == "vector_ivf_pq"),
+        "u0 needs the vector index: {built:?}"
+    );
+    for offset in [0u64, 5, 335, 459] {
+        let hits = store
+            .search_vector("t1", "u0", &vectors[&offset], 5, None)
+            .await
+            .unwrap();
+        assert_eq!(hits[0].episode.log_offset, offset, "the copied row first");
+        assert!(hits.iter().all(|h| h.episode.user == "u0"));
+    }
+}
+
 /// Appends interleave users; once the table reaches the ANN threshold, and again each time it
 /// has grown by half, it is rewritten with each user's rows next to each other. The rewrite
 /// keeps every row exactly once (offsets, vectors and words still found, the watermark the

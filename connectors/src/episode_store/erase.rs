@@ -39,6 +39,7 @@ impl EpisodeStore {
             !hit
         });
         st.rows = st.rows.saturating_sub(removed);
+        st.largest_user_rows = st.rows_per_user.values().copied().max().unwrap_or(0);
         Ok(erased)
     }
 

@@ -93,17 +93,28 @@ impl EpisodeStore {
             .await
             .map_err(|e| self.err("load indexes", e))?;
         let has = |name: &str| indexes.iter().any(|i| i.name == name);
-        let (rows, unindexed, last_layout) = {
+        let (rows, unindexed, last_layout, largest_user) = {
             let st = self.state.read().unwrap();
-            (st.rows, st.unindexed_rows, st.rows_at_last_layout)
+            (
+                st.rows,
+                st.unindexed_rows,
+                st.rows_at_last_layout,
+                st.largest_user_rows,
+            )
         };
         let mut changed = false;
-        // Lay the table out by user, and (re)train the vector index on it, when the table
-        // reaches the threshold and again each time it has grown enough that both the layout
-        // and the partitions have drifted from the data.
+        // Lay the table out by user when it reaches the threshold and again each time it has
+        // grown enough that the layout has drifted from the data.
         let relayout = rows >= self.policy.ann_min_rows
-            && (!has(ANN_INDEX)
+            && (last_layout == 0
                 || rows * 100 >= last_layout * (100 + self.policy.relayout_after_growth_percent));
+        // The vector index serves only users with at least `exact_search_below_user_rows` rows
+        // (smaller ones are searched exactly), and training it is the costliest step here (50 s
+        // of both cores at 20,000 rows, while appends wait): it is trained, on the new layout,
+        // only once some user is that large, then again at each layout.
+        let wants_ann = rows >= self.policy.ann_min_rows
+            && largest_user >= self.policy.exact_search_below_user_rows;
+        let train_ann = wants_ann && (relayout || !has(ANN_INDEX));
         if relayout {
             ds = self.laid_out_by_user(&ds).await?;
         }
@@ -117,8 +128,11 @@ impl EpisodeStore {
                 changed = true;
             }
         }
-        if relayout {
+        if train_ann {
             self.build_index(&mut ds, ANN_INDEX, rows).await?;
+            changed = true;
+        }
+        if relayout {
             let mut st = self.state.write().unwrap();
             st.rows_at_last_layout = rows;
             st.unindexed_rows = 0;

@@ -106,8 +106,10 @@ pub struct EpisodeHit {
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct IndexPolicy {
-    /// Build the IVF-PQ vector index once the table has this many rows (below it, exact
-    /// search is as fast).
+    /// Lay the table out by user once it has this many rows. The IVF-PQ vector index is
+    /// trained then (and at each later layout) only if some user has at least
+    /// `exact_search_below_user_rows` rows, or as soon as one has: smaller users are searched
+    /// exactly, and training costs most of a layout (50 s of both cores at 20,000 rows).
     pub ann_min_rows: usize,
     /// Fold new rows into the indexes once this many are unindexed.
     pub reindex_after_rows: usize,
@@ -192,10 +194,13 @@ struct StoreState {
     /// Highest log offset committed, if any row is.
     watermark: Option<u64>,
     rows: usize,
-    /// Rows when the table was last laid out by user and its vector index trained.
+    /// Rows when the table was last laid out by user (0: not yet).
     rows_at_last_layout: usize,
     unindexed_rows: usize,
     rows_per_user: HashMap<(String, String), usize>,
+    /// The most rows one user has (after a single event is forgotten, possibly a few more
+    /// than that user has left): whether any user is searched through the vector index.
+    largest_user_rows: usize,
 }
 
 fn quote(s: &str) -> String {

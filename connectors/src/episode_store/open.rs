@@ -113,10 +113,15 @@ impl EpisodeStore {
             .load_indices()
             .await
             .map_err(|e| self.err("load indexes", e))?;
-        if indexes
+        st.largest_user_rows = st.rows_per_user.values().copied().max().unwrap_or(0);
+        // A table is laid out on the append that takes it to `ann_min_rows` (its vector index
+        // trained then only if a user is large enough to need it); the user index is built on
+        // the first append.
+        let has = |name: &str| indexes.iter().any(|i| i.name == name);
+        let vector_index = indexes
             .iter()
-            .any(|i| i.fields.contains(&vector_field_id(ds)))
-        {
+            .any(|i| i.fields.contains(&vector_field_id(ds)));
+        if vector_index || (st.rows >= self.policy.ann_min_rows && has(USER_INDEX)) {
             st.rows_at_last_layout = st.rows;
         }
         st.unindexed_rows = self.policy.reindex_after_rows; // fold anything pending on next write

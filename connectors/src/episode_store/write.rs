@@ -90,9 +90,13 @@ impl EpisodeStore {
             st.rows += rows.len();
             st.unindexed_rows += rows.len();
             for r in &rows {
-                *st.rows_per_user
+                let n = st
+                    .rows_per_user
                     .entry((r.tenant.clone(), r.user.clone()))
-                    .or_default() += 1;
+                    .or_default();
+                *n += 1;
+                let n = *n;
+                st.largest_user_rows = st.largest_user_rows.max(n);
             }
         }
         *self.dataset.write().unwrap() = Some(Arc::new(ds));

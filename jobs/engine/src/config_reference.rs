@@ -109,7 +109,7 @@ const KEYS: &[KeyDoc] = &[
     key("embedder.cache_entries", None, "texts whose vectors are kept in memory (per tenant: never a hit for another); `0`: no cache"),
     key("embedder.correction_link_cosine", None, "corrections in which no request is recognised link at this cosine; calibrated for the shipped model, recalibrate with `bench correction_links`"),
     key("embedder.correction_topic_link_cosine", None, "such a correction links to its nearest neighbour sharing a topic term at this cosine; calibrated as above"),
-    key("index.ann_min_rows", None, "train the IVF-PQ vector index once the table has this many rows"),
+    key("index.ann_min_rows", None, "lay the table out by user once it has this many rows; the IVF-PQ vector index is trained then only if a user has `exact_search_below_user_rows` rows (else once one has)"),
     key("index.reindex_after_rows", None, "fold unindexed rows into the indexes after this many"),
     key("index.relayout_after_growth_percent", None, "at `ann_min_rows`, and each time the table has grown this much since, rewrite it with each user's rows together and rebuild every index"),
     key("index.keep_versions_minutes", None, "Lance versions older than this are removed, with their files, after each compaction or relayout"),
