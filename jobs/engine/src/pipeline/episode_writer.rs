@@ -278,28 +278,40 @@ fn embed_stage(
         pending.retain(|(_, e)| !stored(e) || passages.is_some_and(|p| p.wants(e)));
         let take = pending.len().min(EMBED_CHUNK);
         let chunk: Vec<(SessionKey, Episode)> = pending.drain(..take).collect();
+        // once this chunk and those before it are stored, every event below the views'
+        // frontier and below the oldest row still waiting is recallable (under steady load
+        // rows are always waiting: marking only when none is would hold the mark back, and the
+        // backlog growing, until the writer catches up completely)
+        let mark = recallable_mark(
+            received_as_of,
+            pending
+                .iter()
+                .map(|(_, e)| e.log_offset)
+                .chain(pending_facts.iter().map(|r| r.log_offset))
+                .chain(pending_summaries.iter().map(|r| r.log_offset)),
+        );
+        let mut rows = Embedded::default();
         if !chunk.is_empty() {
-            let Some(rows) = embed_episodes(&chunk, &stored, passages, embedder, stop) else {
+            let Some(embedded) = embed_episodes(&chunk, &stored, passages, embedder, stop) else {
                 return;
             };
-            if to_appender.send(rows).is_err() {
-                return;
-            }
+            rows = embedded;
         }
-        // nothing received is waiting: once what was sent is stored, all before the views'
-        // frontier is recallable
-        let idle = waiting(&pending, &pending_facts, &pending_summaries) == 0;
-        if idle && received_as_of > marked_as_of {
-            marked_as_of = received_as_of;
-            let mark = Embedded {
-                recallable_end: Some(marked_as_of),
-                ..Embedded::default()
-            };
-            if to_appender.send(mark).is_err() {
-                return;
-            }
+        if mark > marked_as_of {
+            marked_as_of = mark;
+            rows.recallable_end = Some(mark);
+        }
+        if (!chunk.is_empty() || rows.recallable_end.is_some()) && to_appender.send(rows).is_err() {
+            return;
         }
     }
+}
+
+/// Below which log offset every event is recallable once the rows sent on so far are stored:
+/// the views' frontier of the batches received (`received_as_of`), or the offset of the oldest
+/// row received and still waiting (`waiting`) if that is lower.
+fn recallable_mark(received_as_of: u64, waiting: impl Iterator<Item = u64>) -> u64 {
+    waiting.fold(received_as_of, u64::min)
 }
 
 /// The rows of an episode chunk, embedded: its episodes not yet `stored`, and the passages
@@ -512,5 +524,20 @@ pub fn episode_row(
         importance: e.importance_milli.map(|m| m as f32 / 1000.0),
         log_offset: e.log_offset,
         vector,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::recallable_mark;
+
+    #[test]
+    fn rows_still_waiting_hold_the_recallable_mark_below_them_only() {
+        // nothing waiting: all below the frontier
+        assert_eq!(recallable_mark(500, std::iter::empty()), 500);
+        // rows of offsets 420 and 430 still waiting (not in log order): all below 420 was sent
+        assert_eq!(recallable_mark(500, [430, 420, 499].into_iter()), 420);
+        // a row waiting at the frontier's offset or above does not hold it back
+        assert_eq!(recallable_mark(500, [500, 640].into_iter()), 500);
     }
 }
