@@ -19,6 +19,7 @@ use timely::progress::Timestamp;
 
 use super::{QuantisedEmbedding, UserKey};
 use crate::english_terms::analyse;
+use crate::requests::{FED_UP, NEGATED_VERBS};
 
 /// The cosine at which a correction links to its nearest topic neighbour, calibrated for the
 /// shipped all-MiniLM-L6-v2 (int8) on the labelled sets a to c (0.3 to 0.5 give the same
@@ -140,14 +141,13 @@ static CORRECTION_STEMS: LazyLock<BTreeSet<String>> =
     LazyLock::new(|| CORRECTION_WORDS.iter().flat_map(|w| analyse(w)).collect());
 
 /// Words that turn away, or end, what the rest of their clause names ("I'm not vegetarian
-/// anymore", "I quit smoking", "skip the chicken"), written without apostrophes; "gave", "give",
-/// "given" and "giving" only one or two words before "up" ("given it up").
+/// anymore", "I quit smoking", "skip the chicken"), besides the [`NEGATED_VERBS`] ("don't",
+/// "won't"), written without apostrophes; "gave", "give", "given" and "giving" only one or two
+/// words before "up" ("given it up").
 const TURNING_WORDS: &[&str] = &[
-    "arent", "avoid", "avoiding", "cannot", "cant", "couldnt", "didnt", "doesnt", "dont", "drop",
-    "dropped", "hasnt", "havent", "isnt", "neither", "never", "no", "none", "nor", "not",
-    "nothing", "quit", "quitting", "shouldnt", "skip", "skipped", "stop", "stopped", "stopping",
-    "wasnt", "werent", "without", "wont", "wouldnt", "hate", "hates", "dislike", "dislikes",
-    "detest", "detests",
+    "avoid", "avoiding", "drop", "dropped", "neither", "never", "no", "none", "nor", "not",
+    "nothing", "quit", "quitting", "skip", "skipped", "stop", "stopped", "stopping", "without",
+    "hate", "hates", "dislike", "dislikes", "detest", "detests",
 ];
 
 /// Verbs that, with "out" after what they name, turn it away ("keep politics out of it", "leave
@@ -160,10 +160,6 @@ const CHANGE_WORDS: &[&str] = &[
     "anymore", "again", "longer", "ended", "quit", "quitting", "relapsed", "used",
 ];
 
-/// Words that open a fed-up sentence ("ugh, 'let's delve' again"): it complains about all it
-/// names, and its "again" tells no change.
-const FED_UP: &[&str] = &["ugh", "ughh", "argh", "sigh", "omg", "seriously"];
-
 /// Words that end a clause for [`TURNING_WORDS`] as punctuation does.
 const CLAUSE_WORDS: &[&str] = &["but", "so", "because", "since", "though", "although"];
 
@@ -172,7 +168,7 @@ const CLAUSE_WORDS: &[&str] = &["but", "so", "because", "since", "though", "alth
 /// [`TURNING_WORDS`] and one-letter terms, each marked by which way the text names it. A term is
 /// turned when its clause turns it an odd number of times after a turning word, or names it
 /// before "ended" ("working from home ended") or between "keep", "leave" … and "out" ("keep
-/// politics out of it"); in a fed-up text, every term is.
+/// politics out of it"); in a fed-up text (opening with one of [`FED_UP`]), every term is.
 /// - In a text that tells of a change ([`CHANGE_WORDS`], "gave up"), a turned term is written
 ///   `-term` and another `+term`: "I'm not vegetarian anymore" (`-vegetarian`), "I eat meat
 ///   again" (`+eat`, `+meat`).
@@ -213,7 +209,7 @@ pub fn topic_terms(text: &str) -> Vec<String> {
                 && words[k + 1..].iter().take(2).any(|&u| u == "up");
             if CLAUSE_WORDS.contains(&w) {
                 turned = false;
-            } else if TURNING_WORDS.contains(&w) || gives_up {
+            } else if TURNING_WORDS.contains(&w) || NEGATED_VERBS.contains(&w) || gives_up {
                 turned = !turned;
             } else if w == "ended" {
                 for (_, t) in &mut turned_words {

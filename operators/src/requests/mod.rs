@@ -56,6 +56,9 @@ mod reading;
 mod settling;
 mod stated;
 mod turning_words;
+/// How a fed-up sentence opens, and the negated verbs: topic terms read them as requests do.
+pub(crate) use turning_words::{FED_UP, NEGATED_VERBS};
+mod value_cues;
 mod words;
 
 pub use reading::{requests_of, FLIP_WINDOW};

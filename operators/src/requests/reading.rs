@@ -5,6 +5,7 @@ use super::circumstances::CIRCUMSTANCE_CUES;
 use super::lexicon::*;
 use super::settling::{applies_here, described, names_spelling, settle, Reading};
 use super::turning_words::*;
+use super::value_cues::VALUE_CUES;
 use super::words::sentence_texts;
 use super::{Aspect, Request, RequestSet, Way};
 
@@ -60,6 +61,7 @@ pub fn requests_of(text: &str) -> RequestSet {
             }
             let Some(found) = CUES
                 .iter()
+                .chain(VALUE_CUES)
                 .chain(CIRCUMSTANCE_CUES)
                 .filter(|c| matches_at(&sentence, i, c.words))
                 .max_by_key(|c| c.words.len())
@@ -187,10 +189,7 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
         }
         j += 1;
     }
-    let clause_end = sentence[end..]
-        .iter()
-        .position(|w| w == "," || w == "but")
-        .map_or(sentence.len(), |p| end + p);
+    let clause_end = end + clause_length(&sentence[end..]);
     // "emojis are annoying, remove them" complains once, not twice; "keep the jokes out of it"
     let after = &sentence[end..clause_end];
     // "every emoji, it's painful": the next clause, when it opens with what it points back to
@@ -201,12 +200,8 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
             "its" | "it" | "theyre" | "they" | "thats" | "which" | "this"
         )
     });
-    let next_clause_end = next_clause
-        .iter()
-        .position(|w| w == "," || w == "but")
-        .unwrap_or(next_clause.len());
     let complained_next = pointed_back
-        && next_clause[..next_clause_end]
+        && next_clause[..clause_length(next_clause)]
             .iter()
             .any(|w| COMPLAINTS.contains(&w.as_str()));
     let complained = after.iter().any(|w| COMPLAINTS.contains(&w.as_str()))
@@ -227,6 +222,14 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
     // a complaint in the next clause only turns away what is not turned already ("lose the
     // emoji, it's unprofessional")
     flips % 2 == 1 || complained_next
+}
+
+/// How many of `words` come before the clause break ("," or "but") that ends their clause.
+fn clause_length(words: &[String]) -> usize {
+    words
+        .iter()
+        .position(|w| w == "," || w == "but")
+        .unwrap_or(words.len())
 }
 
 /// Whether `words` (a clause up to a cue's window and its first word) hold a negated wish: "don't need", "don't

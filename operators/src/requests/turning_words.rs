@@ -124,7 +124,7 @@ pub(super) const CONNECTORS: &[&str] = &[
 ];
 
 /// Words that open a fed-up sentence ("ugh, … again").
-pub(super) const FED_UP: &[&str] = &["ugh", "ughh", "argh", "sigh", "omg", "seriously"];
+pub(crate) const FED_UP: &[&str] = &["ugh", "ughh", "argh", "sigh", "omg", "seriously"];
 
 /// Words before a gradable cue that make it a complaint ("too long" asks for shorter).
 pub(super) const INTENSIFIERS: &[&str] = &["too", "so", "overly", "excessively", "super"];
@@ -196,7 +196,7 @@ pub(super) const COMPLAINTS: &[&str] = &[
 pub(super) const REMOVALS: &[&str] = &["remove", "delete", "drop", "ditch", "stop", "avoid"];
 
 /// Contractions and negative words that turn a cue: "don't", "isn't", "can't", ….
-pub(super) const NEGATED_VERBS: &[&str] = &[
+pub(crate) const NEGATED_VERBS: &[&str] = &[
     "dont", "doesnt", "didnt", "isnt", "arent", "wasnt", "werent", "cant", "cannot", "wont",
     "shouldnt", "wouldnt", "couldnt", "aint", "havent", "hasnt", "needent", "neednt",
 ];

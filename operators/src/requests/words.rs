@@ -1,15 +1,15 @@
 //! The words of a text as the reading sees them: sentences, clause breaks, emoji and currency
 //! signs (see the parent module).
 
-/// The sentences of `text`, each a list of lowercase words, with "," standing for every clause
-/// break inside a sentence (`,` `:` `(` `)` quotes and dashes between words).
+/// The sentences of `text` (its clock times already read by [`sentence_texts`]), each a list of
+/// lowercase words, with "," standing for every clause break inside a sentence (`,` `:` `(` `)` quotes and dashes between words).
 pub(super) fn sentences_of(text: &str) -> Vec<Vec<String>> {
-    let lower = clock_words(&currency_words(
+    let lower = currency_words(
         &text
             .to_lowercase()
             .replace("c++", " cpp ")
             .replace("c#", " csharp "),
-    ))
+    )
     .replace(['\u{2019}', '\u{2018}'], "'")
     .replace("tl;dr", "tldr")
     .replace("tl dr", "tldr");
