@@ -4,8 +4,8 @@
 
 use super::bm25;
 use super::turn_scoring::{
-    is_aggregation, known_speakers, named_speaker, order_turns, score_turns, QuestionSignals,
-    TurnEvidence, TurnWeights,
+    asks_amount_of_money, is_aggregation, known_speakers, named_speaker, order_turns, score_turns,
+    states_amount_of_money, QuestionSignals, TurnEvidence, TurnWeights,
 };
 use super::*;
 
@@ -237,10 +237,12 @@ pub fn merge_by_score(a: Vec<RecallHit>, b: Vec<RecallHit>) -> Vec<RecallHit> {
 /// gives a turn's previous and next turn ids in its session (the views' `NEXT` edges). With
 /// `in_process` (the hits are every turn of the user in scope), their BM25 for the question and
 /// for the graph expansion's entities is computed among them ([`bm25`]) in place of the
-/// full-text searches', and `why.text_rank` and `why.graph_rank` follow it.
+/// full-text searches', and `why.text_rank` and `why.graph_rank` follow it. `asked` is the
+/// moment the question is asked, from which its relative time expressions are read.
 pub fn rank_turns(
     mut hits: Vec<RecallHit>,
     question: &str,
+    asked: chrono::DateTime<chrono::Utc>,
     in_process: Option<InProcessText<'_>>,
     neighbours: impl Fn(&str) -> (Option<String>, Option<String>),
     weights: &TurnWeights,
@@ -268,7 +270,9 @@ pub fn rank_turns(
     let signals = QuestionSignals {
         speaker: named_speaker(question, known.iter().map(String::as_str)),
         date: crate::query::time_window::named_day(question),
+        window: crate::query::time_window::time_window(question, asked),
         aggregation: is_aggregation(question),
+        money: asks_amount_of_money(question),
     };
     let evidence: Vec<TurnEvidence> = hits
         .iter()
@@ -294,6 +298,7 @@ pub fn rank_turns(
                 prev: other(prev),
                 next: other(next),
                 own_event: reports_own_event(&h.content),
+                money: states_amount_of_money(&h.content),
             }
         })
         .collect();

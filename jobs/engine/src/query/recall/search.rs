@@ -345,7 +345,10 @@ impl Recall {
             words,
             expansion: &expansion,
         });
-        Ok(rank_turns(hits, query, in_process, neighbours, &weights))
+        let asked = as_of.unwrap_or_else(chrono::Utc::now);
+        Ok(rank_turns(
+            hits, query, asked, in_process, neighbours, &weights,
+        ))
     }
 }
 

@@ -205,7 +205,14 @@ fn ranked(by_vector: Vec<EpisodeHit>) -> Vec<RecallHit> {
         Vec::new(),
         &[],
     );
-    rank_turns(hits, "q", None, |_| (None, None), &TurnWeights::default())
+    rank_turns(
+        hits,
+        "q",
+        asked(),
+        None,
+        |_| (None, None),
+        &TurnWeights::default(),
+    )
 }
 
 #[test]
@@ -316,6 +323,7 @@ fn a_turn_is_lifted_by_its_reply_and_by_the_speaker_the_question_names() {
     let hits = rank_turns(
         gathered,
         "What did Melanie paint?",
+        asked(),
         None,
         next,
         &TurnWeights::default(),
@@ -346,6 +354,7 @@ fn a_turn_is_lifted_by_its_reply_and_by_the_speaker_the_question_names() {
     let hits = rank_turns(
         gathered,
         "What did Melanie paint?",
+        asked(),
         Some(in_process),
         next,
         &TurnWeights::default(),
@@ -377,6 +386,7 @@ fn rank_alone(gathered: Vec<RecallHit>) -> Vec<RecallHit> {
     rank_turns(
         gathered,
         "q",
+        asked(),
         None,
         |_| (None, None),
         &TurnWeights::default(),
@@ -416,6 +426,7 @@ fn in_process_graph_scores_are_bm25_of_the_expansion_entities_among_the_turns() 
     let ranked = rank_turns(
         gathered,
         "What did she paint?",
+        asked(),
         Some(in_process),
         |_| (None, None),
         &TurnWeights::default(),
@@ -438,4 +449,9 @@ fn in_process_graph_scores_are_bm25_of_the_expansion_entities_among_the_turns() 
     assert!(hit("t3").why.graph_bm25.is_none() && hit("t3").why.graph_rank.is_none());
     // "paint" only in t3
     assert_eq!(hit("t3").why.text_rank, Some(1));
+}
+
+/// When the tests' questions are asked (none of them places its event in time).
+fn asked() -> chrono::DateTime<chrono::Utc> {
+    "2023-06-01T12:00:00Z".parse().expect("a time")
 }

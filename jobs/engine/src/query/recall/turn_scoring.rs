@@ -12,9 +12,12 @@
 //! - **the session**: a turn in a session that holds the best match gains a share of that
 //!   session's best score;
 //! - **time**: a question naming a calendar day favours turns of that day and the week around;
+//!   one that places its event relatively ("10 days ago", "last month", "in the past three
+//!   months", from the moment it is asked) favours turns inside that window;
 //! - **events**: a turn in which the speaker reports doing something ("I adopted…") is
 //!   slightly favoured, as questions ask about events;
-//! - **the kind of question**: a "how many" question, or one comparing or collecting events
+//! - **the kind of question**: a question asking for an amount of money ("how much did I
+//!   spend…", "the total cost of…") favours turns that state one ("$40", "25 dollars"); a "how many" question, or one comparing or collecting events
 //!   ("which did I do first", "the order of", "both"), wants evidence from several sessions, so
 //!   its top turns are spread over sessions.
 //!
@@ -22,6 +25,8 @@
 //! weights are round values from flat regions, one set for everything.
 
 use chrono::{DateTime, NaiveDate, Utc};
+
+use crate::query::time_window::TimeWindow;
 
 /// What recall knows of one candidate turn.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,6 +48,8 @@ pub struct TurnEvidence {
     pub next: Option<usize>,
     /// The speaker reports an event of their own ([`engram_operators::turn_text::reports_own_event`]).
     pub own_event: bool,
+    /// The turn states an amount of money ([`states_amount_of_money`]).
+    pub money: bool,
 }
 
 /// What the question asks, read from its words.
@@ -52,9 +59,14 @@ pub struct QuestionSignals {
     pub speaker: Option<String>,
     /// The calendar day the question names ("on 8 May, 2023").
     pub date: Option<NaiveDate>,
+    /// Where its relative time expressions point ("10 days ago", read from the moment it is
+    /// asked: [`crate::query::time_window::time_window`]); unused when it names a day.
+    pub window: Option<TimeWindow>,
     /// "How many …", "how much …", "… in total", "both", "order", "first … or …"
     /// ([`is_aggregation`]): evidence spread over sessions.
     pub aggregation: bool,
+    /// It asks for an amount of money ([`asks_amount_of_money`]).
+    pub money: bool,
 }
 
 /// The weights of [`score_turns`] and [`order_turns`].
@@ -75,8 +87,14 @@ pub struct TurnWeights {
     pub date: f64,
     /// … falling off as e^(−days / date_scale_days).
     pub date_scale_days: f64,
+    /// A turn inside the question's relative time window scores up to `1 + window` times as
+    /// much, falling off outside it ([`TimeWindow::proximity`]).
+    pub window: f64,
     /// A turn reporting its speaker's own event scores `1 + own_event` times as much.
     pub own_event: f64,
+    /// For a question asking an amount of money, a turn stating one scores `1 + money` times
+    /// as much.
+    pub money: f64,
     /// For aggregation questions: the k-th turn taken from one session counts `(1 − diversity)^k`.
     pub diversity: f64,
     /// … among the best `diversity_depth` turns.
@@ -93,7 +111,9 @@ impl Default for TurnWeights {
             session: 0.5,
             date: 1.0,
             date_scale_days: 7.0,
+            window: 1.0,
             own_event: 0.1,
+            money: 0.5,
             diversity: 0.1,
             diversity_depth: 50,
         }
@@ -109,7 +129,7 @@ pub struct TurnScore {
     pub neighbour: f64,
     /// The session's share added.
     pub session: f64,
-    /// The product of the speaker, date and event factors.
+    /// The product of the date (or time window), event and money factors.
     pub factor: f64,
     /// The final score.
     pub score: f64,
@@ -123,7 +143,9 @@ pub struct TurnScore {
 /// 4. `s'' = s' + w.session · S(session) / max S`, where `S` is the best `s'` of a session (no
 ///    session: the turn alone);
 /// 5. `score = s'' · (1 + w.date · e^(−|days between the turn's day and the question's|/scale))
-///    · (1 + w.own_event · [own event])`.
+///    · (1 + w.own_event · [own event])`; without a named day but with a time window, the
+///    date factor is `1 + w.window · proximity(turn's time)` instead; for a question asking an
+///    amount of money, a turn stating one is multiplied by `1 + w.money`.
 pub fn score_turns(turns: &[TurnEvidence], q: &QuestionSignals, w: &TurnWeights) -> Vec<TurnScore> {
     let max = |f: fn(&TurnEvidence) -> f64| turns.iter().map(f).fold(1e-9, f64::max);
     let (max_cos, max_bm25, max_graph) = (
@@ -176,9 +198,14 @@ pub fn score_turns(turns: &[TurnEvidence], q: &QuestionSignals, w: &TurnWeights)
         if let Some(day) = q.date {
             let days = (t.ts.date_naive() - day).num_days().abs() as f64;
             s.factor *= 1.0 + w.date * (-days / w.date_scale_days).exp();
+        } else if let Some(window) = &q.window {
+            s.factor *= 1.0 + w.window * window.proximity(t.ts);
         }
         if t.own_event {
             s.factor *= 1.0 + w.own_event;
+        }
+        if q.money && t.money {
+            s.factor *= 1.0 + w.money;
         }
         s.score *= s.factor;
     }
@@ -238,16 +265,65 @@ pub fn order_turns(
 /// "won first place").
 pub fn is_aggregation(question: &str) -> bool {
     let lower = question.to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
+    let words = alphanumeric_words(&lower);
     let says = |word: &str| words.contains(&word);
     matches!(words.as_slice(), ["how", "many" | "much", ..])
         || ["total", "combined", "altogether", "both", "order"]
             .into_iter()
             .any(says)
         || (says("first") && says("or"))
+}
+
+/// The runs of letters and digits of a text.
+fn alphanumeric_words(text: &str) -> Vec<&str> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// Whether the question asks for an amount of money: it asks for an amount ("how much …", "…
+/// total …", "… amount …", not "how many", "the number of" or "how much time") and speaks of money ("money",
+/// "cost", "price", "spend", "pay", "earn", "save", "raise", "donate", "dollars", "budget" and
+/// their forms). "What is the total number of days I spent in Japan?" does not.
+pub fn asks_amount_of_money(question: &str) -> bool {
+    let lower = question.to_lowercase();
+    let words = alphanumeric_words(&lower);
+    let says = |word: &str| words.contains(&word);
+    let amount = matches!(words.as_slice(), ["how", "much", ..]) || says("total") || says("amount");
+    let counted = lower.contains("how many")
+        || lower.contains("number of")
+        || lower.contains("how much time");
+    const MONEY: [&str; 27] = [
+        "money", "cost", "costs", "price", "prices", "spend", "spent", "spending", "pay", "paid",
+        "paying", "earn", "earned", "earning", "save", "saved", "saving", "raise", "raised",
+        "donate", "donated", "dollars", "budget", "fee", "fees", "charge", "charged",
+    ];
+    amount && !counted && MONEY.into_iter().any(says)
+}
+
+/// Whether the text states an amount of money: a currency sign before a number ("$40", "€ 12",
+/// "£1,200") or a number before "dollars", "bucks", "euros" or "pounds" ("25 dollars").
+pub fn states_amount_of_money(text: &str) -> bool {
+    let chars: Vec<char> = text.chars().collect();
+    let sign_then_digit = chars.iter().enumerate().any(|(i, c)| {
+        matches!(c, '$' | '€' | '£')
+            && chars[i + 1..]
+                .iter()
+                .find(|c| **c != ' ')
+                .is_some_and(char::is_ascii_digit)
+    });
+    if sign_then_digit {
+        return true;
+    }
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | '.' | ';' | ':' | '!' | '?' | ')'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.windows(2).any(|w| {
+        w[0].chars().next().is_some_and(|c| c.is_ascii_digit())
+            && matches!(w[1], "dollars" | "bucks" | "euros" | "pounds")
+    })
 }
 
 /// The one of `known` speakers the question names as a whole word (case-sensitive: names are
@@ -345,6 +421,17 @@ mod tests {
             prev: None,
             next: None,
             own_event: false,
+            money: false,
+        }
+    }
+
+    /// The default weights without the neighbour's and the session's shares: a turn's score is
+    /// its fused evidence times its factors.
+    fn only_factors() -> TurnWeights {
+        TurnWeights {
+            neighbour: 0.0,
+            session: 0.0,
+            ..TurnWeights::default()
         }
     }
 
@@ -420,16 +507,101 @@ mod tests {
             date: NaiveDate::from_ymd_opt(2023, 5, 8),
             ..Default::default()
         };
-        let w = TurnWeights {
-            neighbour: 0.0,
-            session: 0.0,
-            ..TurnWeights::default()
-        };
+        let w = only_factors();
         let s = score_turns(&turns, &q, &w);
         let e_minus_1 = 0.367_879_441_171_442_3;
         assert!((s[0].score - 2.0).abs() < 1e-12);
         assert!((s[1].score - (1.0 + e_minus_1)).abs() < 1e-12);
         assert!((s[2].score - 2.0 * 1.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_relative_time_window_favours_the_turns_inside_it() {
+        // "What kitchen appliance did I buy 10 days ago?", asked on 25 March: a turn of 15 March
+        // is inside the window, one of 23 February is a window's width before it, one of
+        // 15 March but on a question that names a day follows the day instead.
+        let mut turns = [turn(1.0, 0.0, "A", "s1"), turn(1.0, 0.0, "A", "s2")];
+        turns[0].ts = "2023-03-15T11:56:00Z".parse().unwrap();
+        turns[1].ts = "2023-02-23T00:00:00Z".parse().unwrap();
+        let window = TimeWindow {
+            start: "2023-03-05T00:00:00Z".parse().unwrap(),
+            end: "2023-03-25T00:00:00Z".parse().unwrap(),
+            phrase: "10 days ago".into(),
+        };
+        let q = QuestionSignals {
+            window: Some(window.clone()),
+            ..Default::default()
+        };
+        let w = only_factors();
+        let s = score_turns(&turns, &q, &w);
+        // inside: 1 · (1 + 1); 10 days before a 20-day window: 1 · (1 + e^(−1/2))
+        assert!((s[0].score - 2.0).abs() < 1e-12, "{s:?}");
+        assert!(
+            (s[1].score - (1.0 + (-0.5f64).exp())).abs() < 1e-12,
+            "{s:?}"
+        );
+        let named = QuestionSignals {
+            date: NaiveDate::from_ymd_opt(2023, 2, 23),
+            window: Some(window),
+            ..Default::default()
+        };
+        let s = score_turns(&turns, &named, &w);
+        // the named day wins: 23 February is that day (× 2), 15 March 20 days off
+        assert!((s[1].score - 2.0).abs() < 1e-12, "{s:?}");
+        assert!(
+            (s[0].score - (1.0 + (-20.0f64 / 7.0).exp())).abs() < 1e-6,
+            "{s:?}"
+        );
+    }
+
+    #[test]
+    fn questions_asking_an_amount_of_money_and_turns_stating_one() {
+        for q in [
+            "How much total money have I spent on bike-related expenses since the start of the year?",
+            "What is the total cost of Lola's vet visit and flea medication?",
+            "How much will I save by taking the train from the airport to my hotel instead of a taxi?",
+            "What is the total amount of money I earned from selling my products at the markets?",
+            "how much did the tickets cost us",
+        ] {
+            assert!(asks_amount_of_money(q), "{q}");
+        }
+        for q in [
+            "What is the total number of days I spent in Japan and Chicago?",
+            "How many dollars' worth of coins did I buy?", // counted, not an amount
+            "Who gave Maria's family money when she was younger?",
+            "How much time did I spend on the puzzle?",
+        ] {
+            assert!(!asks_amount_of_money(q), "{q}");
+        }
+        for t in [
+            "I got a new set of bike lights installed, which were $40.",
+            "the chain cost me $ 25 and the helmet £1,200",
+            "I sold 12 jars for 60 dollars at the market",
+            "it was like 30 bucks",
+        ] {
+            assert!(states_amount_of_money(t), "{t}");
+        }
+        for t in [
+            "I've clocked 347 miles since the start of the year.",
+            "Dollars or euros, whichever you prefer",
+            "I lost 10 kilos",
+            "costs a lot of money",
+        ] {
+            assert!(!states_amount_of_money(t), "{t}");
+        }
+        let turns = [turn(1.0, 0.0, "A", "s1"), turn(1.0, 0.0, "A", "s2")];
+        let mut money_turns = turns.clone();
+        money_turns[1].money = true;
+        let w = only_factors();
+        let asks = QuestionSignals {
+            money: true,
+            ..Default::default()
+        };
+        let s = score_turns(&money_turns, &asks, &w);
+        assert!((s[0].score - 1.0).abs() < 1e-12 && (s[1].score - 1.5).abs() < 1e-12);
+        // a question that does not ask an amount leaves the turns as they are
+        let s = score_turns(&money_turns, &QuestionSignals::default(), &w);
+        assert!((s[1].score - 1.0).abs() < 1e-12);
     }
 
     #[test]
