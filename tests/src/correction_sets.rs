@@ -147,6 +147,15 @@ pub struct Clustered {
     pub cluster_of: BTreeMap<String, String>,
 }
 
+/// The pairs of request ids that ask for opposite things, both ways round: a set marks a pair
+/// on one side or on both.
+pub fn opposite_pairs(set: &[LabelledRequest]) -> BTreeSet<(String, String)> {
+    set.iter()
+        .flat_map(|r| r.opposite_of.iter().map(move |o| (r.id.clone(), o.clone())))
+        .flat_map(|(a, b)| [(a.clone(), b.clone()), (b, a)])
+        .collect()
+}
+
 /// Sends `set` as [`send_and_score`] does and returns the server's clusters with the labels.
 pub fn send_and_cluster(
     server: &Server,
@@ -178,10 +187,7 @@ pub fn send_and_cluster(
         let (status, body) = server.post("/v1/events", &json!(chunk));
         assert_eq!(status, 200, "{body}");
     }
-    let opposites: BTreeSet<(String, String)> = set
-        .iter()
-        .flat_map(|r| r.opposite_of.iter().map(|o| (r.id.clone(), o.clone())))
-        .collect();
+    let opposites = opposite_pairs(set);
     let start = Instant::now();
     loop {
         let (status, memory) = server.post("/v1/memory", &json!({"tenant": tenant, "user": user}));
@@ -240,5 +246,28 @@ mod tests {
         // cluster a: x x y → 2, cluster b: x → 1
         assert_eq!(s.purity, 3.0 / 4.0);
         assert_eq!((s.clusters, s.requests, s.corrections), (2, 2, 4));
+    }
+
+    #[test]
+    fn an_opposite_marked_on_one_side_counts_both_ways() {
+        let request = |id: &str, opposite_of: &[&str]| LabelledRequest {
+            id: id.into(),
+            opposite_of: opposite_of.iter().map(|o| o.to_string()).collect(),
+            texts: vec![],
+        };
+        let set = [request("x", &[]), request("y", &["x"]), request("z", &[])];
+        let pairs: Vec<(String, String)> = opposite_pairs(&set).into_iter().collect();
+        assert_eq!(pairs, [("x".into(), "y".into()), ("y".into(), "x".into())]);
+        // the pair (x, y) comes first in a set's order: it is an opposite merged
+        let labels: BTreeMap<String, String> = [("1", "x"), ("2", "y")]
+            .map(|(c, r)| (c.to_string(), r.to_string()))
+            .into();
+        let clusters: BTreeMap<String, String> = [("1", "a"), ("2", "a")]
+            .map(|(c, k)| (c.to_string(), k.to_string()))
+            .into();
+        assert_eq!(
+            score(&labels, &opposite_pairs(&set), &clusters).opposites_merged,
+            1
+        );
     }
 }
