@@ -1,5 +1,6 @@
 //! Cues for the user's circumstances that answers must respect: what they eat and are
-//! allergic to, their pets, how they read, their computer. Each names a value of its aspect
+//! allergic to, their pets, how they read, their computer, whether they have a car, work
+//! nights, have an oven. Each names a value of its aspect
 //! ("we're vegetarian", "my son has a nut allergy", "i'm on Ubuntu"); a turned one asks for
 //! nothing ("we don't have cats anymore"), except where the turn is part of the cue ("no meat").
 
@@ -126,6 +127,37 @@ pub(super) const CIRCUMSTANCE_CUES: &[Cue] = &[
     cue(&["bad", "back"], A::Injury, V(0), T),
     cue(&["my", "knee*"], A::Injury, V(0), T),
     cue(&["low", "impact"], A::Injury, V(0), T),
+    // a car: turned, none ("I don't have a car anymore", "no vehicle")
+    cue(&["car"], A::Car, V(0), T),
+    cue(&["vehicle"], A::Car, V(0), T),
+    cue(&["have", "wheels"], A::Car, V(0), T),
+    cue(&["carless"], A::Car, V(1), T),
+    cue(&["car", "free"], A::Car, V(1), T),
+    cue(&["sold", "my", "car"], A::Car, V(1), T),
+    cue(&["sold", "the", "car"], A::Car, V(1), T),
+    cue(&["sold", "my", "vehicle"], A::Car, V(1), T),
+    // working nights or days: turned, the other
+    cue(&["night", "shift*"], A::Shift, V(0), T),
+    cue(&["nightshift*"], A::Shift, V(0), T),
+    cue(&["graveyard", "shift*"], A::Shift, V(0), T),
+    cue(&["work", "nights"], A::Shift, V(0), T),
+    cue(&["working", "nights"], A::Shift, V(0), T),
+    cue(&["on", "nights"], A::Shift, V(0), T),
+    cue(&["doing", "nights"], A::Shift, V(0), T),
+    cue(&["overnight", "shift*"], A::Shift, V(0), T),
+    cue(&["overnight", "rota"], A::Shift, V(0), T),
+    cue(&["work", "overnight"], A::Shift, V(0), T),
+    cue(&["off", "nights"], A::Shift, V(1), T),
+    cue(&["off", "the", "overnight"], A::Shift, V(1), T),
+    cue(&["day", "shift*"], A::Shift, V(1), T),
+    cue(&["work", "days"], A::Shift, V(1), T),
+    cue(&["daytime", "hours"], A::Shift, V(1), T),
+    // no oven: recipes for what they have
+    cue(&["air", "fryer*"], A::Kitchen, V(0), T),
+    cue(&["airfryer*"], A::Kitchen, V(0), T),
+    cue(&["no", "oven"], A::Kitchen, V(0), T),
+    cue(&["dont", "have", "an", "oven"], A::Kitchen, V(0), T),
+    cue(&["dont", "own", "an", "oven"], A::Kitchen, V(0), T),
 ];
 
 #[cfg(test)]
@@ -193,6 +225,29 @@ mod tests {
         assert_eq!(
             asked("Please leave out squats and lunges, my knee is injured."),
             ["InjuryValue(0)"]
+        );
+    }
+
+    #[test]
+    fn a_car_and_night_shifts_turned_are_the_other_way_and_no_oven_is_read() {
+        assert_eq!(
+            asked("we finally bought a car, road trips are ok now"),
+            ["CarValue(0)"]
+        );
+        assert_eq!(asked("I don't have a car anymore"), ["CarValue(1)"]);
+        assert_eq!(
+            asked("sold my car last month, public transport only"),
+            ["CarValue(1)"]
+        );
+        assert_eq!(
+            asked("I started working nights at the warehouse, plan meals around that"),
+            ["ShiftValue(0)"]
+        );
+        assert_eq!(asked("no more night shifts for me"), ["ShiftValue(1)"]);
+        assert_eq!(asked("I'm back on the day shift"), ["ShiftValue(1)"]);
+        assert_eq!(
+            asked("we only have an air fryer and a hob, adjust the recipes"),
+            ["KitchenValue(0)"]
         );
     }
 }

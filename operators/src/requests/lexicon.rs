@@ -461,6 +461,9 @@ pub(super) const CUES: &[Cue] = &[
     cue(&["tactful*"], A::Bluntness, L, G),
     cue(&["diplomatic*"], A::Bluntness, L, G),
     cue(&["cushion*"], A::Bluntness, L, T),
+    cue(&["critical", "feedback"], A::Bluntness, M, T),
+    cue(&["rip", "it", "apart"], A::Bluntness, M, T),
+    cue(&["so", "nice"], A::Bluntness, L, G),
     // enthusiasm
     cue(&["enthusias*"], A::Enthusiasm, M, G),
     cue(&["excite*"], A::Enthusiasm, M, G),
@@ -727,6 +730,9 @@ pub(super) const NOT_CUES: &[&[&str]] = &[
     &["shortcut*"],
     &["shortage*"],
     &["shortfall*"],
+    // "I no longer eat meat": a change, not a length
+    &["no", "longer"],
+    &["any", "longer"],
     // "don't comment on my weight": the verb, not comments in code
     &["comment", "on"],
     &["commenting", "on"],

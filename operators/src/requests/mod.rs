@@ -51,6 +51,7 @@
 //! An aspect asked both ways in one text (or for two values) is dropped as ambiguous.
 
 mod circumstances;
+mod layout_cues;
 mod lexicon;
 mod reading;
 mod settling;
@@ -175,6 +176,13 @@ pub enum Aspect {
     Naming,
     /// Tests with code (unit tests, test cases, asserts).
     Tests,
+    /// Moral commentary on what the user asked ("drink responsibly", "I didn't ask for an
+    /// ethics lecture").
+    Moralising,
+    /// Tasks as a checklist of boxes to tick ("- [ ]").
+    Checklist,
+    /// More: the command or code to run first, the explanation after it.
+    CommandFirst,
     /// What the user eats ([`Way::Value`]: a [`DIETS`] index).
     Diet,
     /// What the user (or their household) is allergic to ([`Way::Value`]: an [`ALLERGIES`] index).
@@ -193,11 +201,17 @@ pub enum Aspect {
     Pregnancy,
     /// The user has an injury that limits what they can do ([`Way::Value`] 0).
     Injury,
+    /// Whether the user has a car ([`Way::Value`]: 0 has one, 1 has none).
+    Car,
+    /// When the user works ([`Way::Value`]: 0 nights, 1 days).
+    Shift,
+    /// What the user cooks with ([`Way::Value`] 0: no oven).
+    Kitchen,
 }
 
 impl Aspect {
     /// Every aspect.
-    pub const ALL: [Aspect; 55] = [
+    pub const ALL: [Aspect; 61] = [
         Aspect::Length,
         Aspect::Formality,
         Aspect::Bullets,
@@ -244,6 +258,9 @@ impl Aspect {
         Aspect::Bluntness,
         Aspect::Naming,
         Aspect::Tests,
+        Aspect::Moralising,
+        Aspect::Checklist,
+        Aspect::CommandFirst,
         Aspect::Diet,
         Aspect::Allergy,
         Aspect::Pets,
@@ -253,6 +270,9 @@ impl Aspect {
         Aspect::Smoking,
         Aspect::Pregnancy,
         Aspect::Injury,
+        Aspect::Car,
+        Aspect::Shift,
+        Aspect::Kitchen,
     ];
 
     /// Whether the aspect is a circumstance of the user's that answers must respect (what they
@@ -269,6 +289,9 @@ impl Aspect {
                 | Aspect::Smoking
                 | Aspect::Pregnancy
                 | Aspect::Injury
+                | Aspect::Car
+                | Aspect::Shift
+                | Aspect::Kitchen
         )
     }
 
@@ -321,6 +344,9 @@ impl Aspect {
             Aspect::Bluntness => "bluntness",
             Aspect::Naming => "naming",
             Aspect::Tests => "tests",
+            Aspect::Moralising => "moralising",
+            Aspect::Checklist => "checklist",
+            Aspect::CommandFirst => "command_first",
             Aspect::Diet => "diet",
             Aspect::Allergy => "allergy",
             Aspect::Pets => "pets",
@@ -330,6 +356,9 @@ impl Aspect {
             Aspect::Smoking => "smoking",
             Aspect::Pregnancy => "pregnancy",
             Aspect::Injury => "injury",
+            Aspect::Car => "car",
+            Aspect::Shift => "shift",
+            Aspect::Kitchen => "kitchen",
         }
     }
 }
@@ -479,6 +508,9 @@ pub fn value_names(aspect: Aspect) -> &'static [&'static str] {
         Aspect::Smoking => &["a smoker", "a non-smoker"],
         Aspect::Pregnancy => &["pregnant"],
         Aspect::Injury => &["an injury"],
+        Aspect::Car => &["a car", "no car"],
+        Aspect::Shift => &["nights", "days"],
+        Aspect::Kitchen => &["no oven"],
         _ => &[],
     }
 }
@@ -527,6 +559,12 @@ impl fmt::Display for Request {
             (Bluntness, Less) => "Break bad news and criticism gently, with tact.",
             (Tests, More) => "Include tests with code.",
             (Tests, Less) => "Do not add tests to code.",
+            (Moralising, More) => "Point out the ethical side of what is asked.",
+            (Moralising, Less) => "Do not moralise or lecture; answer what is asked.",
+            (Checklist, More) => "Give tasks as a checklist with boxes to tick.",
+            (Checklist, Less) => "Do not format tasks as checklists.",
+            (CommandFirst, More) => "Give the command or code first, then the explanation.",
+            (CommandFirst, Less) => "Explain first, then give the command or code.",
             (Apologies, More) => "Apologise when you get something wrong.",
             (Apologies, Less) => "Do not apologise.",
             (Disclaimers, More) => "Add caveats and disclaimers.",
@@ -590,13 +628,19 @@ impl fmt::Display for Request {
                         "The user is {name}: keep food, medicine and activities safe in pregnancy."
                     ),
                     Injury => write!(f, "The user has {name}: suggest only what it allows."),
+                    Car => write!(f, "The user has {name}: plan how they get around for it."),
+                    Shift => write!(f, "The user works {name}: plan their days around it."),
+                    Kitchen => write!(
+                        f,
+                        "The user has {name}: adapt recipes to what they cook with."
+                    ),
                     _ => write!(f, "{name}"),
                 };
             }
             (
                 Language | Units | Spelling | ProgrammingLanguage | TimeFormat | DateFormat
                 | Currency | Pronouns | Diet | Allergy | Pets | Accessibility | OperatingSystem
-                | Naming | Work | Smoking | Pregnancy | Injury,
+                | Naming | Work | Smoking | Pregnancy | Injury | Car | Shift | Kitchen,
                 _,
             ) => "?",
         };

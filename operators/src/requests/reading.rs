@@ -2,6 +2,7 @@
 //! them (see the parent module).
 
 use super::circumstances::CIRCUMSTANCE_CUES;
+use super::layout_cues::LAYOUT_CUES;
 use super::lexicon::*;
 use super::settling::{applies_here, described, names_spelling, settle, Reading};
 use super::turning_words::*;
@@ -61,6 +62,7 @@ pub fn requests_of(text: &str) -> RequestSet {
             }
             let Some(found) = CUES
                 .iter()
+                .chain(LAYOUT_CUES)
                 .chain(VALUE_CUES)
                 .chain(CIRCUMSTANCE_CUES)
                 .filter(|c| matches_at(&sentence, i, c.words))
@@ -298,7 +300,9 @@ fn directed(cue: &Cue, turned: bool) -> Option<Request> {
             | Aspect::Spelling
             | Aspect::TimeFormat
             | Aspect::Work
-            | Aspect::Smoking => Way::Value(1 - v.min(1)),
+            | Aspect::Smoking
+            | Aspect::Car
+            | Aspect::Shift => Way::Value(1 - v.min(1)),
             _ => return None,
         },
     };
