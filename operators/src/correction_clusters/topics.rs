@@ -142,12 +142,12 @@ static CORRECTION_STEMS: LazyLock<BTreeSet<String>> =
 
 /// Words that turn away, or end, what the rest of their clause names ("I'm not vegetarian
 /// anymore", "I quit smoking", "skip the chicken"), besides the [`NEGATED_VERBS`] ("don't",
-/// "won't"), written without apostrophes; "gave", "give", "given" and "giving" only one or two
+/// "won't"), written without apostrophes ("sold the car", "got rid of the honda"); "gave", "give", "given" and "giving" only one or two
 /// words before "up" ("given it up").
 const TURNING_WORDS: &[&str] = &[
     "avoid", "avoiding", "drop", "dropped", "neither", "never", "no", "none", "nor", "not",
     "nothing", "quit", "quitting", "skip", "skipped", "stop", "stopped", "stopping", "without",
-    "hate", "hates", "dislike", "dislikes", "detest", "detests",
+    "hate", "hates", "dislike", "dislikes", "detest", "detests", "sold", "rid",
 ];
 
 /// Verbs that, with "out" after what they name, turn it away ("keep politics out of it", "leave

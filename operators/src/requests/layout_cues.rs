@@ -43,6 +43,9 @@ pub(super) const LAYOUT_CUES: &[Cue] = &[
     cue(&["command", "at", "the", "top"], A::CommandFirst, M, T),
     cue(&["what", "to", "type", "first"], A::CommandFirst, M, T),
     cue(&["code", "first"], A::CommandFirst, M, T),
+    cue(&["code", "at", "the", "top"], A::CommandFirst, M, T),
+    cue(&["snippet", "at", "the", "top"], A::CommandFirst, M, T),
+    cue(&["command", "at", "the", "bottom"], A::CommandFirst, L, T),
 ];
 
 #[cfg(test)]

@@ -122,7 +122,20 @@ pub(super) const CUES: &[Cue] = &[
     cue(&["like", "a", "friend"], A::Formality, L, G),
     cue(&["buddy"], A::Formality, L, T),
     cue(&["slang"], A::Formality, L, G),
-    cue(&["normal", "person"], A::Formality, L, G),
+    // "talk like a normal person", not "i sleep at night like a normal person"
+    cue(
+        &["talk", "like", "a", "normal", "person"],
+        A::Formality,
+        L,
+        G,
+    ),
+    cue(&["me", "like", "a", "normal", "person"], A::Formality, L, G),
+    cue(
+        &["write", "like", "a", "normal", "person"],
+        A::Formality,
+        L,
+        G,
+    ),
     cue(&["talk", "normally"], A::Formality, L, G),
     cue(&["lighten", "up"], A::Formality, L, G),
     cue(&["stiff*"], A::Formality, L, C),
@@ -730,6 +743,9 @@ pub(super) const NOT_CUES: &[&[&str]] = &[
     &["shortcut*"],
     &["shortage*"],
     &["shortfall*"],
+    // "driving is on the table now": an idiom, not tables
+    &["on", "the", "table"],
+    &["off", "the", "table"],
     // "I no longer eat meat": a change, not a length
     &["no", "longer"],
     &["any", "longer"],

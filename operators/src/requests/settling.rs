@@ -145,6 +145,19 @@ const LEARNERS: &[&str] = &[
     "test",
 ];
 
+/// Whether the language at `at` is the one the user says they write in ("even when I write in
+/// German", "i only wrote in french by mistake"), not the one to answer in ("please write in
+/// German" asks for it).
+fn the_user_writes_in(sentence: &[String], at: usize) -> bool {
+    const WRITING: [&str; 6] = ["write", "wrote", "writing", "type", "typed", "typing"];
+    at >= 3
+        && sentence[at - 1] == "in"
+        && WRITING.contains(&sentence[at - 2].as_str())
+        && sentence[at.saturating_sub(4)..at - 2]
+            .iter()
+            .any(|w| matches!(w.as_str(), "i" | "im"))
+}
+
 /// Nouns a language's name describes as a country's ("German laws", "French food"), where it is
 /// not the language to answer in.
 const NATIONAL_THINGS: &[&str] = &[
@@ -396,6 +409,7 @@ pub(super) fn applies_here(sentence: &[String], at: usize, cue: &Cue) -> bool {
                 && !(previous == Some("in")
                     && at >= 2
                     && LEARNERS.contains(&sentence[at - 2].as_str()))
+                && !the_user_writes_in(sentence, at)
         }
         _ => true,
     }
@@ -541,6 +555,12 @@ mod tests {
             Vec::<String>::new()
         );
         assert_eq!(asked("answer in german please"), ["LanguageValue(1)"]);
+        // the language the user writes in is not the one asked for; "please write in" asks
+        assert_eq!(
+            asked("reply in English even when I write in German"),
+            ["LanguageValue(0)"]
+        );
+        assert_eq!(asked("please write in German"), ["LanguageValue(1)"]);
         assert_eq!(
             asked("weekday cooking time: short. keep that in mind"),
             Vec::<String>::new()
