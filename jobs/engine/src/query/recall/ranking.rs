@@ -298,7 +298,8 @@ pub fn rank_turns(
                 prev: other(prev),
                 next: other(next),
                 own_event: reports_own_event(&h.content),
-                money: states_amount_of_money(&h.content),
+                // read only where the question asks for an amount
+                money: signals.money && states_amount_of_money(&h.content),
             }
         })
         .collect();

@@ -48,7 +48,8 @@ pub struct TurnEvidence {
     pub next: Option<usize>,
     /// The speaker reports an event of their own ([`engram_operators::turn_text::reports_own_event`]).
     pub own_event: bool,
-    /// The turn states an amount of money ([`states_amount_of_money`]).
+    /// The turn states an amount of money ([`states_amount_of_money`]; read only for a question
+    /// that asks for one).
     pub money: bool,
 }
 
