@@ -1,5 +1,6 @@
 //! Recall over a transcript of two people (every turn "Name: …"), through `POST /v1/recall`:
-//! the answer in a reply, the speaker a question names, a calendar day, a counting question.
+//! the answer in a reply, the speaker a question names, a calendar day, a relative time read
+//! from `as_of`, a counting question.
 
 use engram_tests::Server;
 use serde_json::{json, Value};
@@ -162,6 +163,39 @@ fn a_transcript_is_recalled_by_speaker_reply_day_and_session() {
     );
     let top = ids(&answer);
     assert!(top[0].starts_with("d3:"), "{top:?}\n{answer}");
+
+    // Relative time, read from the moment the question is asked (`as_of`, 16 June): "two weeks
+    // ago" is session 3 (2 June), not session 1's lake trip with the kids (8 May): turns inside
+    // the window weigh twice as much, those outside less the further they are.
+    let (status, answer) = server.post(
+        "/v1/recall",
+        &json!({"tenant": "acme", "user": "conv", "k": 3,
+            "query": "What did Melanie do with the kids two weeks ago?",
+            "as_of": "2023-06-16T12:00:00Z"}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let top = ids(&answer);
+    assert!(top[0].starts_with("d3:"), "{top:?}\n{answer}");
+    let (status, all) = server.post(
+        "/v1/recall",
+        &json!({"tenant": "acme", "user": "conv", "k": 19,
+            "query": "What did Melanie do with the kids two weeks ago?",
+            "as_of": "2023-06-16T12:00:00Z"}),
+    );
+    assert_eq!(status, 200, "{all}");
+    let factor = |id: &str| {
+        all["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["event_id"] == id)
+            .map(|r| r["why"]["signals"]["factor"].as_f64().unwrap())
+            .unwrap_or_else(|| panic!("{id} not recalled: {all}"))
+    };
+    // d3:6 "the kids caught their first fish" is inside the window (× 2); d1:2, weeks before
+    // it, keeps only a near miss's share (e^(−distance / the window's width))
+    assert!(factor("d3:6") >= 1.99, "{all}");
+    assert!(factor("d1:2") < 1.5, "{all}");
 
     // A counting question spreads its best turns over the sessions that hold its evidence:
     // session 1's lake turn is among them, and the results are taken greedily by score ·
