@@ -39,7 +39,6 @@ impl EpisodeStore {
             !hit
         });
         st.rows = st.rows.saturating_sub(removed);
-        st.largest_user_rows = st.rows_per_user.values().copied().max().unwrap_or(0);
         Ok(erased)
     }
 

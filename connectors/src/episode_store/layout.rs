@@ -95,11 +95,17 @@ impl EpisodeStore {
         let has = |name: &str| indexes.iter().any(|i| i.name == name);
         let (rows, unindexed, last_layout, largest_user) = {
             let st = self.state.read().unwrap();
+            // the most rows one user has, only where it can matter (a scan of every user)
+            let largest_user = if st.rows >= self.policy.ann_min_rows {
+                st.rows_per_user.values().copied().max().unwrap_or(0)
+            } else {
+                0
+            };
             (
                 st.rows,
                 st.unindexed_rows,
                 st.rows_at_last_layout,
-                st.largest_user_rows,
+                largest_user,
             )
         };
         let mut changed = false;

@@ -198,9 +198,6 @@ struct StoreState {
     rows_at_last_layout: usize,
     unindexed_rows: usize,
     rows_per_user: HashMap<(String, String), usize>,
-    /// The most rows one user has (after a single event is forgotten, possibly a few more
-    /// than that user has left): whether any user is searched through the vector index.
-    largest_user_rows: usize,
 }
 
 fn quote(s: &str) -> String {

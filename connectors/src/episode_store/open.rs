@@ -113,7 +113,6 @@ impl EpisodeStore {
             .load_indices()
             .await
             .map_err(|e| self.err("load indexes", e))?;
-        st.largest_user_rows = st.rows_per_user.values().copied().max().unwrap_or(0);
         // A table is laid out on the append that takes it to `ann_min_rows` (its vector index
         // trained then only if a user is large enough to need it); the user index is built on
         // the first append.

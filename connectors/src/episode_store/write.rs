@@ -90,13 +90,9 @@ impl EpisodeStore {
             st.rows += rows.len();
             st.unindexed_rows += rows.len();
             for r in &rows {
-                let n = st
-                    .rows_per_user
+                *st.rows_per_user
                     .entry((r.tenant.clone(), r.user.clone()))
-                    .or_default();
-                *n += 1;
-                let n = *n;
-                st.largest_user_rows = st.largest_user_rows.max(n);
+                    .or_default() += 1;
             }
         }
         *self.dataset.write().unwrap() = Some(Arc::new(ds));
