@@ -305,13 +305,10 @@ pub fn asks_amount_of_money(question: &str) -> bool {
 /// Whether the text states an amount of money: a currency sign before a number ("$40", "€ 12",
 /// "£1,200") or a number before "dollars", "bucks", "euros" or "pounds" ("25 dollars").
 pub fn states_amount_of_money(text: &str) -> bool {
-    let chars: Vec<char> = text.chars().collect();
-    let sign_then_digit = chars.iter().enumerate().any(|(i, c)| {
-        matches!(c, '$' | '€' | '£')
-            && chars[i + 1..]
-                .iter()
-                .find(|c| **c != ' ')
-                .is_some_and(char::is_ascii_digit)
+    let sign_then_digit = text.match_indices(['$', '€', '£']).any(|(i, sign)| {
+        text[i + sign.len()..]
+            .trim_start_matches(' ')
+            .starts_with(|c: char| c.is_ascii_digit())
     });
     if sign_then_digit {
         return true;
