@@ -127,15 +127,12 @@ pub(super) const CIRCUMSTANCE_CUES: &[Cue] = &[
     cue(&["bad", "back"], A::Injury, V(0), T),
     cue(&["my", "knee*"], A::Injury, V(0), T),
     cue(&["low", "impact"], A::Injury, V(0), T),
-    // a car: turned, none ("I don't have a car anymore", "no vehicle")
+    // a car: turned, none ("I don't have a car anymore", "no vehicle", "sold my car")
     cue(&["car"], A::Car, V(0), T),
     cue(&["vehicle"], A::Car, V(0), T),
     cue(&["have", "wheels"], A::Car, V(0), T),
     cue(&["carless"], A::Car, V(1), T),
     cue(&["car", "free"], A::Car, V(1), T),
-    cue(&["sold", "my", "car"], A::Car, V(1), T),
-    cue(&["sold", "the", "car"], A::Car, V(1), T),
-    cue(&["sold", "my", "vehicle"], A::Car, V(1), T),
     // working nights or days: turned, the other
     cue(&["night", "shift*"], A::Shift, V(0), T),
     cue(&["nightshift*"], A::Shift, V(0), T),

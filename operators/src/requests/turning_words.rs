@@ -30,6 +30,8 @@ pub(super) const FLIPS: &[&[&str]] = &[
     &["ditch*"],
     &["remove"],
     &["get", "rid", "of"],
+    &["got", "rid", "of"],
+    &["sold"],
     &["hate*"],
     &["enough", "with"],
     &["tone", "down"],
