@@ -17,6 +17,7 @@ BUILT = [
     calls.prompt(None, "u", "q"), calls.chat(None, "u", "s", "q"),
     calls.feedback(None, "u", "m", "s", 1), calls.export(None, "u"), calls.erase(None, "u"),
     calls.forget_memory("u", "{id}"), calls.rectify_fact("u", "{id}", "v"), calls.audit(),
+    calls.answer_provenance("u", "{id}"),
     calls.dashboard_stream(), calls.status(), calls.health(), calls.metrics(), calls.openapi(),
     calls.create_tenant("t"), calls.list_tenants(), calls.erase_tenant("{tenant}"),
     calls.issue_key("{tenant}"), calls.revoke_key("{tenant}", "{key_id}"),

@@ -38,6 +38,8 @@ pub enum AuditAction {
     Forget,
     /// One fact rectified (`PATCH /v1/memories/{id}`).
     Rectify,
+    /// An answer's stored provenance read (`GET /v1/messages/{id}/provenance`).
+    Provenance,
 }
 
 impl AuditAction {

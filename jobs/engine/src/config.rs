@@ -160,6 +160,9 @@ pub struct PromptConfig {
     pub consistency_wait_ms: u64,
     /// Recall the tenant's domain-wide memories (those of user `_domain`) into prompts too.
     pub domain_memories: bool,
+    /// The operator's default preferences for every tenant and user, worded as instructions;
+    /// any preference of the user, their team or organisation on the same aspect replaces one.
+    pub global_preferences: Vec<String>,
 }
 
 impl Default for PromptConfig {
@@ -178,6 +181,7 @@ impl Default for PromptConfig {
             recent_turns: 6,
             consistency_wait_ms: 2000,
             domain_memories: true,
+            global_preferences: Vec::new(),
         }
     }
 }

@@ -29,6 +29,7 @@ fn audited_action(method: &Method, path: &str) -> Option<AuditAction> {
         ("GET", "/v1/dashboard/stream") => AuditAction::DashboardStream,
         ("DELETE", p) if p.starts_with("/v1/memories/") => AuditAction::Forget,
         ("PATCH", p) if p.starts_with("/v1/memories/") => AuditAction::Rectify,
+        ("GET", p) if p.starts_with("/v1/messages/") => AuditAction::Provenance,
         _ => return None,
     })
 }

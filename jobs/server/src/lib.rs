@@ -52,6 +52,10 @@ pub fn router(engine: Arc<Engine>) -> Router {
             "/v1/memories/{id}",
             delete(memories::delete_memory).patch(memories::patch_memory),
         )
+        .route(
+            "/v1/messages/{id}/provenance",
+            get(routes::messages::get_provenance),
+        )
         .route("/v1/dashboard/stream", get(dashboard::get_stream))
         .route("/v1/audit", get(routes::audit::get_own_audit))
         .route(

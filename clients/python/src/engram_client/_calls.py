@@ -13,9 +13,9 @@ from urllib.parse import quote
 import httpx
 
 from .errors import error_from_response
-from .types import (AssembledPrompt, AuditPage, ChatAnswer, Context, ErasureReceipt,
-                    FeedbackReceipt, IngestReport, Message, RecallResponse, Rectification,
-                    Status, TenantInfo, TenantKey, UserMemory)
+from .types import (AnswerProvenance, AssembledPrompt, AuditPage, ChatAnswer, Context,
+                    ErasureReceipt, FeedbackReceipt, IngestReport, Message, RecallResponse,
+                    Rectification, Status, TenantInfo, TenantKey, UserMemory)
 
 Json = Any
 #: One event (a JSON object) or a list of them.
@@ -220,6 +220,10 @@ def forget_memory(user: str, memory_id: str) -> Call[ErasureReceipt]:
 
 def rectify_fact(user: str, fact_id: str, value: str) -> Call[Rectification]:
     return Call("PATCH", f"/v1/memories/{_segment(fact_id)}", {"user": user, "value": value})
+
+
+def answer_provenance(user: str, message_id: str) -> Call[AnswerProvenance]:
+    return Call("GET", f"/v1/messages/{_segment(message_id)}/provenance", params={"user": user})
 
 
 def audit(since: int = 0, limit: Optional[int] = None) -> Call[AuditPage]:

@@ -12,9 +12,9 @@ from . import _calls as calls
 from ._calls import DEFAULT_TIMEOUT, Events, Timestamp
 from ._http import AsyncTransport, TimeoutArg
 from .streams import AsyncChatStream, AsyncEventStream
-from .types import (AssembledPrompt, AuditPage, ChatAnswer, Context, ErasureReceipt,
-                    FeedbackReceipt, IngestReport, Message, RecallResponse, Rectification,
-                    Status, UserMemory)
+from .types import (AnswerProvenance, AssembledPrompt, AuditPage, ChatAnswer, Context,
+                    ErasureReceipt, FeedbackReceipt, IngestReport, Message, RecallResponse,
+                    Rectification, Status, UserMemory)
 
 
 class AsyncEngram(AsyncTransport):
@@ -140,6 +140,11 @@ class AsyncEngram(AsyncTransport):
     async def rectify(self, user: str, fact_id: str, value: str) -> Rectification:
         """Replaces the current value of a fact (``fact_id``: its current version's id)."""
         return await self._send(calls.rectify_fact(user, fact_id, value))
+
+    async def provenance(self, user: str, message_id: str) -> AnswerProvenance:
+        """Why the answer ``message_id`` (a chat's ``message_id``) was built the way it was:
+        its stored provenance and a one-sentence explanation."""
+        return await self._send(calls.answer_provenance(user, message_id))
 
     # --- the tenant's audit log, dashboard and status ----------------------------------
 

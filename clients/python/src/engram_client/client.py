@@ -12,9 +12,9 @@ from . import _calls as calls
 from ._calls import DEFAULT_TIMEOUT, Events, Timestamp
 from ._http import SyncTransport, TimeoutArg
 from .streams import ChatStream, EventStream
-from .types import (AssembledPrompt, AuditPage, ChatAnswer, Context, ErasureReceipt,
-                    FeedbackReceipt, IngestReport, Message, RecallResponse, Rectification,
-                    Status, UserMemory)
+from .types import (AnswerProvenance, AssembledPrompt, AuditPage, ChatAnswer, Context,
+                    ErasureReceipt, FeedbackReceipt, IngestReport, Message, RecallResponse,
+                    Rectification, Status, UserMemory)
 
 
 class Engram(SyncTransport):
@@ -138,6 +138,11 @@ class Engram(SyncTransport):
     def rectify(self, user: str, fact_id: str, value: str) -> Rectification:
         """Replaces the current value of a fact (``fact_id``: its current version's id)."""
         return self._send(calls.rectify_fact(user, fact_id, value))
+
+    def provenance(self, user: str, message_id: str) -> AnswerProvenance:
+        """Why the answer ``message_id`` (a chat's ``message_id``) was built the way it was:
+        its stored provenance and a one-sentence explanation."""
+        return self._send(calls.answer_provenance(user, message_id))
 
     # --- the tenant's audit log, dashboard and status ----------------------------------
 

@@ -194,6 +194,8 @@ class ChatAnswer(TypedDict):
     skill_id: str
     tokens: SectionTokens
     provenance: Provenance
+    #: one sentence on why the answer was built that way (also kept: ``Engram.provenance``)
+    explanation: str
     stored: Stored
 
 
@@ -236,6 +238,19 @@ class Rectification(TypedDict):
     value: str
     event_id: str
     offset: int
+
+
+class AnswerProvenance(TypedDict):
+    """``GET /v1/messages/{id}/provenance``: why an answer engram built was built that way."""
+
+    message_id: str
+    session: Optional[str]
+    ts: str
+    skill_id: Optional[str]
+    #: the prompt's provenance when the answer was built (as ``/v1/chat`` returned it)
+    provenance: Dict[str, Any]
+    #: one sentence a person can read
+    explanation: str
 
 
 class AuditRecord(TypedDict, total=False):

@@ -2,6 +2,7 @@
 //! memory dataflow and the episode writer, and loads the demo conversation. Export and erase
 //! ([`gdpr`]) and the health sampler ([`health`]) are operations of the running engine.
 
+pub mod answers;
 pub mod gdpr;
 pub mod health;
 pub mod memory_edits;

@@ -127,6 +127,9 @@ pub(super) fn account(
                 corrections: p.corrections.clone(),
                 stated_in: p.stated_in.clone(),
                 contradiction: p.contradiction,
+                since: (p.since_micros > 0)
+                    .then(|| chrono::DateTime::from_timestamp_micros(p.since_micros))
+                    .flatten(),
             })
             .collect(),
         session_corrections: session_notes

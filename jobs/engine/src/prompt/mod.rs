@@ -16,13 +16,15 @@
 //! facts, summaries, episodes) while it fits, and the final prompt is counted exactly.
 
 mod budget;
+mod explanation;
 mod preferences;
 mod sections;
 mod skills;
 
+pub use explanation::{explain, stored_provenance};
 pub use preferences::{
-    active_preferences, inherited_preferences, preference_wording, stated_preferences,
-    without_overridden, ActivePreference,
+    active_preferences, global_preferences, inherited_preferences, preference_wording,
+    stated_preferences, without_overridden, ActivePreference,
 };
 pub use sections::{few_shot_example, full_context, instruction_line, shorten, time_of_day};
 pub use skills::select_skill;
@@ -102,7 +104,7 @@ pub struct SectionTokens {
 #[derive(Debug, Clone, Serialize)]
 pub struct PreferenceUsed {
     pub cluster_id: String,
-    /// `user`, `team` or `org` (inherited).
+    /// `user`, `team` or `org` (inherited), or `global` (the operator's default).
     pub level: &'static str,
     pub instruction: String,
     pub confidence: f64,
@@ -115,6 +117,10 @@ pub struct PreferenceUsed {
     /// `split`, `contested` or `deactivated` when later corrections contradicted it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub contradiction: Option<&'static str>,
+    /// When the user last taught it (its newest correction, or the message that stated it);
+    /// absent for an inherited one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -529,6 +535,7 @@ fn candidates<'m>(
     let mut preferences = active_preferences(memory, cfg.min_preference_confidence, &situation);
     preferences.extend(stated_preferences(memory));
     preferences.extend(inherited);
+    preferences.extend(global_preferences(&cfg.global_preferences));
     let preferences = without_overridden(preferences);
     let session = req.session.clone().unwrap_or_default();
     let in_preferences: HashSet<&String> =

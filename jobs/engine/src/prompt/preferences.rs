@@ -14,7 +14,8 @@ pub struct ActivePreference {
     /// The user's corrections it was learned from (none for an inherited one: those are other
     /// users' corrections).
     pub corrections: Vec<String>,
-    /// `user`, or `team` / `org` for one inherited from the user's team or organisation.
+    /// `user`, or `team` / `org` for one inherited from the user's team or organisation, or
+    /// `global` for one of the operator's defaults for everyone.
     pub level: &'static str,
     /// How later corrections contradicted it (SPEC §4.5), when they did: `split` (it applies
     /// outside the contexts it was contradicted in), `contested` (it stands), or `deactivated`
@@ -69,16 +70,31 @@ pub fn stated_preferences(memory: &UserMemory) -> Vec<ActivePreference> {
         .collect()
 }
 
-/// Leaves out every preference that asks for an aspect another way than one of the user's
-/// own that was taught later ("give me more detail" said after a pattern of "keep it short"),
-/// or than any of the user's own when it is inherited (individual beats team beats
-/// organisation).
+/// How far from the user a preference's level is: the user's own (`user`) 0, their team's 1,
+/// their organisation's (`org`) 2, the operator's defaults for every tenant (`global`) 3.
+fn level_rank(level: &str) -> u8 {
+    match level {
+        "user" => 0,
+        "team" => 1,
+        "org" => 2,
+        _ => 3,
+    }
+}
+
+/// Leaves out every preference that asks for an aspect another way than a preference closer
+/// to the user (individual beats team beats organisation beats global: "be formal" from the
+/// organisation gives way to the team's "be casual"), or than one of the user's own that was
+/// taught later ("give me more detail" said after a pattern of "keep it short"). A global
+/// default is also left out where a closer preference asks for the same aspect at all (the
+/// same way included): it is a default, for users nothing else speaks for.
 pub fn without_overridden(preferences: Vec<ActivePreference>) -> Vec<ActivePreference> {
     let overridden = |p: &ActivePreference| {
         preferences.iter().any(|q| {
-            q.level == "user"
-                && q.requests.conflicts_with(&p.requests)
-                && (p.level != "user" || q.since_micros > p.since_micros)
+            let (rq, rp) = (level_rank(q.level), level_rank(p.level));
+            let closer_or_later =
+                rq < rp || (rq == 0 && rp == 0 && q.since_micros > p.since_micros);
+            (q.requests.conflicts_with(&p.requests) && closer_or_later)
+                || (rp == 3 && rq < 3 && shares_aspect(&q.requests, &p.requests))
         })
     };
     let keep: Vec<bool> = preferences.iter().map(|p| !overridden(p)).collect();
@@ -86,6 +102,29 @@ pub fn without_overridden(preferences: Vec<ActivePreference>) -> Vec<ActivePrefe
         .into_iter()
         .zip(keep)
         .filter_map(|(p, keep)| keep.then_some(p))
+        .collect()
+}
+
+/// Whether the two sets ask for some aspect, the same way or not.
+fn shares_aspect(a: &RequestSet, b: &RequestSet) -> bool {
+    a.0.iter().any(|x| b.0.iter().any(|y| x.aspect == y.aspect))
+}
+
+/// The operator's default preferences for every tenant and user (`prompt.global_preferences`),
+/// level `global`, as sure as a preference gets; ids `global:<index>`.
+pub fn global_preferences(lines: &[String]) -> Vec<ActivePreference> {
+    lines
+        .iter()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(i, line)| {
+            ActivePreference::inherited(
+                &format!("global:{i}"),
+                1.0,
+                line.trim().to_string(),
+                "global",
+            )
+        })
         .collect()
 }
 
@@ -277,4 +316,106 @@ pub fn inherited_preferences(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(level: &'static str, line: &str, since_micros: i64) -> ActivePreference {
+        let mut p = ActivePreference::inherited(line, 0.9, line.to_string(), level);
+        p.since_micros = since_micros;
+        p
+    }
+
+    fn kept(preferences: Vec<ActivePreference>) -> Vec<(&'static str, String)> {
+        without_overridden(preferences)
+            .into_iter()
+            .map(|p| (p.level, p.line))
+            .collect()
+    }
+
+    #[test]
+    fn the_closest_level_wins_where_levels_oppose() {
+        // formality asked three ways: the user's casual beats the team's and the org's formal
+        let formal_org = at("org", "Please be more formal.", 0);
+        let casual_team = at("team", "Be more casual.", 0);
+        let formal_user = at("user", "Please be more formal.", 5);
+        assert!(formal_org.requests.conflicts_with(&casual_team.requests));
+        assert_eq!(
+            kept(vec![formal_org.clone(), casual_team.clone()]),
+            [("team", "Be more casual.".to_string())]
+        );
+        // the user's own word beats the team's; the organisation's, which gave way to the
+        // team's, is not brought back (the user says it already)
+        assert_eq!(
+            kept(vec![formal_org.clone(), casual_team, formal_user]),
+            [("user", "Please be more formal.".to_string())]
+        );
+        // the organisation beats a global default that opposes it
+        let casual_global = at("global", "Be more casual.", 0);
+        assert_eq!(
+            kept(vec![casual_global, formal_org]),
+            [("org", "Please be more formal.".to_string())]
+        );
+    }
+
+    #[test]
+    fn a_global_default_gives_way_to_any_closer_word_on_its_aspect_and_stays_otherwise() {
+        let short_global = at("global", "Keep answers short.", 0);
+        let short_user = at("user", "keep it short", 3);
+        let german_global = at("global", "Answer in German.", 0);
+        assert_eq!(
+            kept(vec![
+                short_global.clone(),
+                german_global.clone(),
+                short_user
+            ]),
+            [
+                ("global", "Answer in German.".to_string()),
+                ("user", "keep it short".to_string())
+            ]
+        );
+        // alone, both defaults stand
+        assert_eq!(kept(vec![short_global, german_global]).len(), 2);
+    }
+
+    #[test]
+    fn the_users_later_word_beats_their_earlier_one_and_peers_both_stand() {
+        let short = at("user", "keep it short", 1);
+        let long = at("user", "give me more detail", 2);
+        assert_eq!(
+            kept(vec![short.clone(), long.clone()]),
+            [("user", "give me more detail".to_string())]
+        );
+        // two teams' opposite preferences are not for this rule to settle
+        let (a, b) = (
+            at("team", "keep it short", 0),
+            at("team", "give me more detail", 0),
+        );
+        assert_eq!(kept(vec![a, b]).len(), 2);
+    }
+
+    #[test]
+    fn global_preferences_come_from_the_configured_lines() {
+        let g = global_preferences(&[
+            "Use metric units.".into(),
+            "  ".into(),
+            " No emoji. ".into(),
+        ]);
+        let ids: Vec<_> = g
+            .iter()
+            .map(|p| (p.cluster_id.as_str(), p.line.as_str(), p.level))
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                ("global:0", "Use metric units.", "global"),
+                ("global:2", "No emoji.", "global")
+            ]
+        );
+        assert!(g
+            .iter()
+            .all(|p| p.confidence == 1.0 && p.corrections.is_empty()));
+    }
 }

@@ -223,6 +223,7 @@ pub(super) fn system_message(
             let from = match p.level {
                 "team" => "; your team's",
                 "org" => "; your organisation's",
+                "global" => "; a default for everyone",
                 _ => "",
             };
             system.push_str(&format!(

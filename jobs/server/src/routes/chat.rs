@@ -87,6 +87,7 @@ pub(crate) async fn post_chat(
         "skill_id": exchange.skill_id,
         "tokens": assembled.tokens,
         "provenance": assembled.provenance,
+        "explanation": exchange.explanation,
         "stored": stored_summary(&stored),
     }))
     .into_response()
@@ -120,6 +121,8 @@ pub(super) async fn prepare_exchange<'e>(
         .assemble_prompt(&req)
         .await
         .map_err(|e| prompt_error(e, &req.tenant))?;
+    // kept in the answer's event: retrievable by its message id for as long as it exists
+    let stored = engram_engine::prompt::stored_provenance(&assembled.provenance);
     let exchange = Exchange {
         tenant: req.tenant,
         user: req.user,
@@ -134,6 +137,8 @@ pub(super) async fn prepare_exchange<'e>(
             .map(|s| s.skill_id.clone())
             .unwrap_or_default(),
         prompt_tokens: assembled.tokens.total,
+        provenance: stored.0,
+        explanation: stored.1,
         // the user's own memories the answer was built with: their recall counts and the
         // feedback on this answer feed the MARK scores
         memories: assembled
@@ -196,6 +201,10 @@ pub(super) struct Exchange {
     asked_at: chrono::DateTime<chrono::Utc>,
     pub(super) skill_id: String,
     prompt_tokens: usize,
+    /// The prompt's provenance as the answer's event stores it, and its one-sentence
+    /// explanation ([`engram_engine::prompt::stored_provenance`]).
+    provenance: Value,
+    pub(super) explanation: String,
     memories: Vec<String>,
 }
 
@@ -222,7 +231,8 @@ impl Exchange {
             {"kind": "interaction", "event_id": self.answer_id(), "tenant": self.tenant,
              "user": self.user, "session": self.session, "ts": answered_at, "role": "assistant",
              "content": answer, "skill_id": self.skill_id,
-             "meta": {"prompt_tokens": self.prompt_tokens, "memories": self.memories}},
+             "meta": {"prompt_tokens": self.prompt_tokens, "memories": self.memories,
+                      "provenance": self.provenance, "explanation": self.explanation}},
         ]);
         store_events(engine, "chat", &self.tenant, &events).await
     }
@@ -246,7 +256,8 @@ fn stream_chat(
                 "prompt",
                 json!({"message_id": exchange.answer_id(), "query_event_id": exchange.query_id(),
                        "skill_id": exchange.skill_id, "tokens": assembled.tokens,
-                       "provenance": assembled.provenance}),
+                       "provenance": assembled.provenance,
+                       "explanation": exchange.explanation}),
             ))
             .await;
         let delta = |content: String| {

@@ -23,7 +23,7 @@ pub(crate) struct UserQuery {
 }
 
 /// The id of the path, unless malformed (400, field `id`).
-fn check_id(id: &str) -> Result<(), Response> {
+pub(super) fn check_id(id: &str) -> Result<(), Response> {
     if id.is_empty() || id.len() > MAX_ID_BYTES || id.chars().any(char::is_control) {
         return Err(error(
             StatusCode::BAD_REQUEST,
@@ -35,7 +35,7 @@ fn check_id(id: &str) -> Result<(), Response> {
 }
 
 /// The user named, unless missing or not a valid name (400, field `user`).
-fn check_user(user: Option<&str>) -> Result<&str, Response> {
+pub(super) fn check_user(user: Option<&str>) -> Result<&str, Response> {
     let user = user.ok_or_else(|| error(StatusCode::BAD_REQUEST, "user", "is required"))?;
     engram_schemas::validate_name(user)
         .map_err(|reason| error(StatusCode::BAD_REQUEST, "user", reason))?;

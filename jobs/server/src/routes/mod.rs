@@ -7,6 +7,7 @@ pub mod events;
 pub mod gdpr;
 pub mod memories;
 pub mod memory;
+pub mod messages;
 pub mod openai;
 pub mod prompt;
 pub mod status;
