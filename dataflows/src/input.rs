@@ -46,6 +46,20 @@ pub enum InputRecord {
 /// confidence 0.83, above the 0.75 a prompt requires).
 pub const UNSTATED_CORRECTION_CONFIDENCE: f64 = 0.9;
 
+/// A correction whose confidence (stated, or fused from its signals) is below this is not
+/// learned from: it is never clustered, so it makes no pattern or preference, and it does not
+/// act in its session either; it is held as needing clarification (`/v1/memory`'s
+/// `needs_clarification`), and the next prompt of its session asks the user what they meant.
+/// With the default modality weights a voice-only correction passes when confidence ·
+/// agreement ≥ 0.5, a screen-only one only when nearly certain, a video-only one never.
+pub const CLARIFY_BELOW: f64 = 0.25;
+
+/// Whether a correction of this confidence (in thousandths, as notes and points keep it) is
+/// held for clarification instead of learned from ([`CLARIFY_BELOW`]).
+pub fn needs_clarification(confidence_milli: u16) -> bool {
+    f64::from(confidence_milli) < CLARIFY_BELOW * 1000.0
+}
+
 /// The text a correction is clustered by: what it asks for (`expected_behavior`), else the
 /// corrected answer, else the original.
 pub fn correction_text(correction: &Correction) -> &str {
@@ -167,6 +181,10 @@ impl InputRecord {
         let Body::Correction(c) = &event.body else {
             return None;
         };
+        let confidence_milli = (correction_confidence(c) * 1000.0).round() as u16;
+        if needs_clarification(confidence_milli) {
+            return None;
+        }
         let requests = correction_requests(c);
         let topics = if requests.linked_by_topic() {
             topic_terms(correction_text(c))
@@ -178,7 +196,7 @@ impl InputRecord {
             CorrectionPoint {
                 correction_id: h.event_id.clone(),
                 ts_micros: h.ts.timestamp_micros(),
-                confidence_milli: (correction_confidence(c) * 1000.0).round() as u16,
+                confidence_milli,
                 polarity: Polarity::of_instruction(correction_text(c)),
                 requests,
                 context: correction_context(c),
@@ -463,5 +481,63 @@ mod tests {
         let votes_only = event(feedback(Some("meh"), None));
         assert_eq!(InputRecord::correction(&votes_only, &[1.0]), None);
         assert_eq!(InputRecord::from_event(&votes_only, 7).len(), 1);
+    }
+
+    #[test]
+    fn a_correction_below_the_clarification_floor_is_noted_but_never_clustered() {
+        let correction = |confidence: Option<f32>, signals: &[(&str, f32, f32)]| {
+            let event: Event = serde_json::from_value(serde_json::json!({
+                "kind": "correction", "event_id": "c1", "tenant": "t", "user": "u",
+                "session": "s1", "ts": "2026-10-15T09:30:00Z", "target_event_id": "a1",
+                "original": "A long answer.", "correction_type": "LENGTH",
+                "expected_behavior": "Keep it short.",
+            }))
+            .unwrap();
+            let mut event = event;
+            if let Body::Correction(c) = &mut event.body {
+                c.confidence = confidence;
+                c.signals = (!signals.is_empty()).then(|| {
+                    signals
+                        .iter()
+                        .map(|(m, c, a)| {
+                            (
+                                m.to_string(),
+                                engram_schemas::Signal {
+                                    confidence: *c,
+                                    agreement: *a,
+                                },
+                            )
+                        })
+                        .collect()
+                });
+            }
+            event
+        };
+        let clustered = |e: &Event| InputRecord::correction(e, &[1.0]).is_some();
+        let noted_milli = |e: &Event| match &InputRecord::from_event(e, 3)[..] {
+            [InputRecord::CorrectionNote(_, n)] => n.confidence_milli,
+            other => panic!("one note: {other:?}"),
+        };
+        // typed without a confidence: 0.9, learned
+        let typed = correction(None, &[]);
+        assert!(clustered(&typed));
+        assert_eq!(noted_milli(&typed), 900);
+        // stated 0.2: held, but still noted with its confidence
+        let unsure = correction(Some(0.2), &[]);
+        assert!(!clustered(&unsure));
+        assert_eq!(noted_milli(&unsure), 200);
+        assert!(needs_clarification(200) && !needs_clarification(250));
+        // fused from signals: voice 0.5 * 0.6 * 0.9 = 0.27 is learned; 0.5 * 0.6 * 0.8 = 0.24
+        // is held; video alone (weight 0.2) never reaches the floor
+        assert!(clustered(&correction(None, &[("voice", 0.6, 0.9)])));
+        let faint = correction(None, &[("voice", 0.6, 0.8)]);
+        assert!(!clustered(&faint));
+        assert_eq!(noted_milli(&faint), 240);
+        assert!(!clustered(&correction(None, &[("video", 1.0, 1.0)])));
+        // voice and screen together: 0.5 * 0.9 * 0.9 + 0.3 * 0.9 * 0.9 = 0.648
+        assert!(clustered(&correction(
+            None,
+            &[("voice", 0.9, 0.9), ("screen", 0.9, 0.9)]
+        )));
     }
 }

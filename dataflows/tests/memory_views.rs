@@ -108,7 +108,8 @@ fn random_event(rng: &mut StdRng, i: usize) -> Event {
             expected_behavior: Some(TOPICS[rng.gen_range(0..TOPICS.len())].into()),
             context: None,
             domain: None,
-            confidence: None,
+            // now and then one too unsure to learn from: noted, never clustered
+            confidence: rng.gen_bool(0.15).then_some(0.1),
             signals: None,
         });
         return Event { header, body };
@@ -258,6 +259,14 @@ fn cluster_corrections(
         let Some(topic) = asked_topic(e) else {
             continue;
         };
+        // one stated below the clarification floor is noted, not learned from
+        if let Body::Correction(c) = &e.body {
+            if c.confidence
+                .is_some_and(|x| f64::from(x) < engram_dataflows::input::CLARIFY_BELOW)
+            {
+                continue;
+            }
+        }
         by_topic
             .entry((h.tenant.clone(), h.user.clone(), topic))
             .or_default()

@@ -127,6 +127,8 @@ class UserMemory(TypedDict, total=False):
     co_mentions: List[Dict[str, Any]]
     edges: List[Dict[str, Any]]
     corrections: List[Dict[str, Any]]
+    #: ids of corrections too unsure to learn from, oldest first
+    needs_clarification: List[str]
     correction_clusters: List[Dict[str, Any]]
     preferences: List[Dict[str, Any]]
     stated_preferences: List[Dict[str, Any]]
@@ -157,6 +159,8 @@ class Provenance(TypedDict):
 
     preferences: List[Dict[str, Any]]
     session_corrections: List[str]
+    #: this session's corrections too unsure to act on: the model is to ask about them
+    unclear_corrections: List[str]
     few_shot: List[Dict[str, Any]]
     facts: List[Dict[str, Any]]
     summaries: List[Dict[str, Any]]

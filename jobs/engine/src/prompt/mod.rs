@@ -36,6 +36,7 @@ use budget::{account, fit_to_budget, Piece};
 use engram_connectors::chat_template::{ChatTemplateError, Qwen3Chat, TemplateMessage};
 use engram_connectors::embedder::cosine;
 use engram_connectors::EpisodeRow;
+use engram_dataflows::input::needs_clarification;
 use engram_dataflows::views::UserMemory;
 use engram_dataflows::MemoryViews;
 use engram_operators::correction_notes::CorrectionNote;
@@ -54,6 +55,9 @@ use engram_schemas::{validate_name, EventError, FeedbackContext};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
+
+/// Unclear corrections of a session the system message asks about, at most (the newest).
+const UNCLEAR_SHOWN: usize = 3;
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct PromptRequest {
@@ -187,6 +191,9 @@ pub struct Provenance {
     pub preferences: Vec<PreferenceUsed>,
     /// Corrections of this session, used as instructions at once.
     pub session_corrections: Vec<String>,
+    /// Corrections of this session too unsure to act on: the model is asked to check with the
+    /// user instead.
+    pub unclear_corrections: Vec<String>,
     pub few_shot: Vec<CorrectionUsed>,
     pub facts: Vec<FactUsed>,
     /// Summaries (a reflection's, found by recall) in the memory part.
@@ -325,6 +332,7 @@ impl Engine {
         let Candidates {
             preferences,
             session_notes,
+            unclear,
             examples,
             mut facts,
         } = candidates(&memory, inherited, req, cfg, &recalled.facts);
@@ -358,7 +366,8 @@ impl Engine {
             .collect();
         let (pick, skill) =
             skills::pick_skill(req, &context, &memory, &population, engine_secs, &asked);
-        let system = sections::system_message(&cfg.persona, &preferences, &session_notes, skill);
+        let system =
+            sections::system_message(&cfg.persona, &preferences, &session_notes, &unclear, skill);
 
         // Optional pieces, in priority order.
         let mut ranked_examples: Vec<(usize, f64)> = (0..examples.len())
@@ -392,6 +401,7 @@ impl Engine {
 
         let (mut tokens, dropped, mut provenance) =
             account(&pieces, &keep, &chosen, &preferences, &session_notes);
+        provenance.unclear_corrections = unclear.iter().map(|n| n.correction_id.clone()).collect();
         tokens.system = chat.count_tokens(&system)?;
         tokens.query = chat.count_tokens(&req.query)?;
         tokens.total = chat.count_tokens(&prompt)?;
@@ -513,6 +523,9 @@ struct Candidates<'m> {
     preferences: Vec<ActivePreference>,
     /// Corrections made earlier in this session that no preference holds yet, oldest first.
     session_notes: Vec<&'m CorrectionNote>,
+    /// Corrections of this session too unsure to learn from or act on
+    /// ([`needs_clarification`]): the newest [`UNCLEAR_SHOWN`], oldest first, to ask about.
+    unclear: Vec<&'m CorrectionNote>,
     /// Few-shot examples, one per distinct text, newest first.
     examples: Vec<(&'m CorrectionNote, String)>,
     /// Current facts: the shortlist, then the tenant's domain-wide facts recall found.
@@ -540,20 +553,32 @@ fn candidates<'m>(
     let session = req.session.clone().unwrap_or_default();
     let in_preferences: HashSet<&String> =
         preferences.iter().flat_map(|p| &p.corrections).collect();
+    let held = |n: &&CorrectionNote| needs_clarification(n.confidence_milli);
+    let in_session = |n: &&CorrectionNote| !session.is_empty() && n.session == session;
     let mut session_notes: Vec<&CorrectionNote> = memory
         .corrections
         .values()
-        .filter(|n| !session.is_empty() && n.session == session)
+        .filter(in_session)
+        .filter(|n| !held(n))
         .filter(|n| !in_preferences.contains(&n.correction_id))
         .filter(|n| n.instruction().is_some())
         .collect();
     session_notes.sort_by_key(|n| (n.ts_micros, n.correction_id.clone()));
+    let mut unclear: Vec<&CorrectionNote> = memory
+        .corrections
+        .values()
+        .filter(in_session)
+        .filter(held)
+        .collect();
+    unclear.sort_by_key(|n| (n.ts_micros, n.correction_id.clone()));
+    unclear.drain(..unclear.len().saturating_sub(UNCLEAR_SHOWN));
     // One example per distinct text (a correction made again teaches nothing new), newest.
     let mut newest_first: Vec<&CorrectionNote> = memory.corrections.values().collect();
     newest_first.sort_by_key(|n| std::cmp::Reverse((n.ts_micros, n.correction_id.clone())));
     let mut seen_examples = HashSet::new();
     let examples: Vec<(&CorrectionNote, String)> = newest_first
         .into_iter()
+        .filter(|n| !held(n))
         .filter_map(|n| few_shot_example(n).map(|e| (n, e)))
         .filter(|(_, e)| seen_examples.insert(e.clone()))
         .collect();
@@ -583,6 +608,7 @@ fn candidates<'m>(
     Candidates {
         preferences,
         session_notes,
+        unclear,
         examples,
         facts,
     }

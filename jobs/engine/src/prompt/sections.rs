@@ -209,11 +209,12 @@ pub(super) fn build_messages(
 }
 
 /// The system message: persona, preferences (most relevant first), this session's
-/// corrections, and the skill's response style.
+/// corrections, those too unsure to act on (to ask about), and the skill's response style.
 pub(super) fn system_message(
     persona: &str,
     preferences: &[(ActivePreference, f64)],
     session_notes: &[&CorrectionNote],
+    unclear: &[&CorrectionNote],
     skill: &BaseSkill,
 ) -> String {
     let mut system = persona.trim().to_string();
@@ -239,6 +240,16 @@ pub(super) fn system_message(
             if let Some(line) = instruction_line(n) {
                 system.push_str(&format!("\n- {line}"));
             }
+        }
+    }
+    if !unclear.is_empty() {
+        system.push_str(
+            "\n\nThe user may have corrected you here, but it was unclear; do not act on it \
+             yet: if it matters for this answer, ask what they meant:",
+        );
+        for n in unclear {
+            let said = n.instruction().unwrap_or(n.original.trim());
+            system.push_str(&format!("\n- \"{}\"", shorten(said, 200)));
         }
     }
     system.push_str(&format!(

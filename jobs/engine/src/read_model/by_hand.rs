@@ -68,6 +68,15 @@ pub(super) fn memory_json_by_hand(views: &MemoryViews, tenant: &str, user: &str)
         })
         .collect();
     let (edges, summaries) = edges_and_summaries(memory);
+    // corrections below 0.25 confidence, oldest first
+    let mut held: Vec<(i64, &String)> = memory
+        .corrections
+        .values()
+        .filter(|n| n.confidence_milli < 250)
+        .map(|n| (n.ts_micros, &n.correction_id))
+        .collect();
+    held.sort();
+    let held: Vec<&String> = held.into_iter().map(|(_, id)| id).collect();
     json!({
         "style": style, "corrections": corrections, "skill_confidence": skill_confidence,
         "edges": edges, "summaries": summaries,
@@ -78,6 +87,7 @@ pub(super) fn memory_json_by_hand(views: &MemoryViews, tenant: &str, user: &str)
         "facts": facts, "entities": entities, "co_mentions": co_mentions, "skills": skills,
         "correction_clusters": correction_clusters, "preferences": preferences,
         "stated_preferences": stated_preferences,
+        "needs_clarification": held,
     })
 }
 

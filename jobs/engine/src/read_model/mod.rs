@@ -73,6 +73,7 @@ pub fn user_memory_view(views: &MemoryViews, tenant: &str, user: &str) -> UserMe
             .values()
             .map(CorrectionView::new)
             .collect(),
+        needs_clarification: needs_clarification(memory),
         style: memory.style.map(|s| StyleView {
             vector: STYLE_DIMENSION_NAMES.into_iter().zip(s.style()).collect(),
             feedback_count: s.feedback_count,
@@ -85,6 +86,19 @@ pub fn user_memory_view(views: &MemoryViews, tenant: &str, user: &str) -> UserMe
         summaries,
         edges,
     }
+}
+
+/// The ids of the user's corrections held for clarification instead of learned from
+/// ([`engram_dataflows::input::needs_clarification`]), oldest first.
+pub fn needs_clarification(memory: &UserMemory) -> Vec<String> {
+    let mut held: Vec<_> = memory
+        .corrections
+        .values()
+        .filter(|n| engram_dataflows::input::needs_clarification(n.confidence_milli))
+        .map(|n| (n.ts_micros, n.correction_id.clone()))
+        .collect();
+    held.sort();
+    held.into_iter().map(|(_, id)| id).collect()
 }
 
 /// The preferences the user stated in ordinary messages: each current fact

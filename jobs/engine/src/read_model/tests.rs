@@ -121,6 +121,10 @@ fn populated() -> UserMemory {
         .insert("c3".into(), note("c3", 4, "", Some("Bullets, please")));
     m.corrections
         .insert("c4".into(), note("c4", 5, "work", None));
+    // too unsure to learn from: held for clarification
+    let mut unsure = note("c5", 6, "", Some("maybe less of that"));
+    unsure.confidence_milli = 200;
+    m.corrections.insert("c5".into(), unsure);
     m.patterns.insert(
         "c1".into(),
         PatternRecord {
@@ -226,7 +230,8 @@ fn typed_views_serialise_to_the_hand_built_json() {
         ("correction_clusters", 2),
         ("preferences", 2),
         ("stated_preferences", 1),
-        ("corrections", 4),
+        ("corrections", 5),
+        ("needs_clarification", 1),
         ("marks", 1),
         ("summaries", 1),
     ] {

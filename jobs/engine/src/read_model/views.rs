@@ -37,6 +37,9 @@ pub struct UserMemoryView {
     pub preferences: Vec<PreferenceView>,
     pub stated_preferences: Vec<StatedPreferenceView>,
     pub corrections: Vec<CorrectionView>,
+    /// Ids of the corrections too unsure to learn from (confidence below the clarification
+    /// floor), oldest first: never clustered; the next prompt of their session asks about them.
+    pub needs_clarification: Vec<String>,
     pub style: Option<StyleView>,
     pub marks: Vec<MarkView>,
     pub summaries: Vec<SummaryView>,

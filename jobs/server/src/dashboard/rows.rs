@@ -54,11 +54,17 @@ pub(super) fn user_row(views: &MemoryViews, tenant: &str, user: &str) -> Option<
         *states.entry(lifecycle_name(*state)).or_default() += 1;
     }
     let clusters: BTreeSet<&String> = m.correction_clusters.values().collect();
+    let unclear = m
+        .corrections
+        .values()
+        .filter(|n| engram_dataflows::input::needs_clarification(n.confidence_milli))
+        .count();
     Some(json!({
         "user": user, "team": team,
         "episodes": episodes, "entities": m.entities.len(), "facts": versions,
         "current_facts": current, "superseded_facts": versions - current,
-        "corrections": m.corrections.len(), "clusters": clusters.len(),
+        "corrections": m.corrections.len(), "needs_clarification": unclear,
+        "clusters": clusters.len(),
         "patterns": m.patterns.len(), "preferences": states,
     }))
 }

@@ -1,0 +1,128 @@
+//! Corrections too unsure to learn from, through the real server: a correction whose fused
+//! multimodal confidence (or stated confidence) is below the clarification floor is noted but
+//! never clustered, makes no pattern, does not act in its session, is listed in `/v1/memory`'s
+//! `needs_clarification`, and the next prompt of its session asks the user what they meant;
+//! the same corrections with confident signals are learned as usual.
+
+use chrono::{Duration as Days, Utc};
+use engram_tests::Server;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// `user`'s correction `id`, `days` ago in session `s1`, with raw `signals` to fuse.
+fn correction(id: &str, user: &str, days: i64, text: &str, signals: Value) -> Value {
+    json!({"kind": "correction", "event_id": id, "tenant": "acme", "user": user,
+           "session": "s1", "ts": (Utc::now() - Days::days(days)).to_rfc3339(),
+           "target_event_id": format!("{id}-answer"), "original": "A long answer in five paragraphs.",
+           "correction_type": "LENGTH", "expected_behavior": text, "signals": signals})
+}
+
+fn clustered(memory: &Value, ids: &[&str]) -> Vec<String> {
+    memory["correction_clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["corrections"].as_array().unwrap().iter())
+        .filter_map(|id| id.as_str())
+        .filter(|id| ids.contains(id))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn unsure_corrections_are_asked_about_instead_of_learned() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    // voice 0.4 × agreement 0.5 × weight 0.5 = 0.1: below the floor of 0.25
+    let faint = json!({"voice": {"confidence": 0.4, "agreement": 0.5}});
+    // voice and screen, both 0.9 × 0.9: 0.5 · 0.81 + 0.3 · 0.81 = 0.648
+    let clear = json!({"voice": {"confidence": 0.9, "agreement": 0.9},
+                       "screen": {"confidence": 0.9, "agreement": 0.9}});
+    let texts = [
+        "Keep it short.",
+        "Shorter answers, please.",
+        "Too long, keep it brief.",
+    ];
+    let mut events = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        let days = 3 - i as i64;
+        events.push(correction(
+            &format!("a{i}"),
+            "alice",
+            days,
+            text,
+            faint.clone(),
+        ));
+        events.push(correction(
+            &format!("b{i}"),
+            "bob",
+            days,
+            text,
+            clear.clone(),
+        ));
+    }
+    let (status, stored) = server.post("/v1/events", &Value::Array(events));
+    assert_eq!(status, 200, "{stored}");
+    server.wait_caught_up(Duration::from_secs(60));
+    let memory = |user: &str| {
+        server
+            .post("/v1/memory", &json!({"tenant": "acme", "user": user}))
+            .1
+    };
+
+    // alice's are noted, held, and in no cluster
+    let alice = memory("alice");
+    assert_eq!(
+        alice["needs_clarification"],
+        json!(["a0", "a1", "a2"]),
+        "{alice}"
+    );
+    assert_eq!(alice["corrections"].as_array().unwrap().len(), 3);
+    assert!(clustered(&alice, &["a0", "a1", "a2"]).is_empty(), "{alice}");
+    assert!(
+        alice["preferences"].as_array().unwrap().is_empty(),
+        "{alice}"
+    );
+    // bob's, the same words said with confidence, are learned: one cluster of all three
+    let bob = memory("bob");
+    assert_eq!(bob["needs_clarification"], json!([]), "{bob}");
+    let mut learned = clustered(&bob, &["b0", "b1", "b2"]);
+    learned.sort();
+    assert_eq!(learned, ["b0", "b1", "b2"], "{bob}");
+
+    // alice's next prompt in that session asks instead of obeying
+    let prompt = |user: &str, session: &str| {
+        let (status, p) = server.post(
+            "/v1/prompt",
+            &json!({"tenant": "acme", "user": user, "session": session, "query": "Tell me about Lisbon."}),
+        );
+        assert_eq!(status, 200, "{p}");
+        p
+    };
+    let p = prompt("alice", "s1");
+    let system = p["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("it was unclear"), "{system}");
+    assert!(system.contains("\"Too long, keep it brief.\""), "{system}");
+    assert!(!system.contains("follow these from now on"), "{system}");
+    assert_eq!(
+        p["provenance"]["unclear_corrections"],
+        json!(["a0", "a1", "a2"])
+    );
+    assert_eq!(p["provenance"]["session_corrections"], json!([]));
+    assert_eq!(p["provenance"]["few_shot"], json!([]), "{p}");
+    // in another session nothing of it
+    let elsewhere = prompt("alice", "s2");
+    assert!(!elsewhere["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("unclear"));
+    assert_eq!(elsewhere["provenance"]["unclear_corrections"], json!([]));
+    // bob's act: as instructions of the session or as a preference
+    let p = prompt("bob", "s1");
+    let system = p["messages"][0]["content"].as_str().unwrap();
+    assert!(!system.contains("unclear"), "{system}");
+    assert!(
+        system.contains("brief") || system.contains("short"),
+        "{system}"
+    );
+}
