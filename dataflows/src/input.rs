@@ -114,9 +114,14 @@ pub fn correction_context(correction: &Correction) -> String {
         .unwrap_or_default()
 }
 
-/// A correction's confidence: as stated, else fused from its raw signals (SPEC §4.6), else
-/// [`UNSTATED_CORRECTION_CONFIDENCE`]; clamped to [0, 1].
+/// A correction's confidence: as stated, else fused from its raw signals (SPEC §4.6) with the
+/// default [`ModalityWeights`], else [`UNSTATED_CORRECTION_CONFIDENCE`]; clamped to [0, 1].
 pub fn correction_confidence(correction: &Correction) -> f64 {
+    correction_confidence_with(correction, &ModalityWeights::default())
+}
+
+/// [`correction_confidence`] with the signals fused by `weights`.
+pub fn correction_confidence_with(correction: &Correction, weights: &ModalityWeights) -> f64 {
     let confidence = match (&correction.confidence, &correction.signals) {
         (Some(c), _) => f64::from(*c),
         (None, Some(signals)) if !signals.is_empty() => {
@@ -128,7 +133,7 @@ pub fn correction_confidence(correction: &Correction) -> f64 {
                     agreement: f64::from(s.agreement),
                 })
                 .collect();
-            fuse_confidence(&signals, &ModalityWeights::default())
+            fuse_confidence(&signals, weights)
         }
         _ => UNSTATED_CORRECTION_CONFIDENCE,
     };
@@ -161,6 +166,15 @@ impl InputRecord {
     /// A feedback whose words ask for something ([`feedback_request_text`]) is a correction too,
     /// of the confidence of a typed correction, asking what its words ask for, in no context.
     pub fn correction(event: &Event, embedding: &[f32]) -> Option<InputRecord> {
+        Self::correction_with(event, embedding, &ModalityWeights::default())
+    }
+
+    /// [`InputRecord::correction`] with raw signals fused by `weights`.
+    pub fn correction_with(
+        event: &Event,
+        embedding: &[f32],
+        weights: &ModalityWeights,
+    ) -> Option<InputRecord> {
         let h = &event.header;
         if let Body::Feedback(f) = &event.body {
             let text = feedback_request_text(f)?;
@@ -181,7 +195,7 @@ impl InputRecord {
         let Body::Correction(c) = &event.body else {
             return None;
         };
-        let confidence_milli = (correction_confidence(c) * 1000.0).round() as u16;
+        let confidence_milli = (correction_confidence_with(c, weights) * 1000.0).round() as u16;
         if needs_clarification(confidence_milli) {
             return None;
         }
@@ -210,6 +224,15 @@ impl InputRecord {
     /// For a correction (and a feedback whose words ask for something) that is its note only: its clustering record needs an embedding first
     /// ([`InputRecord::correction`]).
     pub fn from_event(event: &Event, log_offset: u64) -> Vec<InputRecord> {
+        Self::from_event_with(event, log_offset, &ModalityWeights::default())
+    }
+
+    /// [`InputRecord::from_event`] with raw signals fused by `weights`.
+    pub fn from_event_with(
+        event: &Event,
+        log_offset: u64,
+        weights: &ModalityWeights,
+    ) -> Vec<InputRecord> {
         let h = &event.header;
         match &event.body {
             Body::Fact(f) => vec![InputRecord::Fact(
@@ -273,7 +296,8 @@ impl InputRecord {
                     original: c.original.clone(),
                     corrected: c.corrected.clone(),
                     expected_behavior: c.expected_behavior.clone(),
-                    confidence_milli: (correction_confidence(c) * 1000.0).round() as u16,
+                    confidence_milli: (correction_confidence_with(c, weights) * 1000.0).round()
+                        as u16,
                     context: correction_context(c),
                 },
             )],

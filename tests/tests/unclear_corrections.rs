@@ -2,7 +2,8 @@
 //! multimodal confidence (or stated confidence) is below the clarification floor is noted but
 //! never clustered, makes no pattern, does not act in its session, is listed in `/v1/memory`'s
 //! `needs_clarification`, and the next prompt of its session asks the user what they meant;
-//! the same corrections with confident signals are learned as usual.
+//! the same corrections with confident signals are learned as usual. The modality weights of the
+//! fusion are the operator's (`[fusion]`): video weighed up, a video-only correction is learned.
 
 use chrono::{Duration as Days, Utc};
 use engram_tests::Server;
@@ -15,6 +16,16 @@ fn correction(id: &str, user: &str, days: i64, text: &str, signals: Value) -> Va
            "session": "s1", "ts": (Utc::now() - Days::days(days)).to_rfc3339(),
            "target_event_id": format!("{id}-answer"), "original": "A long answer in five paragraphs.",
            "correction_type": "LENGTH", "expected_behavior": text, "signals": signals})
+}
+
+/// The confidence `/v1/memory` shows for correction `id`.
+fn confidence_of(memory: &Value, id: &str) -> f64 {
+    let corrections = memory["corrections"].as_array().unwrap();
+    let c = corrections
+        .iter()
+        .find(|c| c["id"] == id)
+        .expect("the correction");
+    c["confidence"].as_f64().unwrap()
 }
 
 fn clustered(memory: &Value, ids: &[&str]) -> Vec<String> {
@@ -125,4 +136,39 @@ fn unsure_corrections_are_asked_about_instead_of_learned() {
         system.contains("brief") || system.contains("short"),
         "{system}"
     );
+}
+
+#[test]
+fn the_operators_modality_weights_decide_what_is_learned() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("engram.toml");
+    std::fs::write(&config, "[fusion]\nvideo = 0.5\n").unwrap();
+    let server = Server::start_with(
+        &dir.path().join("data"),
+        &["--config", config.to_str().unwrap()],
+    );
+    let video = json!({"video": {"confidence": 0.9, "agreement": 0.9}});
+    let events: Vec<Value> = (0..3)
+        .map(|i| {
+            correction(
+                &format!("v{i}"),
+                "carol",
+                3 - i,
+                "Keep it short.",
+                video.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(server.post("/v1/events", &Value::Array(events)).0, 200);
+    server.wait_caught_up(Duration::from_secs(60));
+    let (_, carol) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "carol"}));
+    // 0.5 · 0.9 · 0.9 = 0.405: learned, all three in one cluster
+    assert!(
+        (confidence_of(&carol, "v0") - 0.405).abs() < 1e-3,
+        "{carol}"
+    );
+    assert_eq!(carol["needs_clarification"], json!([]), "{carol}");
+    let mut learned = clustered(&carol, &["v0", "v1", "v2"]);
+    learned.sort();
+    assert_eq!(learned, ["v0", "v1", "v2"], "{carol}");
 }

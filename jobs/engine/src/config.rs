@@ -42,10 +42,47 @@ pub struct Config {
     pub hierarchy: HierarchyParams,
     /// How skill feedback is weighed: `skills.feedback_half_life_days` discounts old votes.
     pub skills: SkillParams,
+    /// How a correction's raw multimodal `signals` fuse into its confidence.
+    pub fusion: FusionConfig,
     pub log: LogConfig,
     /// Bounds on what clients may take of the HTTP server: per-tenant rates, timeouts, caps on
     /// connections and dashboard streams.
     pub limits: LimitsConfig,
+}
+
+/// Modality weights wᵢ of the confidence fusion C = Σ wᵢ·cᵢ·aᵢ (SPEC §4.6) for corrections
+/// that carry raw `signals` instead of a confidence.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FusionConfig {
+    pub voice: f64,
+    pub screen: f64,
+    pub video: f64,
+    /// Any other modality name.
+    pub other: f64,
+}
+
+impl Default for FusionConfig {
+    fn default() -> Self {
+        let w = engram_operators::math::fusion::ModalityWeights::default();
+        FusionConfig {
+            voice: w.voice,
+            screen: w.screen,
+            video: w.video,
+            other: w.other,
+        }
+    }
+}
+
+impl FusionConfig {
+    pub fn weights(&self) -> engram_operators::math::fusion::ModalityWeights {
+        engram_operators::math::fusion::ModalityWeights {
+            voice: self.voice,
+            screen: self.screen,
+            video: self.video,
+            other: self.other,
+        }
+    }
 }
 
 /// Bounds on the HTTP server's resources. For each rate, `0` turns it off.
@@ -368,6 +405,7 @@ impl Default for Config {
             llm: LlmConfig::default(),
             hierarchy: HierarchyParams::default(),
             skills: SkillParams::default(),
+            fusion: FusionConfig::default(),
             log: LogConfig::default(),
             limits: LimitsConfig::default(),
         }

@@ -49,6 +49,7 @@ const SECTIONS: &[(&str, &str)] = &[
     ("passages", "Sentences of long episodes, embedded on their own so a remark in a long turn is found."),
     ("hierarchy", "When a team, and the organisation (the tenant), hold a preference their members hold."),
     ("skills", "How skill feedback is weighed in skill selection."),
+    ("fusion", "How a correction that carries raw multimodal `signals` ({modality: {confidence, agreement}}) instead of a confidence gets one: C = Σ wᵢ·cᵢ·aᵢ, clamped to [0, 1] (SPEC §4.6). Below 0.25 it is held for clarification instead of learned from ([consolidation.md](consolidation.md#consolidation))."),
 ];
 
 const KEYS: &[KeyDoc] = &[
@@ -135,6 +136,10 @@ const KEYS: &[KeyDoc] = &[
     key("passages.enabled", None, "embed the sentences of long episodes on their own"),
     key("passages.roles", None, "roles whose episodes get passages"),
     key("passages.max_per_episode", None, "the most passages one episode gets"),
+    key("fusion.voice", None, "weight of `voice` signals"),
+    key("fusion.screen", None, "weight of `screen` signals"),
+    key("fusion.video", None, "weight of `video` signals"),
+    key("fusion.other", None, "weight of any other modality"),
     key("hierarchy.team_min_users", None, "users of a team who must hold a preference for the team to hold it"),
     key("hierarchy.org_min_teams", None, "teams that must hold a preference for the organisation to hold it"),
     key("skills.feedback_half_life_days", None, "a vote this many days older than the user's latest (same bucket and skill) weighs half in their Thompson posterior; unset, every vote weighs the same"),

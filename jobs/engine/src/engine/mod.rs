@@ -192,6 +192,7 @@ impl Engine {
         let failures = Arc::new(PipelineFailures::default());
         let source_failures = failures.clone();
         let source_offsets = ingestor.user_offsets().clone();
+        let fusion = config.fusion.weights();
         let dataflow = run_memory_dataflow(
             config.workers,
             move |index, peers| {
@@ -203,7 +204,8 @@ impl Engine {
                         peers,
                     )
                     .with_failures(source_failures.clone())
-                    .with_user_offsets(source_offsets.clone()),
+                    .with_user_offsets(source_offsets.clone())
+                    .with_fusion(fusion),
                 ) as Box<dyn InputSource>
             },
             config.clock,

@@ -8,6 +8,7 @@
 use super::user_offsets::UserOffsets;
 use engram_connectors::{Embedder, EventLog};
 use engram_dataflows::{clustered_text, InputRecord, InputSource};
+use engram_operators::math::fusion::ModalityWeights;
 use engram_schemas::{Body, ControlAction, ControlScope, Event, Redacted};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,6 +49,8 @@ pub struct LogSource {
     /// Where each user's events are: control events re-read only those (without it, the
     /// whole log below them).
     user_offsets: Option<Arc<UserOffsets>>,
+    /// How corrections' raw signals fuse into their confidence (`fusion.*`).
+    fusion: ModalityWeights,
 }
 
 impl LogSource {
@@ -69,7 +72,14 @@ impl LogSource {
             forgotten: HashSet::new(),
             failures: Arc::default(),
             user_offsets: None,
+            fusion: ModalityWeights::default(),
         }
+    }
+
+    /// Fuses corrections' raw signals with `weights` (the default weights otherwise).
+    pub fn with_fusion(mut self, weights: ModalityWeights) -> Self {
+        self.fusion = weights;
+        self
     }
 
     /// Counts what this source cannot use in `failures` (shared by the workers' sources).
@@ -109,7 +119,7 @@ impl LogSource {
                 .iter()
                 .zip(vectors)
                 .filter_map(|((offset, event), vector)| {
-                    InputRecord::correction(event, &vector).map(|r| (*offset, r))
+                    InputRecord::correction_with(event, &vector, &self.fusion).map(|r| (*offset, r))
                 })
                 .collect(),
             Err(err) => {
@@ -189,7 +199,7 @@ impl LogSource {
                 return;
             }
             out.extend(
-                InputRecord::from_event(&event, o)
+                InputRecord::from_event_with(&event, o, &self.fusion)
                     .into_iter()
                     .map(|r| (at, r, diff)),
             );
@@ -318,7 +328,7 @@ impl LogSource {
         if self.withdrawn(tenant, user) || self.erased_since(tenant, user).is_some_and(|s| o <= s) {
             return Vec::new();
         }
-        InputRecord::from_event(&event, o)
+        InputRecord::from_event_with(&event, o, &self.fusion)
             .into_iter()
             .chain(sent_correction)
             .map(|r| (at, r, -1))
@@ -412,7 +422,7 @@ impl InputSource for LogSource {
                         continue;
                     }
                     records.extend(
-                        InputRecord::from_event(&event, *offset)
+                        InputRecord::from_event_with(&event, *offset, &self.fusion)
                             .into_iter()
                             .map(|r| (*offset, r, 1)),
                     );
