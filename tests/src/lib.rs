@@ -645,6 +645,16 @@ pub fn mock_kafka(
 /// `POST /v1/chat/completions` with a fixed answer (wrapped in a Qwen3 `<think>` block) and
 /// keeps the request bodies. Serves at most `max_requests`, and stops after `deadline`.
 pub fn stand_in_llm(max_requests: usize, deadline: Duration) -> (String, Arc<Mutex<Vec<Value>>>) {
+    stand_in_llm_answering(max_requests, deadline, "stand-in answer")
+}
+
+/// [`stand_in_llm`] answering `answer` (after the same thinking block).
+pub fn stand_in_llm_answering(
+    max_requests: usize,
+    deadline: Duration,
+    answer: &str,
+) -> (String, Arc<Mutex<Vec<Value>>>) {
+    let content = format!("<think>\nlooking at the memories\n</think>\n\n{answer}");
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -681,7 +691,7 @@ pub fn stand_in_llm(max_requests: usize, deadline: Duration) -> (String, Arc<Mut
             let mut body = vec![0; length];
             reader.read_exact(&mut body).unwrap();
             let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let content = "<think>\nlooking at the memories\n</think>\n\nstand-in answer";
+            let content = content.as_str();
             if request_line.starts_with("POST /v1/chat/completions ") && request["stream"] == true {
                 // server-sent events of small deltas, as OpenAI-compatible servers stream
                 record.lock().unwrap().push(request);

@@ -212,3 +212,86 @@ fn global_defaults_apply_to_everyone_until_a_user_says_otherwise() {
     assert!(dave.iter().any(|(level, _)| level == "user"), "{dave:?}");
     assert!(!system.contains("Keep answers short."), "{system}");
 }
+
+/// Answers follow the user's mechanical preferences before they are shown and stored: emoji
+/// gone, a list turned into sentences, miles given in kilometres too; through `/v1/chat` and
+/// the OpenAI-compatible route, listed in the provenance that is kept.
+#[test]
+fn relayed_answers_follow_the_preferences_a_rule_can_follow() {
+    let answer = "Sure! 🎉 Here it is:\n- take the 5 miles trail\n- bring water 💧";
+    let (llm_url, _seen) =
+        engram_tests::stand_in_llm_answering(10, Duration::from_secs(300), answer);
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with_env(dir.path(), &[], &[("ENGRAM_LLM_URL", &llm_url)]);
+    let stated = [
+        "Please stop using emoji from now on.",
+        "I prefer metric units.",
+        "Don't use bullet points from now on, write in full sentences.",
+    ];
+    let events: Vec<Value> = stated
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            json!({"kind": "interaction", "event_id": format!("p{i}"), "tenant": "acme",
+                   "user": "alice", "session": "s0", "role": "user", "content": text,
+                   "ts": (Utc::now() - Days::days(3 - i as i64)).to_rfc3339()})
+        })
+        .collect();
+    assert_eq!(server.post("/v1/events", &Value::Array(events)).0, 200);
+    server.wait_caught_up(Duration::from_secs(60));
+    let (_, memory) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "alice"}));
+    assert_eq!(
+        memory["stated_preferences"].as_array().unwrap().len(),
+        3,
+        "{memory}"
+    );
+
+    let want = "Sure! Here it is:\nTake the 5 miles (8 km) trail. Bring water.";
+    let chat = chat(&server, "x1", "Which trail should I take?");
+    assert_eq!(chat["answer"], want, "{chat}");
+    let mut kinds: Vec<&str> = chat["provenance"]["transforms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["kind"].as_str().unwrap())
+        .collect();
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        ["metric_units", "no_emoji", "prose_not_bullets"],
+        "{chat}"
+    );
+    // what is stored is what the user saw, and the transforms are kept with the provenance
+    let acme = server.key_for("acme");
+    let (status, stored) = provenance_of(&server, &acme, "x1.a", "alice");
+    assert_eq!(status, 200, "{stored}");
+    assert_eq!(
+        stored["provenance"]["transforms"],
+        chat["provenance"]["transforms"]
+    );
+    server.wait_caught_up(Duration::from_secs(60));
+    let (_, next) = server.post(
+        "/v1/prompt",
+        &json!({"tenant": "acme", "user": "alice", "session": "s9", "query": "thanks"}),
+    );
+    assert!(next["prompt"].as_str().unwrap().contains(want), "{next}");
+
+    // the OpenAI-compatible route relays the same
+    let (_, models) = server.get_as(Some(&acme), "/v1/models");
+    let models: Value = serde_json::from_str(&models).unwrap();
+    let model = models["data"][0]["id"].as_str().unwrap().to_string();
+    let resp = reqwest::blocking::Client::new()
+        .post(format!("{}/v1/chat/completions", server.base))
+        .bearer_auth(&acme)
+        .timeout(Duration::from_secs(120))
+        .json(&json!({"model": model, "user": "alice",
+                      "messages": [{"role": "user", "content": "And the trail after that?"}]}))
+        .send()
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let completion: Value = resp.json().unwrap();
+    assert_eq!(
+        completion["choices"][0]["message"]["content"], want,
+        "{completion}"
+    );
+}

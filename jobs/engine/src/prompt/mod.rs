@@ -20,6 +20,7 @@ mod explanation;
 mod preferences;
 mod sections;
 mod skills;
+mod transforms;
 
 pub use explanation::{explain, stored_provenance};
 pub use preferences::{
@@ -28,6 +29,7 @@ pub use preferences::{
 };
 pub use sections::{few_shot_example, full_context, instruction_line, shorten, time_of_day};
 pub use skills::select_skill;
+pub use transforms::{transform_answer, AppliedTransform};
 
 use crate::config::PromptConfig;
 use crate::engine::Engine;
@@ -202,6 +204,10 @@ pub struct Provenance {
     /// Episode ids of the verbatim last turns.
     pub recent_turns: Vec<String>,
     pub skill: Option<SkillPick>,
+    /// What was done to the model's answer by the active preferences ([`transform_answer`]);
+    /// only for answers engram relays (`/v1/chat`, `/v1/chat/completions`), not streamed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub transforms: Vec<AppliedTransform>,
 }
 
 /// A summary the prompt's memory part shows, and why recall chose it.

@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use engram_engine::llm::{strip_thinking, ChatClient, ChatMessage, LlmError, ThinkingFilter};
-use engram_engine::prompt::{AssembledPrompt, PromptRequest};
+use engram_engine::prompt::{transform_answer, AssembledPrompt, PromptRequest};
 use engram_engine::Engine;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -76,6 +76,9 @@ pub(crate) async fn post_chat(
         Ok(a) => a,
         Err(err) => return chat_server_failed(err, &tenant),
     };
+    let mut exchange = exchange;
+    let mut assembled = assembled;
+    let answer = exchange.transform(&engine, &mut assembled, answer);
     let stored = match exchange.store(&engine, &answer).await {
         Ok(r) => r,
         Err(resp) => return resp,
@@ -209,6 +212,26 @@ pub(super) struct Exchange {
 }
 
 impl Exchange {
+    /// The answer after the transforms the active preferences ask for (when
+    /// `prompt.answer_transforms` is on), which are then listed in the response's and the
+    /// stored provenance.
+    pub(super) fn transform(
+        &mut self,
+        engine: &Engine,
+        assembled: &mut AssembledPrompt,
+        answer: String,
+    ) -> String {
+        if !engine.config.prompt.answer_transforms {
+            return answer;
+        }
+        let (answer, applied) = transform_answer(&answer, &assembled.provenance.preferences);
+        if !applied.is_empty() {
+            self.provenance["transforms"] = json!(applied);
+            assembled.provenance.transforms = applied;
+        }
+        answer
+    }
+
     pub(super) fn query_id(&self) -> String {
         format!("{}.q", self.id)
     }

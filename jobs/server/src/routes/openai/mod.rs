@@ -109,10 +109,12 @@ pub(crate) async fn post_chat_completions(
         };
         return stream_completion(engine.clone(), answer, pieces, include_usage);
     }
-    let completion = match llm.complete_with(&messages, &sampling).await {
+    let mut completion = match llm.complete_with(&messages, &sampling).await {
         Ok(c) => c,
         Err(err) => return chat_server_failed(err, &exchange.tenant),
     };
+    let (mut exchange, mut assembled) = (exchange, assembled);
+    completion.content = exchange.transform(&engine, &mut assembled, completion.content);
     let stored = match exchange.store(&engine, &completion.content).await {
         Ok(r) => r,
         Err(resp) => return resp,
