@@ -58,8 +58,14 @@ struct Relay {
 /// Relays stdin to `<url>/mcp` and the answers to stdout until stdin closes; then ends the
 /// session.
 pub async fn run(url: &str, api_key: String) -> anyhow::Result<()> {
+    let http = reqwest::Client::builder()
+        // engram closes a kept-alive connection after `limits.header_read_timeout_s` (10 s)
+        // idle; a pooled connection reused just as the server closes it fails the request, so
+        // one idle for half that is not reused
+        .pool_idle_timeout(std::time::Duration::from_secs(5))
+        .build()?;
     let mut relay = Relay {
-        http: reqwest::Client::new(),
+        http,
         endpoint: format!("{}/mcp", url.trim_end_matches('/')),
         api_key,
         session: None,
