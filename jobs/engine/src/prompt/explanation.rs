@@ -6,23 +6,80 @@ use super::{PreferenceUsed, Provenance};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-/// Above this many bytes of JSON, the stored provenance leaves out each memory's `why` (the
-/// retrievers' ranks and scores), so the answer's event stays far below the event limit.
+/// The most bytes of JSON the stored provenance takes, so the answer's event stays far below
+/// the event limit (256 KiB) whatever the prompt was built from.
 const MAX_STORED_PROVENANCE_BYTES: usize = 64 * 1024;
+/// Correction ids kept per preference, and entries kept per list, when it must be cut.
+const KEPT_IDS: usize = 20;
+const KEPT_ENTRIES: usize = 40;
 
 /// The provenance and explanation an answer's event carries (`meta.provenance`,
-/// `meta.explanation`): the prompt's provenance as `/v1/chat` returned it, or, when that is
-/// larger than [`MAX_STORED_PROVENANCE_BYTES`], the same without the memories' `why`.
+/// `meta.explanation`): the prompt's provenance as `/v1/chat` returned it while that is at most
+/// [`MAX_STORED_PROVENANCE_BYTES`] of JSON; beyond, cut in steps until it fits:
+/// 1. the memories' `why` (the retrievers' ranks and scores) left out;
+/// 2. each preference's correction ids cut to the newest [`KEPT_IDS`] (`corrections_total`
+///    gives how many), the summaries' `why` and the skill's candidates left out;
+/// 3. every list cut to its first [`KEPT_ENTRIES`] entries, each only its id, and
+///    `truncated: true`.
 pub fn stored_provenance(provenance: &Provenance) -> (Value, String) {
+    let fits = |v: &Value| v.to_string().len() <= MAX_STORED_PROVENANCE_BYTES;
     let mut value = serde_json::to_value(provenance).expect("provenance serialises");
-    if value.to_string().len() > MAX_STORED_PROVENANCE_BYTES {
-        if let Some(memories) = value["memories"].as_array_mut() {
-            for m in memories {
-                if let Some(m) = m.as_object_mut() {
-                    m.remove("why");
+    let without = |value: &mut Value, list: &str, key: &str| {
+        for entry in value[list].as_array_mut().into_iter().flatten() {
+            if let Some(entry) = entry.as_object_mut() {
+                entry.remove(key);
+            }
+        }
+    };
+    if !fits(&value) {
+        without(&mut value, "memories", "why");
+    }
+    if !fits(&value) {
+        without(&mut value, "summaries", "why");
+        for p in value["preferences"].as_array_mut().into_iter().flatten() {
+            if let Some(ids) = p["corrections"].as_array_mut() {
+                let total = ids.len();
+                if total > KEPT_IDS {
+                    ids.drain(..total - KEPT_IDS);
+                    p["corrections_total"] = total.into();
                 }
             }
         }
+        if let Some(skill) = value["skill"].as_object_mut() {
+            skill.remove("candidates");
+        }
+    }
+    if !fits(&value) {
+        let ids = |list: &str, key: &str| -> Value {
+            let entries = value[list]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            entries
+                .iter()
+                .take(KEPT_ENTRIES)
+                .map(|e| {
+                    if key.is_empty() {
+                        e.clone()
+                    } else {
+                        e[key].clone()
+                    }
+                })
+                .collect()
+        };
+        value = serde_json::json!({
+            "truncated": true,
+            "preferences": ids("preferences", "cluster_id"),
+            "session_corrections": ids("session_corrections", ""),
+            "unclear_corrections": ids("unclear_corrections", ""),
+            "few_shot": ids("few_shot", "correction_id"),
+            "facts": ids("facts", "id"),
+            "summaries": ids("summaries", "id"),
+            "memories": ids("memories", "id"),
+            "recent_turns": ids("recent_turns", ""),
+            "skill": value["skill"]["skill_id"].clone(),
+            "transforms": value["transforms"].clone(),
+        });
     }
     (value, explain(provenance))
 }
@@ -312,11 +369,44 @@ mod tests {
         };
         assert!(serde_json::to_string(&large).unwrap().len() > MAX_STORED_PROVENANCE_BYTES);
         let (value, _) = stored_provenance(&large);
+        assert!(value.get("truncated").is_none());
         let memories = value["memories"].as_array().unwrap();
         assert_eq!(memories.len(), 400);
         assert!(memories
             .iter()
             .all(|m| m.get("why").is_none() && m["id"] == "m"));
         assert!(value.to_string().len() <= MAX_STORED_PROVENANCE_BYTES);
+    }
+
+    #[test]
+    fn a_huge_provenance_is_cut_in_steps_until_it_fits() {
+        let ids = |n: usize, prefix: &str| -> Vec<String> {
+            (0..n).map(|i| format!("{prefix}{i:0>200}")).collect()
+        };
+        // thousands of correction ids behind one preference: cut to the newest 20
+        let mut p = preference("Keep it short.", "user", Some("2026-10-15T09:30:00Z"));
+        p.corrections = ids(400, "c");
+        let (value, _) = stored_provenance(&Provenance {
+            preferences: vec![p.clone()],
+            ..Default::default()
+        });
+        let kept = value["preferences"][0]["corrections"].as_array().unwrap();
+        assert_eq!(kept.len(), 20);
+        assert_eq!(kept[19], json!(p.corrections[399]));
+        assert_eq!(value["preferences"][0]["corrections_total"], 400);
+        assert!(value.get("truncated").is_none());
+        // hundreds of long preferences and recent turns: only ids, 40 of each
+        let many = Provenance {
+            preferences: (0..400).map(|_| p.clone()).collect(),
+            recent_turns: ids(2000, "t"),
+            ..Default::default()
+        };
+        let (value, explanation) = stored_provenance(&many);
+        assert_eq!(value["truncated"], true);
+        assert_eq!(value["preferences"].as_array().unwrap().len(), 40);
+        assert_eq!(value["preferences"][0], "c1");
+        assert_eq!(value["recent_turns"].as_array().unwrap().len(), 40);
+        assert!(value.to_string().len() <= MAX_STORED_PROVENANCE_BYTES);
+        assert!(explanation.ends_with("and 397 more."), "{explanation}");
     }
 }

@@ -144,15 +144,19 @@ fn no_emoji(text: &str) -> String {
                 return line.to_string();
             }
             let indent = &line[..line.len() - line.trim_start_matches(' ').len()];
-            let line: String = line.chars().filter(|c| !is_emoji(*c)).collect();
+            let kept: String = line.chars().filter(|c| !is_emoji(*c)).collect();
             let mut out = indent.to_string();
-            for word in line.split(' ').filter(|w| !w.is_empty()) {
+            for word in kept.split(' ').filter(|w| !w.is_empty()) {
                 if out.len() > indent.len() && !word.starts_with(['.', ',', '!', '?', ';', ':']) {
                     out.push(' ');
                 }
                 out.push_str(word);
             }
-            out.trim_end().to_string()
+            // a space that ended the line stays (inline code may follow it)
+            if line.ends_with(' ') && !out.is_empty() {
+                out.push(' ');
+            }
+            out
         })
         .collect();
     lines.join("\n")
@@ -209,8 +213,34 @@ fn prose_not_bullets(text: &str) -> String {
     out.join("\n")
 }
 
+/// `**x**` becomes `x` where `x` is on one line and neither starts nor ends with a space; a
+/// lone `**` ("2**10") stays. (`__x__` is left alone: it is far likelier a Python name.)
 fn no_bold(text: &str) -> String {
-    text.replace("**", "").replace("__", "")
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find("**") {
+        let after = &rest[open + 2..];
+        let bold = after.find("**").filter(|&close| {
+            let inner = &after[..close];
+            !inner.is_empty()
+                && !inner.starts_with(char::is_whitespace)
+                && !inner.ends_with(char::is_whitespace)
+                && !inner.contains('\n')
+        });
+        match bold {
+            Some(close) => {
+                out.push_str(&rest[..open]);
+                out.push_str(&after[..close]);
+                rest = &after[close + 2..];
+            }
+            None => {
+                out.push_str(&rest[..open + 2]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 fn no_headings(text: &str) -> String {
@@ -244,7 +274,8 @@ fn no_titles(text: &str) -> String {
             .into_iter()
             .rev()
         {
-            let opens = i == 0 || out[..i].trim_end().ends_with(['.', '!', '?', '\n']);
+            let before = out[..i].trim_end_matches(' ');
+            let opens = before.is_empty() || before.ends_with(['.', '!', '?', '\n']);
             if opens && title.starts_with(char::is_uppercase) {
                 out.replace_range(i..i + title.len() + 2, "");
                 let rest = &out[i..];
@@ -335,7 +366,8 @@ fn units(text: &str, table: &[Conversion]) -> String {
     let mut i = 0;
     while i < text.len() {
         let starts_number = bytes[i].is_ascii_digit()
-            && (i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'.'));
+            && (i == 0
+                || !(bytes[i - 1].is_ascii_alphanumeric() || b"._/".contains(&bytes[i - 1])));
         if !starts_number {
             let c = text[i..].chars().next().expect("in bounds");
             out.push(c);
@@ -343,6 +375,12 @@ fn units(text: &str, table: &[Conversion]) -> String {
             continue;
         }
         let money = text[..i].trim_end().ends_with(['$', '£', '€']);
+        // "-40°F": a minus sign not inside a word ("5-10 miles" is a range)
+        let before = &text[..i];
+        let negative = before
+            .strip_suffix('-')
+            .or_else(|| before.strip_suffix('−'))
+            .is_some_and(|b| !b.ends_with(char::is_alphanumeric));
         let mut j = i;
         while j < text.len() && (bytes[j].is_ascii_digit() || bytes[j] == b',' || bytes[j] == b'.')
         {
@@ -359,9 +397,21 @@ fn units(text: &str, table: &[Conversion]) -> String {
             table.iter().find_map(|c| {
                 c.words.iter().find_map(|w| {
                     let tail = after.strip_prefix(w)?;
-                    let whole = !tail.starts_with(|ch: char| ch.is_alphanumeric());
+                    // the unit ends the word: "50 km/h" is not "50 km", "4 F-16s" no °F
+                    let ends = tail.is_empty()
+                        || tail.starts_with(|ch: char| {
+                            ch.is_whitespace() || ".,;:!?)\"'’".contains(ch)
+                        });
                     let sterling = tail.trim_start().starts_with("sterling");
-                    (whole && !sterling && (gap <= 1 || w.starts_with('°'))).then_some((c, w.len()))
+                    // one letter ("5 m", "70 F") only after exactly one space; "70°F" at once
+                    let spaced = if w.starts_with('°') {
+                        gap == 0
+                    } else if w.len() == 1 {
+                        gap == 1 && rest.starts_with(' ')
+                    } else {
+                        gap <= 1
+                    };
+                    (ends && !sterling && spaced).then_some((c, w.len()))
                 })
             })
         });
@@ -370,8 +420,9 @@ fn units(text: &str, table: &[Conversion]) -> String {
                 let end = j + gap + unit_len;
                 out.push_str(&text[j..end]);
                 let already = text[end..].trim_start().starts_with('(');
-                if !already {
-                    let converted = v * c.factor + c.offset;
+                let v = if negative { -v } else { v };
+                let converted = v * c.factor + c.offset;
+                if !already && v.abs() <= 1e15 && converted.is_finite() {
                     out.push_str(
                         &format!(" ({} {})", round_number(converted), c.target).replace(" °", "°"),
                     );
@@ -476,6 +527,71 @@ mod tests {
             text,
             "Walk 8 km (5 miles), climb 300 m (984.3 ft), it is 20°C (68°F)."
         );
+    }
+
+    #[test]
+    fn hostile_and_edge_inputs_keep_their_meaning() {
+        let metric = |t: &str| units(t, &TO_METRIC);
+        let imperial = |t: &str| units(t, &TO_IMPERIAL);
+        // compound units are not their first part; a minus sign counts; one-letter units need
+        // a space; names, file names and huge numbers are left alone
+        assert_eq!(
+            imperial("Drive at 50 km/h."),
+            "Drive at 50 km/h (31.1 mph)."
+        );
+        assert_eq!(imperial("wind 5 m/s"), "wind 5 m/s");
+        assert_eq!(
+            metric("It was -40°F, then −4°F."),
+            "It was -40°F (-40°C), then −4°F (-20°C)."
+        );
+        assert_eq!(
+            imperial("-10°C and 5-10 km"),
+            "-10°C (14°F) and 5-10 km (6.2 miles)"
+        );
+        assert_eq!(imperial("iPhone 5C"), "iPhone 5C");
+        assert_eq!(metric("4 F-16s flew 70 F"), "4 F-16s flew 70 F (21.1°C)");
+        assert_eq!(
+            imperial("file_5m.csv and /tmp/5g"),
+            "file_5m.csv and /tmp/5g"
+        );
+        let huge = "99999999999999999999999 miles";
+        assert_eq!(metric(huge), huge);
+        // bold only in pairs around words; Python names and powers stay
+        assert_eq!(no_bold("2**10 = 1024, **Go** now"), "2**10 = 1024, Go now");
+        assert_eq!(
+            no_bold("Python's __init__ and ** spaced **"),
+            "Python's __init__ and ** spaced **"
+        );
+        // the space before inline code stays; "Sir, " opening a line goes
+        let (text, _) = transform_answer(
+            "Run 🎉 `ls` now",
+            &[preference("e", "Please stop using emoji.")],
+        );
+        assert_eq!(text, "Run `ls` now");
+        assert_eq!(no_titles("Hello.\nSir, the train"), "Hello.\nThe train");
+        assert_eq!(no_titles("Hello\nSir, the train"), "Hello\nThe train");
+        // multi-byte text around everything, nothing panics
+        for t in [
+            "é°🎉 5 miles é",
+            "°F 5°",
+            "ŉ 5 m ŉ",
+            "5",
+            "Sir, ",
+            ", sir",
+            "**",
+            "`",
+        ] {
+            let all: Vec<PreferenceUsed> = [
+                "No emoji.",
+                "No markdown.",
+                "Don't call me sir.",
+                "I prefer metric units.",
+            ]
+            .iter()
+            .map(|i| preference("x", i))
+            .collect();
+            let _ = transform_answer(t, &all);
+        }
     }
 
     #[test]
