@@ -475,6 +475,20 @@ impl Config {
                 ),
             });
         }
+        let f = &self.fusion;
+        for (key, w) in [
+            ("fusion.voice", f.voice),
+            ("fusion.screen", f.screen),
+            ("fusion.video", f.video),
+            ("fusion.other", f.other),
+        ] {
+            if !(w.is_finite() && (0.0..=1.0).contains(&w)) {
+                return Err(ConfigError::Invalid {
+                    key,
+                    reason: format!("{w} is not a weight between 0 and 1"),
+                });
+            }
+        }
         Ok(())
     }
 

@@ -137,7 +137,7 @@ const KEYS: &[KeyDoc] = &[
     key("passages.enabled", None, "embed the sentences of long episodes on their own"),
     key("passages.roles", None, "roles whose episodes get passages"),
     key("passages.max_per_episode", None, "the most passages one episode gets"),
-    key("fusion.voice", None, "weight of `voice` signals"),
+    key("fusion.voice", None, "weight of `voice` signals (each weight 0 to 1)"),
     key("fusion.screen", None, "weight of `screen` signals"),
     key("fusion.video", None, "weight of `video` signals"),
     key("fusion.other", None, "weight of any other modality"),

@@ -124,3 +124,16 @@ fn limits_come_from_the_file_and_every_limit_variable() {
         .to_string()
         .contains("limits.burst_s"));
 }
+
+#[test]
+fn fusion_weights_are_weights() {
+    let mut cfg = Config::default();
+    assert!(cfg.check().is_ok());
+    cfg.fusion.video = 0.5;
+    assert!(cfg.check().is_ok());
+    for bad in [-0.1, 1.5, f64::NAN, f64::INFINITY] {
+        cfg.fusion.screen = bad;
+        let err = cfg.check().unwrap_err().to_string();
+        assert!(err.contains("fusion.screen"), "{err}");
+    }
+}
