@@ -54,8 +54,7 @@ fn answer_of(event: Event, tenant: &str, user: &str, message_id: &str) -> Option
 
 impl Engine {
     /// The stored provenance of the answer `message_id` that engram built for `(tenant,
-    /// user)`, read from the log through the index of the user's offsets (proportional to the
-    /// user's data, as a forget's lookup). `None` when the user has no such answer: another
+    /// user)`, read from the user's events in the log (`user_events`, as a forget's lookup). `None` when the user has no such answer: another
     /// user's or tenant's message, a message engram did not build, or one erased or forgotten.
     pub async fn answer_provenance(
         &self,
@@ -63,25 +62,14 @@ impl Engine {
         user: &str,
         message_id: &str,
     ) -> Result<Option<StoredAnswer>, GdprError> {
-        let log = self.ingestor.log().clone();
-        let index = self.ingestor.user_offsets().clone();
-        let (tenant, user, id) = (tenant.to_string(), user.to_string(), message_id.to_string());
-        let found = tokio::task::spawn_blocking(move || {
-            let offsets = index.offsets(&tenant, Some(&user), log.end_offset());
-            // the newest record of that id: a redacted stand-in (after a forget) is no answer
-            let mut found = None;
-            for (_, bytes) in index.read(&log, &offsets)? {
-                let Ok(event) = Event::from_canonical_json(&bytes) else {
-                    continue;
-                };
-                if event.header.event_id == id && event.header.user == user {
-                    found = answer_of(event, &tenant, &user, &id);
-                }
-            }
-            Ok::<_, engram_connectors::LogError>(found)
-        })
-        .await
-        .expect("answer lookup task")?;
+        // the newest record of that id: a redacted stand-in (after a forget) is no answer
+        let newest = self
+            .user_events(tenant, user)
+            .await?
+            .into_iter()
+            .rev()
+            .find(|(_, event)| event.header.event_id == message_id);
+        let found = newest.and_then(|(_, event)| answer_of(event, tenant, user, message_id));
         Ok(found)
     }
 }

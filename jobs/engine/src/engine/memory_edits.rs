@@ -88,33 +88,46 @@ impl Engine {
         user: &str,
         id: &str,
     ) -> Result<Option<FoundMemory>, GdprError> {
+        let found = self
+            .user_events(tenant, user)
+            .await?
+            .into_iter()
+            .find(|(o, event)| {
+                !matches!(event.body, Body::Control(_)) && names_memory(event, *o, id)
+            })
+            .map(|(offset, event)| FoundMemory {
+                kind: event.kind().as_str(),
+                event_id: event.header.event_id,
+                offset,
+            });
+        Ok(found)
+    }
+
+    /// Every event of `(tenant, user)` in the log with its offset, oldest first, read through
+    /// the index of the user's offsets (what it reads is proportional to the user's data, as
+    /// for an erase); records that do not parse are left out.
+    pub(crate) async fn user_events(
+        &self,
+        tenant: &str,
+        user: &str,
+    ) -> Result<Vec<(u64, Event)>, GdprError> {
         let log = self.ingestor.log().clone();
         let index = self.ingestor.user_offsets().clone();
-        let (tenant, user, id) = (tenant.to_string(), user.to_string(), id.to_string());
-        let found = tokio::task::spawn_blocking(move || {
+        let (tenant, user) = (tenant.to_string(), user.to_string());
+        let events = tokio::task::spawn_blocking(move || {
             let offsets = index.offsets(&tenant, Some(&user), log.end_offset());
-            for (o, bytes) in index.read(&log, &offsets)? {
-                let Ok(event) = Event::from_canonical_json(&bytes) else {
-                    continue;
-                };
-                let h = &event.header;
-                if h.tenant == tenant
-                    && h.user == user
-                    && !matches!(event.body, Body::Control(_))
-                    && names_memory(&event, o, &id)
-                {
-                    return Ok(Some(FoundMemory {
-                        event_id: h.event_id.clone(),
-                        kind: event.kind().as_str(),
-                        offset: o,
-                    }));
-                }
-            }
-            Ok::<_, engram_connectors::LogError>(None)
+            let records = index.read(&log, &offsets)?;
+            Ok::<_, engram_connectors::LogError>(
+                records
+                    .into_iter()
+                    .filter_map(|(o, bytes)| Some((o, Event::from_canonical_json(&bytes).ok()?)))
+                    .filter(|(_, e)| e.header.tenant == tenant && e.header.user == user)
+                    .collect(),
+            )
         })
         .await
-        .expect("find task")?;
-        Ok(found)
+        .expect("user events task")?;
+        Ok(events)
     }
 
     /// Forgets the event `target_event_id` of `(tenant, user)` everywhere, as an erase does

@@ -570,13 +570,10 @@ fn candidates<'m>(
         .filter(|n| n.instruction().is_some())
         .collect();
     session_notes.sort_by_key(|n| (n.ts_micros, n.correction_id.clone()));
-    let mut unclear: Vec<&CorrectionNote> = memory
-        .corrections
-        .values()
+    let mut unclear: Vec<&CorrectionNote> = crate::read_model::held_corrections(memory)
+        .into_iter()
         .filter(in_session)
-        .filter(held)
         .collect();
-    unclear.sort_by_key(|n| (n.ts_micros, n.correction_id.clone()));
     unclear.drain(..unclear.len().saturating_sub(UNCLEAR_SHOWN));
     // One example per distinct text (a correction made again teaches nothing new), newest.
     let mut newest_first: Vec<&CorrectionNote> = memory.corrections.values().collect();

@@ -13,6 +13,7 @@ pub use views::*;
 
 use engram_dataflows::views::UserMemory;
 use engram_dataflows::MemoryViews;
+use engram_operators::correction_notes::CorrectionNote;
 use engram_operators::facts::FactVersion;
 use engram_operators::facts::USER_SUBJECT;
 use engram_operators::math::beta::{discounted_user_posterior, ShrinkageParams};
@@ -73,7 +74,10 @@ pub fn user_memory_view(views: &MemoryViews, tenant: &str, user: &str) -> UserMe
             .values()
             .map(CorrectionView::new)
             .collect(),
-        needs_clarification: needs_clarification(memory),
+        needs_clarification: held_corrections(memory)
+            .into_iter()
+            .map(|n| n.correction_id.clone())
+            .collect(),
         style: memory.style.map(|s| StyleView {
             vector: STYLE_DIMENSION_NAMES.into_iter().zip(s.style()).collect(),
             feedback_count: s.feedback_count,
@@ -88,17 +92,16 @@ pub fn user_memory_view(views: &MemoryViews, tenant: &str, user: &str) -> UserMe
     }
 }
 
-/// The ids of the user's corrections held for clarification instead of learned from
-/// ([`engram_dataflows::input::needs_clarification`]), oldest first.
-pub fn needs_clarification(memory: &UserMemory) -> Vec<String> {
-    let mut held: Vec<_> = memory
+/// The user's corrections held for clarification instead of learned from
+/// ([`engram_dataflows::input::needs_clarification`]), oldest first (by time, then id).
+pub fn held_corrections(memory: &UserMemory) -> Vec<&CorrectionNote> {
+    let mut held: Vec<&CorrectionNote> = memory
         .corrections
         .values()
         .filter(|n| engram_dataflows::input::needs_clarification(n.confidence_milli))
-        .map(|n| (n.ts_micros, n.correction_id.clone()))
         .collect();
-    held.sort();
-    held.into_iter().map(|(_, id)| id).collect()
+    held.sort_by(|a, b| (a.ts_micros, &a.correction_id).cmp(&(b.ts_micros, &b.correction_id)));
+    held
 }
 
 /// The preferences the user stated in ordinary messages: each current fact

@@ -5,7 +5,9 @@
 use engram_dataflows::views::UserMemory;
 use engram_dataflows::MemoryViews;
 use engram_engine::prompt::preference_wording;
-use engram_engine::read_model::{lifecycle_name, micros_to_rfc3339, EntityView, FactVersionView};
+use engram_engine::read_model::{
+    held_corrections, lifecycle_name, micros_to_rfc3339, EntityView, FactVersionView,
+};
 use engram_operators::math::beta::{discounted_user_posterior, thompson_shares, ShrinkageParams};
 use engram_operators::math::decay::{lifecycle_transition_times, LifecycleThresholds};
 use engram_operators::math::skills::BASE_SKILLS;
@@ -54,16 +56,11 @@ pub(super) fn user_row(views: &MemoryViews, tenant: &str, user: &str) -> Option<
         *states.entry(lifecycle_name(*state)).or_default() += 1;
     }
     let clusters: BTreeSet<&String> = m.correction_clusters.values().collect();
-    let unclear = m
-        .corrections
-        .values()
-        .filter(|n| engram_dataflows::input::needs_clarification(n.confidence_milli))
-        .count();
     Some(json!({
         "user": user, "team": team,
         "episodes": episodes, "entities": m.entities.len(), "facts": versions,
         "current_facts": current, "superseded_facts": versions - current,
-        "corrections": m.corrections.len(), "needs_clarification": unclear,
+        "corrections": m.corrections.len(), "needs_clarification": held_corrections(m).len(),
         "clusters": clusters.len(),
         "patterns": m.patterns.len(), "preferences": states,
     }))
