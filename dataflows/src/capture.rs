@@ -6,6 +6,7 @@ use crate::model::MemoryModel;
 use crate::views::ViewUpdate;
 use differential_dataflow::VecCollection;
 use engram_operators::lifecycle::{PreferenceKey, PreferenceTrace};
+use engram_operators::memory_retention::{MemoryId, MemoryTrace};
 use std::cell::RefCell;
 use std::rc::Rc;
 use timely::container::CapacityContainerBuilder;
@@ -14,13 +15,17 @@ use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::probe::Handle;
 use timely::dataflow::operators::Probe;
 
-/// Preference traces as the memory dataflow emits them, for the worker to feed the lifecycle
-/// dataflow: `(key, trace, diff)`.
-pub(crate) type NewTraces = Rc<RefCell<Vec<(PreferenceKey, PreferenceTrace, isize)>>>;
+/// Preference and memory traces as the memory dataflow emits them, for the worker to feed the
+/// lifecycle dataflow: `(key, trace, diff)`.
+#[derive(Clone, Default)]
+pub(crate) struct NewTraces {
+    pub(crate) preferences: Rc<RefCell<Vec<(PreferenceKey, PreferenceTrace, isize)>>>,
+    pub(crate) memories: Rc<RefCell<Vec<(MemoryId, MemoryTrace, isize)>>>,
+}
 
 /// Captures every view of `model` into `out` as [`ViewUpdate`]s, the episodes, fact
 /// assertions and summaries also as they are (for the caller to store), and the preference
-/// traces also into `new_traces`; `probe` passes a time once all of them are captured.
+/// and memory traces also into `new_traces`; `probe` passes a time once all of them are captured.
 pub(crate) fn capture_model(
     model: MemoryModel<'_>,
     out: &CapturedOutputs,
@@ -38,6 +43,9 @@ pub(crate) fn capture_model(
     });
     capture(model.memory_marks, cap, probe, |(key, mark)| {
         ViewUpdate::MemoryMark(key, Box::new(mark))
+    });
+    capture(model.retrieval_preferences, cap, probe, |(key, tally)| {
+        ViewUpdate::RetrievalPreference(key, tally)
     });
     capture(model.correction_notes, cap, probe, |(user, note)| {
         ViewUpdate::CorrectionNote(user, Box::new(note))
@@ -57,10 +65,19 @@ pub(crate) fn capture_model(
     capture(model.cluster_measures, cap, probe, |(user, measure)| {
         ViewUpdate::ClusterMeasure(user, Box::new(measure))
     });
-    let cap_views = cap.clone();
+    let (cap_views, new_memories) = (cap.clone(), new_traces.memories);
+    keep_updates(model.memory_traces, probe, move |updates| {
+        let mut views = cap_views.lock().unwrap();
+        let mut out = new_memories.borrow_mut();
+        for ((id, trace), t, d) in updates.drain(..) {
+            out.push((id, trace, d));
+            views.push(ViewUpdate::MemoryTrace(id, trace), t, d);
+        }
+    });
+    let (cap_views, new_preferences) = (cap.clone(), new_traces.preferences);
     keep_updates(model.preference_traces, probe, move |updates| {
         let mut views = cap_views.lock().unwrap();
-        let mut out = new_traces.borrow_mut();
+        let mut out = new_preferences.borrow_mut();
         for ((key, trace), t, d) in updates.drain(..) {
             out.push((key.clone(), trace, d));
             views.push(ViewUpdate::PreferenceTrace(key, trace), t, d);

@@ -6,6 +6,7 @@ use engram_operators::correction_clusters::UserKey;
 use engram_operators::facts::{FactAssertion, FactKey};
 use engram_operators::lifecycle::PreferenceKey;
 use engram_operators::math::decay::LifecycleState;
+use engram_operators::memory_retention::MemoryId;
 use engram_operators::summaries::SummaryNode;
 use engram_operators::{Episode, SessionKey};
 use std::collections::BTreeMap;
@@ -16,6 +17,7 @@ pub(crate) type CapturedEpisodes = Arc<Mutex<CapturedUpdates<(SessionKey, Episod
 pub(crate) type CapturedFacts = Arc<Mutex<CapturedUpdates<(FactKey, FactAssertion)>>>;
 pub(crate) type CapturedSummaries = Arc<Mutex<CapturedUpdates<(UserKey, SummaryNode)>>>;
 pub(crate) type CapturedStates = Arc<Mutex<CapturedUpdates<(PreferenceKey, LifecycleState)>>>;
+pub(crate) type CapturedArchived = Arc<Mutex<CapturedUpdates<MemoryId>>>;
 
 /// Everything the dataflows' outputs capture for publication.
 #[derive(Clone, Default)]
@@ -25,6 +27,8 @@ pub(crate) struct CapturedOutputs {
     pub(crate) facts: CapturedFacts,
     pub(crate) summaries: CapturedSummaries,
     pub(crate) states: CapturedStates,
+    /// Memories archived, at engine time.
+    pub(crate) archived: CapturedArchived,
 }
 
 /// Captured updates of one kind, bucketed by their timestamp.

@@ -8,7 +8,9 @@
 mod capture;
 mod captured;
 pub mod clock;
+mod co_mentions;
 pub mod input;
+mod keyed_view;
 pub mod memory;
 pub mod model;
 pub mod params;
@@ -20,6 +22,6 @@ pub use clock::EngineClock;
 pub use input::{clustered_text, correction_text, InputRecord, InputSource};
 pub use memory::{run_memory_dataflow, DataflowHandle};
 pub use model::{memory_model, MemoryInputs, MemoryModel};
-pub use params::{CorrectionParams, DataflowParams, HierarchyParams, SkillParams};
+pub use params::{CorrectionParams, DataflowParams, HierarchyParams, RetentionParams, SkillParams};
 pub use publish::EpisodeBatch;
 pub use views::{MemoryViews, SharedViews};

@@ -14,8 +14,15 @@ use engram_operators::entities::{
 };
 use engram_operators::facts::{facts_over_time, FactAssertion, FactKey, FactVersion};
 use engram_operators::lifecycle::{preference_traces, PreferenceKey, PreferenceTrace};
-use engram_operators::memory_marks::{memory_marks_of, MemoryKey, MemoryMark, MemoryUse};
+use engram_operators::math::decay::LifecycleThresholds;
+use engram_operators::memory_marks::{
+    judged_uses, marks_of_judged, MemoryKey, MemoryMark, MemoryUse,
+};
+use engram_operators::memory_retention::{memory_traces, MemoryActivation, MemoryId, MemoryTrace};
 use engram_operators::preference_contradictions::{preference_contradictions, Contradiction};
+use engram_operators::retrieval_preferences::{
+    retrieval_preferences, RetrievalTrait, TraitKey, TraitTally,
+};
 use engram_operators::skill_confidence::{
     discounted_skill_feedback_of, skill_confidences_of, DiscountedTally, SkillConfidence,
     UserSkillKey,
@@ -30,7 +37,7 @@ use engram_operators::team_preferences::{
     org_preferences, team_preferences, user_teams, OrgPreference, TeamAssignment, TeamKey,
     TeamPreference,
 };
-use engram_operators::{next_edges, Episode, SessionKey};
+use engram_operators::{episode_key, next_edges, Episode, SessionKey};
 
 /// A collection of the memory dataflow: its timestamps are input-log offsets.
 pub type Coll<'scope, D> = VecCollection<'scope, u64, D>;
@@ -59,6 +66,9 @@ pub struct MemoryModel<'scope> {
     pub co_mentions: Coll<'scope, (CoMentionKey, u64)>,
     pub summaries: Coll<'scope, (UserKey, SummaryNode)>,
     pub memory_marks: Coll<'scope, (MemoryKey, MemoryMark)>,
+    /// What the lifecycle dataflow (engine time) turns into archived memories.
+    pub memory_traces: Coll<'scope, (MemoryId, MemoryTrace)>,
+    pub retrieval_preferences: Coll<'scope, (TraitKey, TraitTally)>,
     pub correction_notes: Coll<'scope, (UserKey, CorrectionNote)>,
     /// `(user, (correction_id, cluster_id))`.
     pub cluster_members: Coll<'scope, (UserKey, (String, String))>,
@@ -105,18 +115,43 @@ pub fn memory_model<'scope>(
     // extracted once for both entity views
     let entities = episode_entities(input.episodes.clone());
     let (skill_tallies, population_tallies) = skill_feedback_of(votes.clone());
+    let judged = judged_uses(input.uses, votes.clone());
+    let fact_versions = facts_over_time(input.facts.clone());
+    let summaries = user_summaries(input.summaries);
+    let memory_traces = memory_traces(
+        memory_activations(
+            input.episodes.clone(),
+            fact_versions.clone(),
+            summaries.clone(),
+            judged.clone(),
+        ),
+        params.retention.stability(),
+        LifecycleThresholds::default(),
+    );
+    let traits = input.episodes.clone().map(|((_, user, _), e)| {
+        let domain = user == engram_schemas::DOMAIN_USER;
+        let traits = RetrievalTrait::of(&e.role, &e.content, domain);
+        (episode_key(&e.id), traits)
+    });
+    let judged_by_memory = judged
+        .clone()
+        .map(|((tenant, user, id), (_, message, reward))| {
+            (episode_key(&id), ((tenant, user), message, reward))
+        });
     MemoryModel {
+        retrieval_preferences: retrieval_preferences(traits, judged_by_memory),
         next_edges: next_edges(
             input
                 .episodes
                 .clone()
                 .map(|(session, e)| (session, e.node())),
         ),
-        fact_versions: facts_over_time(input.facts.clone()),
+        fact_versions,
         entity_stats: entity_stats_of(entities.clone()),
         co_mentions: co_mentions_of(entities),
-        summaries: user_summaries(input.summaries),
-        memory_marks: memory_marks_of(input.uses, votes.clone()),
+        summaries,
+        memory_marks: marks_of_judged(judged),
+        memory_traces,
         correction_notes: correction_notes(input.notes),
         contradictions: preference_contradictions(present.clone(), measures.clone()),
         preference_traces: preference_traces(present, clusters.clone(), patterns.clone()),
@@ -137,4 +172,36 @@ pub fn memory_model<'scope>(
         episodes: input.episodes,
         facts: input.facts,
     }
+}
+
+/// What memories' traces are made of: every episode, fact version and summary is created at its
+/// event time (with its importance; 0.5 when it has none), and recalled at each answer that used
+/// it and was not voted down (its latest vote not negative).
+fn memory_activations<'scope>(
+    episodes: Coll<'scope, (SessionKey, Episode)>,
+    fact_versions: Coll<'scope, (FactKey, FactVersion)>,
+    summaries: Coll<'scope, (UserKey, SummaryNode)>,
+    judged: Coll<'scope, (MemoryKey, (i64, String, i8))>,
+) -> Coll<'scope, (MemoryId, MemoryActivation)> {
+    const UNSTATED_IMPORTANCE: u16 = 500;
+    let created = |id: &str, micros: i64, importance: Option<u16>| {
+        (
+            episode_key(id),
+            MemoryActivation::Created {
+                at_secs: micros.div_euclid(1_000_000),
+                importance_milli: importance.unwrap_or(UNSTATED_IMPORTANCE),
+            },
+        )
+    };
+    let episodes = episodes.map(move |(_, e)| created(&e.id, e.ts_micros, e.importance_milli));
+    let facts = fact_versions.map(move |(_, v)| created(&v.fact_id, v.valid_from, None));
+    let summaries = summaries.map(move |(_, s)| created(&s.id, s.ts_micros, None));
+    let recalls =
+        judged
+            .filter(|(_, (_, _, reward))| *reward >= 0)
+            .map(|((_, _, id), (micros, _, _))| {
+                let at_secs = micros.div_euclid(1_000_000);
+                (episode_key(&id), MemoryActivation::Recalled { at_secs })
+            });
+    episodes.concat(facts).concat(summaries).concat(recalls)
 }

@@ -8,6 +8,37 @@ pub struct DataflowParams {
     pub hierarchy: HierarchyParams,
     pub skills: SkillParams,
     pub corrections: CorrectionParams,
+    pub retention: RetentionParams,
+}
+
+/// How memories (episodes, facts, summaries) fade and are archived (issue 33): as preferences
+/// do, R = e^(−t/S), archived below R = 0.05, each recall into an answer not voted down
+/// doubling S and resetting t.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetentionParams {
+    /// S of a memory of importance 0 that was never recalled, in days; importance 1 doubles
+    /// it, and a memory stated without importance counts as 0.5 (default 365: such a memory is
+    /// archived after about 4.5 years without a recall, one recalled once after about 9).
+    pub stability_days: f64,
+}
+
+impl Default for RetentionParams {
+    fn default() -> Self {
+        RetentionParams {
+            stability_days: 365.0,
+        }
+    }
+}
+
+impl RetentionParams {
+    /// The stability parameters of memories: these base days, the rest as for preferences.
+    pub fn stability(&self) -> engram_operators::math::decay::StabilityParams {
+        engram_operators::math::decay::StabilityParams {
+            base_secs: self.stability_days * engram_operators::math::decay::SECONDS_PER_DAY,
+            ..Default::default()
+        }
+    }
 }
 
 /// How corrections are clustered (SPEC §4.2).

@@ -72,6 +72,11 @@ fn publish(
         .lock()
         .unwrap()
         .take_before(frontiers.engine_time);
+    let archived = captured
+        .archived
+        .lock()
+        .unwrap()
+        .take_before(frontiers.engine_time);
     let episodes: Vec<_> = in_time_order(episodes).collect();
     // Session sizes are counts: one update per session with its net change, not one (and a
     // copy of the session's key) per episode.
@@ -99,11 +104,23 @@ fn publish(
         .into_iter()
         .chain(added)
         .map(|((key, state), diff)| (ViewUpdate::PreferenceState(key, state), diff));
+    // an archiving and its cancellation (the memory reinforced or removed) may meet at one time
+    let mut archived_net: HashMap<_, isize, foldhash::fast::RandomState> = HashMap::default();
+    for (id, diff) in in_time_order(archived) {
+        *archived_net.entry(id).or_insert(0) += diff;
+    }
+    let archived = archived_net
+        .into_iter()
+        .filter(|(_, d)| *d != 0)
+        .map(|(id, diff)| (ViewUpdate::MemoryArchived(id), diff));
     // the lifecycle views hold the states as of the last second before the frontier
     let engine_time = (frontiers.engine_time > 0 && frontiers.engine_time < u64::MAX)
         .then(|| frontiers.engine_time - 1);
     views.apply_batch(
-        in_time_order(ready).chain(session_episodes).chain(states),
+        in_time_order(ready)
+            .chain(session_episodes)
+            .chain(states)
+            .chain(archived),
         frontier,
         engine_time,
     );

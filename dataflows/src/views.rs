@@ -8,20 +8,22 @@ use engram_operators::facts::{FactKey, FactVersion};
 use engram_operators::lifecycle::{PreferenceKey, PreferenceTrace};
 use engram_operators::math::decay::LifecycleState;
 use engram_operators::memory_marks::{MemoryKey, MemoryMark};
+use engram_operators::memory_retention::{MemoryId, MemoryTrace};
 use engram_operators::preference_contradictions::Contradiction;
+use engram_operators::retrieval_preferences::{RetrievalTrait, TraitKey, TraitTally};
 use engram_operators::skill_confidence::{DiscountedTally, SkillConfidence, UserSkillKey};
 use engram_operators::skill_feedback::{FeedbackTally, PopulationKey, SkillKey};
 use engram_operators::style_preferences::UserStyle;
 use engram_operators::summaries::SummaryNode;
 use engram_operators::team_preferences::{OrgPreference, TeamKey, TeamPreference};
 use engram_operators::SessionKey;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 use tokio::sync::broadcast;
 
-/// The hash maps of the views: foldhash, seeded per process. Every update looks a key up here
-/// (a user's two strings, an episode's 128 bits), and SipHash cost more than the lookup.
-pub type ViewMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+pub use crate::co_mentions::CoMentions;
+use crate::keyed_view::set_or_clear;
+pub use crate::keyed_view::ViewMap;
 
 /// The per-user maps of the views, ordered by `(tenant, user)` so that one tenant's users are
 /// one range ([`MemoryViews::tenant_users`]): a tenant's dashboard or status walks its own
@@ -62,7 +64,12 @@ pub struct MemoryViews {
     pub team_preferences: BTreeMap<TeamKey, BTreeMap<String, TeamPreference>>,
     /// Tenant → the preferences the organisation holds, by id.
     pub org_preferences: BTreeMap<String, BTreeMap<String, OrgPreference>>,
-    /// Engine time (seconds since the Unix epoch) the preference states are as of.
+    /// Every memory's decay trace (episodes, facts, summaries, by [`MemoryId`]).
+    pub memory_traces: ViewMap<MemoryId, MemoryTrace>,
+    /// The memories archived as of `engine_time_secs`.
+    pub archived_memories: ViewMap<MemoryId, ()>,
+    /// Engine time (seconds since the Unix epoch) the preference states and archived memories
+    /// are as of.
     pub engine_time_secs: u64,
     /// Batches of updates applied so far: the [`ViewChanges::seq`] of the last one.
     pub seq: u64,
@@ -107,99 +114,10 @@ pub struct UserMemory {
     pub style: Option<UserStyle>,
     /// Episode id → its MARK state, for the episodes answers were built with.
     pub marks: BTreeMap<String, MemoryMark>,
+    /// Trait of a memory → how the user's answers built with such memories were judged.
+    pub retrieval: BTreeMap<RetrievalTrait, TraitTally>,
     /// Summary event id → the summary, with its `COVERS` edges.
     pub summaries: BTreeMap<String, SummaryNode>,
-}
-
-/// A user's weighted `CO_MENTIONED` edges: `(a, b)` with `a < b` → the number of episodes
-/// mentioning both. Each edge is held once, in `a`'s list, sorted by `b`: 24 bytes an edge,
-/// where a hash map of pairs took 86 (a pair of shared names and a weight, 40 bytes, in a table
-/// at 44-87% load). Readers go through [`CoMentions::weight`] and [`CoMentions::iter`].
-#[derive(Debug, Clone, Default)]
-pub struct CoMentions {
-    by_first: ViewMap<Arc<str>, Vec<(Arc<str>, u64)>>,
-    len: usize,
-}
-
-impl CoMentions {
-    /// Number of edges.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The weight of the edge between `x` and `y`, named in either order.
-    pub fn weight(&self, x: &str, y: &str) -> Option<u64> {
-        let (a, b) = ordered(x, y);
-        let list = self.by_first.get(a)?;
-        let at = list.binary_search_by(|(n, _)| (**n).cmp(b)).ok()?;
-        Some(list[at].1)
-    }
-
-    /// Every edge as `(a, b, weight)` with `a < b`, in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &Arc<str>, u64)> {
-        self.by_first
-            .iter()
-            .flat_map(|(a, list)| list.iter().map(move |(b, w)| (a, b, *w)))
-    }
-
-    /// Sets the weight of the edge between `x` and `y`, named in either order.
-    pub fn insert(&mut self, x: Arc<str>, y: Arc<str>, weight: u64) {
-        let (a, b) = ordered(x, y);
-        let list = self.by_first.entry(a).or_default();
-        match list.binary_search_by(|(n, _)| n.cmp(&b)) {
-            Ok(at) => list[at].1 = weight,
-            Err(at) => {
-                // most entities are first in a few edges: grow by a quarter, not to four
-                // then double
-                if list.len() == list.capacity() {
-                    list.reserve_exact(1 + list.len() / 4);
-                }
-                list.insert(at, (b, weight));
-                self.len += 1;
-            }
-        }
-    }
-
-    /// Removes the edge between `x` and `y` if its weight is `weight`.
-    pub fn remove_if(&mut self, x: &str, y: &str, weight: u64) {
-        let (a, b) = ordered(x, y);
-        let Some(list) = self.by_first.get_mut(a) else {
-            return;
-        };
-        if let Ok(at) = list.binary_search_by(|(n, _)| (**n).cmp(b)) {
-            if list[at].1 == weight {
-                list.remove(at);
-                self.len -= 1;
-                if list.is_empty() {
-                    self.by_first.remove(a);
-                }
-            }
-        }
-    }
-}
-
-/// Two names of an edge, the lesser first: edges are kept as `(a, b)` with `a < b`.
-fn ordered<T: Ord>(x: T, y: T) -> (T, T) {
-    if x <= y {
-        (x, y)
-    } else {
-        (y, x)
-    }
-}
-
-impl KeyedView for CoMentions {
-    type Key = (Arc<str>, Arc<str>);
-    type Value = u64;
-    fn put(&mut self, (a, b): Self::Key, weight: u64) {
-        self.insert(a, b, weight);
-    }
-    fn clear_if(&mut self, (a, b): &Self::Key, weight: &u64) {
-        self.remove_if(a, b, *weight);
-    }
 }
 
 /// A change to the views, produced by the dataflow. Values larger than a few words are boxed:
@@ -230,6 +148,11 @@ pub enum ViewUpdate {
     OrgPreference(String, Box<OrgPreference>),
     Style(UserKey, Box<UserStyle>),
     Summary(UserKey, Box<SummaryNode>),
+    RetrievalPreference(TraitKey, TraitTally),
+    /// A memory's decay trace: no owner (a memory id is unique across tenants and users).
+    MemoryTrace(MemoryId, MemoryTrace),
+    /// A memory archived: no owner.
+    MemoryArchived(MemoryId),
 }
 
 impl MemoryViews {
@@ -354,6 +277,16 @@ impl MemoryViews {
                 set_or_clear(&mut self.population, key, tally, diff);
             }
             ViewUpdate::SessionEpisode(key) => self.count_session_episode(key, diff),
+            ViewUpdate::RetrievalPreference((user, t), tally) => {
+                let learned = &mut self.users.entry(user).or_default().retrieval;
+                set_or_clear(learned, t, tally, diff);
+            }
+            ViewUpdate::MemoryTrace(id, trace) => {
+                set_or_clear(&mut self.memory_traces, id, trace, diff)
+            }
+            ViewUpdate::MemoryArchived(id) => {
+                set_or_clear(&mut self.archived_memories, id, (), diff)
+            }
         }
     }
 
@@ -473,18 +406,18 @@ impl ViewUpdate {
         }
     }
 
-    /// The tenant whose data this update is.
-    pub fn tenant(&self) -> &str {
-        self.owner().0
+    /// The tenant whose data this update is; `None` for a memory's trace or archiving.
+    pub fn tenant(&self) -> Option<&str> {
+        self.owner().map(|(tenant, _)| tenant)
     }
 
     /// The user whose data this update is; `None` for tenant-wide views (population tallies,
     /// team and organisation preferences).
     pub fn user(&self) -> Option<&str> {
-        self.owner().1
+        self.owner().and_then(|(_, user)| user)
     }
 
-    fn owner(&self) -> (&str, Option<&str>) {
+    fn owner(&self) -> Option<(&str, Option<&str>)> {
         let (tenant, user) = match self {
             ViewUpdate::NextEdge(key, _) | ViewUpdate::SessionEpisode(key) => (&key.0, &key.1),
             ViewUpdate::Fact(key, _) => (&key.0, &key.1),
@@ -504,12 +437,14 @@ impl ViewUpdate {
             | ViewUpdate::PreferenceTrace((user, _), _)
             | ViewUpdate::PreferenceState((user, _), _)
             | ViewUpdate::Contradiction((user, _), _)
-            | ViewUpdate::UserTeam(user, _) => (&user.0, &user.1),
-            ViewUpdate::PopulationTally(key, _) => return (&key.0, None),
-            ViewUpdate::TeamPreference(team, _) => return (&team.0, None),
-            ViewUpdate::OrgPreference(tenant, _) => return (tenant, None),
+            | ViewUpdate::UserTeam(user, _)
+            | ViewUpdate::RetrievalPreference((user, _), _) => (&user.0, &user.1),
+            ViewUpdate::PopulationTally(key, _) => return Some((&key.0, None)),
+            ViewUpdate::TeamPreference(team, _) => return Some((&team.0, None)),
+            ViewUpdate::OrgPreference(tenant, _) => return Some((tenant, None)),
+            ViewUpdate::MemoryTrace(..) | ViewUpdate::MemoryArchived(_) => return None,
         };
-        (tenant, Some(user))
+        Some((tenant, Some(user)))
     }
 }
 
@@ -536,53 +471,6 @@ pub struct ViewChanges {
 
 /// Batches a slow reader may fall behind by before it is told it lagged (and must re-read).
 const CHANGE_FEED_CAPACITY: usize = 1024;
-
-/// Applies one update of a keyed view: `value` is the key's value from now on when `diff` is
-/// positive; a retraction removes the key only if it still holds `value` (a replacement made at
-/// the same time may already have been inserted, in either order).
-fn set_or_clear<M: KeyedView>(map: &mut M, key: M::Key, value: M::Value, diff: isize) {
-    if diff > 0 {
-        map.put(key, value);
-    } else {
-        map.clear_if(&key, &value);
-    }
-}
-
-/// The maps the views are kept in.
-trait KeyedView {
-    type Key;
-    type Value;
-    fn put(&mut self, key: Self::Key, value: Self::Value);
-    fn clear_if(&mut self, key: &Self::Key, value: &Self::Value);
-}
-
-impl<K: Ord, V: PartialEq> KeyedView for BTreeMap<K, V> {
-    type Key = K;
-    type Value = V;
-    fn put(&mut self, key: K, value: V) {
-        self.insert(key, value);
-    }
-    fn clear_if(&mut self, key: &K, value: &V) {
-        if self.get(key) == Some(value) {
-            self.remove(key);
-        }
-    }
-}
-
-impl<K: std::hash::Hash + Eq, V: PartialEq, S: std::hash::BuildHasher> KeyedView
-    for HashMap<K, V, S>
-{
-    type Key = K;
-    type Value = V;
-    fn put(&mut self, key: K, value: V) {
-        self.insert(key, value);
-    }
-    fn clear_if(&mut self, key: &K, value: &V) {
-        if self.get(key) == Some(value) {
-            self.remove(key);
-        }
-    }
-}
 
 /// The views shared between the dataflow and readers. The dataflow applies all updates of a
 /// timestamp under one write lock; a reader holds the read guard for its whole request, so it
@@ -773,42 +661,6 @@ mod tests {
         let user = user_view(&views);
         assert!(user.co_mentions.is_empty());
         assert_eq!(user.entities["alice"].mention_count, 3);
-    }
-
-    #[test]
-    fn co_mentions_are_found_by_either_name_and_removed_only_at_their_weight() {
-        let mut edges = CoMentions::default();
-        edges.insert("lisbon".into(), "alice".into(), 2);
-        edges.insert("alice".into(), "bob".into(), 1);
-        edges.insert("alice".into(), "carol".into(), 5);
-        assert_eq!(edges.len(), 3);
-        assert_eq!(edges.weight("alice", "lisbon"), Some(2));
-        assert_eq!(edges.weight("lisbon", "alice"), Some(2));
-        assert_eq!(edges.weight("bob", "carol"), None);
-        // setting an edge again replaces its weight
-        edges.insert("bob".into(), "alice".into(), 4);
-        assert_eq!((edges.len(), edges.weight("alice", "bob")), (3, Some(4)));
-        // a retraction of an older weight leaves the edge
-        edges.remove_if("alice", "bob", 1);
-        assert_eq!(edges.weight("alice", "bob"), Some(4));
-        edges.remove_if("bob", "alice", 4);
-        edges.remove_if("alice", "zed", 1);
-        let mut all: Vec<(String, String, u64)> = edges
-            .iter()
-            .map(|(a, b, w)| (a.to_string(), b.to_string(), w))
-            .collect();
-        all.sort();
-        assert_eq!(
-            all,
-            vec![
-                ("alice".to_string(), "carol".to_string(), 5),
-                ("alice".to_string(), "lisbon".to_string(), 2)
-            ]
-        );
-        edges.remove_if("alice", "carol", 5);
-        edges.remove_if("lisbon", "alice", 2);
-        assert!(edges.is_empty());
-        assert!(edges.by_first.is_empty(), "no empty lists are left behind");
     }
 
     #[test]

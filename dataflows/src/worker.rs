@@ -16,6 +16,7 @@ use engram_operators::facts::{FactAssertion, FactKey};
 use engram_operators::lifecycle::{lifecycle_states, PreferenceKey, PreferenceTrace};
 use engram_operators::math::decay::LifecycleThresholds;
 use engram_operators::memory_marks::MemoryUse;
+use engram_operators::memory_retention::{archived_memories, MemoryId, MemoryTrace};
 use engram_operators::skill_feedback::{FeedbackVote, MessageKey};
 use engram_operators::summaries::SummaryNode;
 use engram_operators::team_preferences::TeamAssignment;
@@ -52,15 +53,21 @@ pub(crate) fn run_worker(
     let mut lifecycle_probe = Handle::new();
     // preference traces as the memory dataflow emits them, for the lifecycle dataflow
     let new_traces: NewTraces = Default::default();
-    let cap_states = captured.states.clone();
-    let mut traces_in = worker.dataflow::<u64, _, _>(|scope| {
+    let (cap_states, cap_archived) = (captured.states.clone(), captured.archived.clone());
+    let (mut traces_in, mut memory_traces_in) = worker.dataflow::<u64, _, _>(|scope| {
         let (input, traces) = scope.new_collection::<(PreferenceKey, PreferenceTrace), isize>();
         keep_updates(
             lifecycle_states(traces, LifecycleThresholds::default()),
             &mut lifecycle_probe,
             move |updates| cap_states.lock().unwrap().push_all(updates),
         );
-        input
+        let (memory_input, memories) = scope.new_collection::<(MemoryId, MemoryTrace), isize>();
+        keep_updates(
+            archived_memories(memories, LifecycleThresholds::default()),
+            &mut lifecycle_probe,
+            move |updates| cap_archived.lock().unwrap().push_all(updates),
+        );
+        (input, memory_input)
     });
     let mut inputs = worker.dataflow::<u64, _, _>(|scope| {
         let (episodes_input, episodes) = scope.new_collection::<(SessionKey, Episode), isize>();
@@ -136,20 +143,28 @@ pub(crate) fn run_worker(
         // second is closed at once: with the event clock no later event may come to close
         // it. (A trace seen within a second already closed enters at the next one.)
         let mut final_before = engine_time.now_secs() + 1;
-        let mut new = new_traces.borrow_mut();
-        if !new.is_empty() {
+        let (mut new, mut new_memories) = (
+            new_traces.preferences.borrow_mut(),
+            new_traces.memories.borrow_mut(),
+        );
+        if !new.is_empty() || !new_memories.is_empty() {
             final_before = final_before.max(*traces_in.time() + 1);
             for (key, trace, diff) in new.drain(..) {
                 traces_in.update((key, trace), diff);
             }
+            for (id, trace, diff) in new_memories.drain(..) {
+                memory_traces_in.update((id, trace), diff);
+            }
         }
-        drop(new);
+        drop((new, new_memories));
         // every worker closes the same seconds, or the slowest would hold the others' back
         let final_before = engine_time.close_before(final_before);
         if final_before > *traces_in.time() {
             traces_in.advance_to(final_before);
+            memory_traces_in.advance_to(final_before);
         }
         traces_in.flush();
+        memory_traces_in.flush();
         worker.step_or_park(Some(Duration::from_millis(2)));
         if let Some(frontiers_out) = &frontiers_out {
             let frontier = probe

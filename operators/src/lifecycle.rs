@@ -53,12 +53,26 @@ impl PreferenceTrace {
         let mut sorted = activations.to_vec();
         sorted.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
         let (&(first_at, first_confidence), rest) = sorted.split_first()?;
-        let mut trace = RetentionTrace::new(
+        let created = RetentionTrace::new(
             first_at as f64,
             params.initial_stability(first_confidence, 0.0),
         );
-        let mut counted = 1;
-        for &(at, _) in rest {
+        let later = rest.iter().map(|&(at, _)| at);
+        Some(PreferenceTrace::reinforced(
+            created, later, params, thresholds,
+        ))
+    }
+
+    /// The trace `created`, reinforced ([`RetentionTrace::reinforced_at`]) at each of `times`
+    /// (ascending) at which it is not archived yet, as whole seconds.
+    pub fn reinforced(
+        created: RetentionTrace,
+        times: impl IntoIterator<Item = i64>,
+        params: &StabilityParams,
+        thresholds: &LifecycleThresholds,
+    ) -> PreferenceTrace {
+        let (mut trace, mut counted) = (created, 1);
+        for at in times {
             let state = lifecycle_state(
                 at as f64 - trace.last_activation,
                 trace.stability,
@@ -69,11 +83,11 @@ impl PreferenceTrace {
                 counted += 1;
             }
         }
-        Some(PreferenceTrace {
+        PreferenceTrace {
             last_activation_secs: trace.last_activation as i64,
             stability_secs: trace.stability.round() as i64,
             activations: counted,
-        })
+        }
     }
 
     /// Retention at second `now`.
@@ -203,23 +217,46 @@ pub fn lifecycle_states<'scope, K>(
 where
     K: differential_dataflow::Data,
 {
-    traces
+    scheduled(
+        traces,
+        "LifecycleStates",
+        move |(key, trace), time, diff, updates| {
+            let now = time as i64;
+            let mut state = trace.state_at(now, &thresholds);
+            updates.push(((key.clone(), state), time, diff));
+            for (at, entered) in trace.changes_after(now, &thresholds) {
+                let at = at.max(now) as u64;
+                updates.push(((key.clone(), state), at, -diff));
+                updates.push(((key.clone(), entered), at, diff));
+                state = entered;
+            }
+        },
+    )
+}
+
+/// The temporal-filter idiom over engine time: each input update `(data, t, m)` becomes the
+/// updates `schedule` pushes for it, each at its own time, none earlier than t (a later time
+/// is held back by the output's frontier until the input frontier passes it).
+pub fn scheduled<'scope, D, R>(
+    input: VecCollection<'scope, u64, D>,
+    name: &str,
+    schedule: impl Fn(D, u64, isize, &mut Vec<(R, u64, isize)>) + 'static,
+) -> VecCollection<'scope, u64, R>
+where
+    D: differential_dataflow::Data,
+    R: differential_dataflow::Data,
+{
+    input
         .inner
-        .unary(Pipeline, "LifecycleStates", move |_, _| {
+        .unary(Pipeline, name, move |_, _| {
+            let mut updates = Vec::new();
             move |input, output| {
                 input.for_each_stamp(|capability, batches| {
                     for batch in batches {
-                        for ((key, trace), time, diff) in batch.drain(..) {
-                            let now = time as i64;
-                            let mut state = trace.state_at(now, &thresholds);
-                            let mut updates = vec![((key.clone(), state), time, diff)];
-                            for (at, entered) in trace.changes_after(now, &thresholds) {
-                                let at = at.max(now) as u64;
-                                updates.push(((key.clone(), state), at, -diff));
-                                updates.push(((key.clone(), entered), at, diff));
-                                state = entered;
-                            }
-                            for (record, at, diff) in updates {
+                        for (data, time, diff) in batch.drain(..) {
+                            schedule(data, time, diff, &mut updates);
+                            for (record, at, diff) in updates.drain(..) {
+                                let at = at.max(time);
                                 let delayed = capability.delayed(&at, output.output_index());
                                 output.session(&delayed).give((record, at, diff));
                             }

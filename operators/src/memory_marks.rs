@@ -87,6 +87,61 @@ pub fn memory_marks_of<'scope, T>(
 where
     T: Timestamp + Lattice + Ord,
 {
+    marks_of_judged(judged_uses(uses, counting))
+}
+
+/// [`memory_marks`] of the uses as [`judged_uses`] gives them.
+pub fn marks_of_judged<'scope, T>(
+    judged: VecCollection<'scope, T, (MemoryKey, (i64, String, i8))>,
+) -> VecCollection<'scope, T, (MemoryKey, MemoryMark)>
+where
+    T: Timestamp + Lattice + Ord,
+{
+    let params = TrustParams::default();
+    judged.reduce(move |_memory, input, output| {
+        // values come sorted by (time, message id)
+        let mut trust = MemoryTrust::new(&params);
+        let mut last = i64::MIN;
+        for ((ts, _message, reward), m) in input {
+            if *m <= 0 {
+                continue;
+            }
+            let validation = match reward {
+                1.. => Validation::Correct,
+                ..=-1 => Validation::Incorrect,
+                0 => Validation::Unvalidated,
+            };
+            trust = trust.after_recall(validation, &params);
+            last = last.max(*ts);
+        }
+        if trust.recalls > 0 {
+            output.push((
+                MemoryMark {
+                    recalls: trust.recalls,
+                    correct: trust.correct,
+                    incorrect: trust.incorrect,
+                    last_recalled_micros: last,
+                    trust_micro: micro(trust.trust),
+                    persistence_micro: micro(trust.persistence(&params)),
+                    retained: trust.is_retained(&params),
+                },
+                1,
+            ));
+        }
+    })
+}
+
+/// Every present use of a memory with its validation: `((tenant, user, episode_id), (answer
+/// time, message id, reward))`, multiplicity 1, where reward is the sign of the message's
+/// counting vote (`counting`: one per message, as [`latest_votes`] gives), 0 when it has none.
+/// A use counts once when its multiplicity is positive.
+pub fn judged_uses<'scope, T>(
+    uses: VecCollection<'scope, T, (MessageKey, MemoryUse)>,
+    counting: VecCollection<'scope, T, (MessageKey, FeedbackVote)>,
+) -> VecCollection<'scope, T, (MemoryKey, (i64, String, i8))>
+where
+    T: Timestamp + Lattice + Ord,
+{
     let uses = uses.threshold(|_, m: &isize| isize::from(*m > 0));
     let rewards = counting.map(|(message, vote)| (message, vote.reward.signum()));
     let judged = uses
@@ -102,40 +157,7 @@ where
     let unjudged = uses.antijoin(voted).map(|((tenant, user, id), used)| {
         ((tenant, user, used.episode_id), (used.ts_micros, id, 0i8))
     });
-    let params = TrustParams::default();
-    judged
-        .concat(unjudged)
-        .reduce(move |_memory, input, output| {
-            // values come sorted by (time, message id)
-            let mut trust = MemoryTrust::new(&params);
-            let mut last = i64::MIN;
-            for ((ts, _message, reward), m) in input {
-                if *m <= 0 {
-                    continue;
-                }
-                let validation = match reward {
-                    1.. => Validation::Correct,
-                    ..=-1 => Validation::Incorrect,
-                    0 => Validation::Unvalidated,
-                };
-                trust = trust.after_recall(validation, &params);
-                last = last.max(*ts);
-            }
-            if trust.recalls > 0 {
-                output.push((
-                    MemoryMark {
-                        recalls: trust.recalls,
-                        correct: trust.correct,
-                        incorrect: trust.incorrect,
-                        last_recalled_micros: last,
-                        trust_micro: micro(trust.trust),
-                        persistence_micro: micro(trust.persistence(&params)),
-                        retained: trust.is_retained(&params),
-                    },
-                    1,
-                ));
-            }
-        })
+    judged.concat(unjudged)
 }
 
 /// A value in [0, 1] in millionths, rounded to nearest.

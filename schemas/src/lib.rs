@@ -7,6 +7,10 @@ pub mod event;
 pub mod tables;
 pub mod validate;
 
+/// The user whose memories are the tenant's domain-wide ones: what a tenant writes for this
+/// user is shared with all its users (never with other tenants).
+pub const DOMAIN_USER: &str = "_domain";
+
 pub use body::{parse_body, validate_item, MAX_EVENTS_PER_BODY};
 pub use event::*;
 pub use validate::{

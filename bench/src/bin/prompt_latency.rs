@@ -116,6 +116,7 @@ async fn main() -> anyhow::Result<()> {
             k: Some(engine.config.prompt.memories),
             as_of: None,
             include_domain: true,
+            include_archived: false,
         };
         let t = Instant::now();
         engine.recall.recall(&req).await?;

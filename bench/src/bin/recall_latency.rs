@@ -88,6 +88,7 @@ async fn main() -> anyhow::Result<()> {
         k: Some(10),
         as_of: None,
         include_domain: false,
+        include_archived: false,
     };
     // warm-up: caches and index files
     for (user, q) in qs.iter().take(10) {
@@ -108,7 +109,16 @@ async fn main() -> anyhow::Result<()> {
     for ((user, q), v) in qs.iter().zip(&qvecs) {
         let t = Instant::now();
         let fused = recall
-            .fused_candidates_for("bench", user, q, v.clone(), None, 40, None)
+            .fused_candidates_for(
+                "bench",
+                user,
+                q,
+                v.clone(),
+                None,
+                40,
+                None,
+                &Default::default(),
+            )
             .await?;
         search.push(t.elapsed().as_secs_f64() * 1000.0);
         assert!(!fused.is_empty());

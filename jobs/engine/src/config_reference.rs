@@ -49,6 +49,7 @@ const SECTIONS: &[(&str, &str)] = &[
     ("passages", "Sentences of long episodes, embedded on their own so a remark in a long turn is found."),
     ("hierarchy", "When a team, and the organisation (the tenant), hold a preference their members hold."),
     ("skills", "How skill feedback is weighed in skill selection."),
+    ("retention", "How memories (episodes, facts, summaries) fade: R = e^(−t/S) from their creation, S doubled and t reset by each answer they went into that was not voted down; below R = 0.05 a memory is archived: left out of prompts and of a recall that does not ask for `include_archived`, still found by one that does and by an `as_of` recall, never deleted."),
     ("fusion", "How a correction that carries raw multimodal `signals` ({modality: {confidence, agreement}}) instead of a confidence gets one: C = Σ wᵢ·cᵢ·aᵢ, clamped to [0, 1] (SPEC §4.6). Below 0.25 it is held for clarification instead of learned from ([consolidation.md](consolidation.md#consolidation))."),
 ];
 
@@ -130,6 +131,8 @@ const KEYS: &[KeyDoc] = &[
     key("recall.rrf_k", None, "reciprocal-rank-fusion constant (facts and summaries)"),
     key("recall.rank_by", None, "result order: `fusion` (the turn score), `relevance` (SPEC §5: 0.7·similarity + 0.2·recency + 0.1·importance) or `mrs` (MARK's memory relevance score)"),
     key("recall.recency_scale_days", None, "recency time scale of the §5 score, in days"),
+    key("recall.retention_weight", None, "w: each turn's score is multiplied by 1 − w + w·R, R its retention now (0: retention only decides what is archived)"),
+    key("recall.learned_boost", None, "s: a turn's score is multiplied, for each of its traits (role, content type, own or domain) the user's voted answers taught, by 1 + s·(up − down)/(up + down + 2); 0 turns retrieval preference learning off"),
     key("recall.mrs_weights", None, "the MARK weight preset `rank_by = \"mrs\"` uses: `default`, `core_blend`, `similarity_freshness`, `popularity_similarity`, `feedback_freshness`, `similarity_feedback`, `balanced`, `similarity_only`"),
     key("recall.graph.neighbours", None, "heaviest co-mentioned neighbours taken per query entity; `0` turns graph expansion off"),
     key("recall.graph.depth", None, "longest path followed, in edges (1–3)"),
@@ -143,6 +146,7 @@ const KEYS: &[KeyDoc] = &[
     key("fusion.other", None, "weight of any other modality"),
     key("hierarchy.team_min_users", None, "users of a team who must hold a preference for the team to hold it"),
     key("hierarchy.org_min_teams", None, "teams that must hold a preference for the organisation to hold it"),
+    key("retention.stability_days", None, "S of a never-recalled memory of importance 0, in days; importance 1 doubles it, a memory without importance counts as 0.5"),
     key("skills.feedback_half_life_days", None, "a vote this many days older than the user's latest (same bucket and skill) weighs half in their Thompson posterior; unset, every vote weighs the same"),
 ];
 

@@ -136,9 +136,11 @@ def recall(
     k: Optional[int] = None,
     as_of: Optional[Timestamp] = None,
     include_domain: Optional[bool] = None,
+    include_archived: Optional[bool] = None,
 ) -> Call[RecallResponse]:
     body = {"tenant": tenant, "user": user, "query": query, "k": k,
-            "as_of": _timestamp(as_of), "include_domain": include_domain}
+            "as_of": _timestamp(as_of), "include_domain": include_domain,
+            "include_archived": include_archived}
     return Call("POST", "/v1/recall", _drop_none(body))
 
 

@@ -71,11 +71,12 @@ class Engram(SyncTransport):
     # --- reading memory ----------------------------------------------------------------
 
     def recall(self, user: str, query: str, *, k: Optional[int] = None,
-               as_of: Optional[Timestamp] = None, include_domain: Optional[bool] = None
-               ) -> RecallResponse:
+               as_of: Optional[Timestamp] = None, include_domain: Optional[bool] = None,
+               include_archived: Optional[bool] = None) -> RecallResponse:
         """The user's turns, facts and summaries closest to ``query``, best first."""
         return self._send(calls.recall(self._tenant, user, query, k=k, as_of=as_of,
-                                       include_domain=include_domain))
+                                       include_domain=include_domain,
+                                       include_archived=include_archived))
 
     def memory(self, user: str) -> UserMemory:
         """What engram knows about the user: facts (every version), entities, preferences,

@@ -212,6 +212,7 @@ impl Engine {
             engram_dataflows::DataflowParams {
                 hierarchy: config.hierarchy,
                 skills: config.skills,
+                retention: config.retention,
                 corrections: engram_dataflows::CorrectionParams {
                     link_cosine: config.embedder_config().correction_link_cosine,
                     topic_link_cosine: config.embedder_config().correction_topic_link_cosine,

@@ -214,6 +214,7 @@ pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
                     k: Some(k),
                     as_of: None,
                     include_domain: false,
+                    include_archived: false,
                 };
                 let t = Instant::now();
                 let resp = engine.recall.recall(&req).await?;

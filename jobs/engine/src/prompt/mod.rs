@@ -313,6 +313,7 @@ impl Engine {
             k: Some(cfg.memories),
             as_of: req.as_of,
             include_domain: cfg.domain_memories,
+            include_archived: false,
         };
         let recent = async {
             match &req.session {

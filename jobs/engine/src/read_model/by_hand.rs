@@ -37,6 +37,11 @@ pub(super) fn memory_json_by_hand(views: &MemoryViews, tenant: &str, user: &str)
             })
         })
         .collect();
+    let retrieval: Vec<_> = memory
+        .retrieval
+        .iter()
+        .map(|(t, tally)| json!({"trait": t.label(), "up": tally.up, "down": tally.down}))
+        .collect();
     let style = memory.style.map(|s| {
         let v = s.style();
         let by_name: serde_json::Map<String, Value> = STYLE_DIMENSION_NAMES
@@ -82,7 +87,7 @@ pub(super) fn memory_json_by_hand(views: &MemoryViews, tenant: &str, user: &str)
         "edges": edges, "summaries": summaries,
         "tenant": tenant, "user": user, "views_as_of": views.as_of,
         "team": views.user_teams.get(&(tenant.to_string(), user.to_string())),
-        "marks": marks,
+        "marks": marks, "retrieval_preferences": retrieval,
         "engine_time": micros_to_rfc3339(now * 1_000_000),
         "facts": facts, "entities": entities, "co_mentions": co_mentions, "skills": skills,
         "correction_clusters": correction_clusters, "preferences": preferences,

@@ -87,6 +87,15 @@ pub fn user_memory_view(views: &MemoryViews, tenant: &str, user: &str) -> UserMe
             .iter()
             .map(|(episode, m)| MarkView::new(episode, m))
             .collect(),
+        retrieval_preferences: memory
+            .retrieval
+            .iter()
+            .map(|(t, tally)| RetrievalPreferenceView {
+                trait_name: t.label(),
+                up: tally.up,
+                down: tally.down,
+            })
+            .collect(),
         summaries,
         edges,
     }

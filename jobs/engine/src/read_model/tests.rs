@@ -182,6 +182,15 @@ fn populated() -> UserMemory {
             retained: true,
         },
     );
+    {
+        use engram_operators::retrieval_preferences::{ContentType, RetrievalTrait, TraitTally};
+        m.retrieval.insert(
+            RetrievalTrait::Assistant(false),
+            TraitTally { up: 3, down: 1 },
+        );
+        let list = RetrievalTrait::Content(ContentType::List);
+        m.retrieval.insert(list, TraitTally { up: 0, down: 2 });
+    }
     m.summaries.insert(
         "sum-1".into(),
         SummaryNode {
@@ -233,6 +242,7 @@ fn typed_views_serialise_to_the_hand_built_json() {
         ("corrections", 5),
         ("needs_clarification", 1),
         ("marks", 1),
+        ("retrieval_preferences", 2),
         ("summaries", 1),
     ] {
         assert_eq!(by_hand[part].as_array().map(Vec::len), Some(n), "{part}");

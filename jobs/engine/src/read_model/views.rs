@@ -42,6 +42,9 @@ pub struct UserMemoryView {
     pub needs_clarification: Vec<String>,
     pub style: Option<StyleView>,
     pub marks: Vec<MarkView>,
+    /// How the user's answers built with each kind of memory were judged (the retrieval
+    /// preferences recall learns from feedback), by trait.
+    pub retrieval_preferences: Vec<RetrievalPreferenceView>,
     pub summaries: Vec<SummaryView>,
     pub edges: Vec<EdgeView>,
 }
@@ -361,4 +364,14 @@ impl EdgeView {
             to: to.into(),
         }
     }
+}
+
+/// A learned retrieval preference: answers built with memories of `trait` voted up and down.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RetrievalPreferenceView {
+    /// `user`, `assistant`, `own`, `domain` or `content:<prose|question|list|code|link>`.
+    #[serde(rename = "trait")]
+    pub trait_name: String,
+    pub up: u64,
+    pub down: u64,
 }

@@ -207,7 +207,7 @@ impl Follower {
         let mut touched = Touched::default();
         for batch in batches.iter().filter(|b| b.seq > self.last_seq) {
             for (update, diff) in &batch.updates {
-                if update.tenant() == self.tenant {
+                if update.tenant() == Some(self.tenant.as_str()) {
                     touched.note(update, *diff, self.user.as_deref());
                 }
             }

@@ -98,7 +98,8 @@ fn recall() -> Value {
                 "query": {"type": "string", "description": "What to look for, as a question or keywords.", "minLength": 1},
                 "k": {"type": "integer", "description": "How many turns to return (default 10).", "minimum": 1, "maximum": 100},
                 "as_of": {"type": "string", "format": "date-time", "description": "Only memories from before this moment (RFC 3339)."},
-                "include_domain": {"type": "boolean", "description": "Also search the memories shared with all users of this tenant."}
+                "include_domain": {"type": "boolean", "description": "Also search the memories shared with all users of this tenant."},
+                "include_archived": {"type": "boolean", "description": "Also search archived memories: old ones no answer has used for a long time (an as_of search always includes them)."}
             },
             "required": ["user", "query"]
         },

@@ -6,6 +6,7 @@ use crate::config::RecallConfig;
 pub mod analysed_turns;
 pub mod bm25;
 mod graph;
+pub mod learned;
 mod ranking;
 mod search;
 pub mod speaker_cache;
@@ -41,11 +42,15 @@ pub struct RecallRequest {
     /// user [`DOMAIN_USER`], and only those (nothing any other user wrote is shared).
     #[serde(default)]
     pub include_domain: bool,
+    /// Also recall archived memories (issue 33: those whose retention fell below 0.05). An
+    /// `as_of` recall always includes them.
+    #[serde(default)]
+    pub include_archived: bool,
 }
 
 /// The user whose memories are the tenant's domain-wide ones: what a tenant writes for this
 /// user is explicitly marked as shared with all its users (never with other tenants).
-pub const DOMAIN_USER: &str = "_domain";
+pub const DOMAIN_USER: &str = engram_schemas::DOMAIN_USER;
 
 /// Why a result was chosen: its rank and raw score in each retriever that found it.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -84,6 +89,17 @@ pub struct Why {
     /// SPEC §5 score: 0.7·similarity (the best of the episode's and its passages' cosine; 0
     /// when only the text or graph search found it) + 0.2·recency + 0.1·importance.
     pub relevance: f64,
+    /// The memory's retention R now, e^(−t/S) of its decay trace (absent before its trace is
+    /// in the views).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retention: Option<f64>,
+    /// The memory is archived (only an `include_archived` or `as_of` recall returns it).
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub archived: bool,
+    /// The boost the user's retrieval preferences give the turn's kind (its role, content type
+    /// and origin), when feedback has taught any ([`learned::LearnedBoosts`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub learned: Option<f64>,
     /// The episode's MARK state, when answers have been built with it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mark: Option<engram_operators::memory_marks::MemoryMark>,
@@ -296,6 +312,8 @@ impl Recall {
         let (vector, turn_vector) = self
             .embed_question(&req.tenant, &req.user, &req.query, req.as_of)
             .await?;
+        // the asking user's retrieval preferences, for their own turns and the domain's
+        let learned = self.learned_boosts(&req.tenant, &req.user);
         let own = self.fused_candidates_for(
             &req.tenant,
             &req.user,
@@ -304,6 +322,7 @@ impl Recall {
             turn_vector,
             candidates,
             req.as_of,
+            &learned,
         );
         let domain = async {
             if req.include_domain && req.user != DOMAIN_USER {
@@ -316,6 +335,7 @@ impl Recall {
                     None,
                     k,
                     req.as_of,
+                    &learned,
                 )
                 .await
             } else {
@@ -352,8 +372,20 @@ impl Recall {
         };
         let (own, domain, facts, summaries, shared) =
             tokio::join!(own, domain, facts, summaries, domain_facts_and_summaries);
-        let (shared_facts, shared_summaries) = shared?;
-        let mut facts = facts?;
+        let (mut facts, mut summaries) = (facts?, summaries?);
+        let (mut shared_facts, mut shared_summaries) = shared?;
+        // archived memories only for a recall that asks for them, or looks back (`as_of`)
+        if !req.include_archived && req.as_of.is_none() {
+            let views = self.views.read();
+            let archived = |id: &str| {
+                let key = engram_operators::episode_key(id);
+                views.archived_memories.contains_key(&key)
+            };
+            facts.retain(|f| !archived(&f.fact_id));
+            shared_facts.retain(|f| !archived(&f.fact_id));
+            summaries.retain(|s| !archived(&s.id));
+            shared_summaries.retain(|s| !archived(&s.id));
+        }
         // both lists are scored by the same reciprocal-rank fusion, so they merge by score
         facts.extend(shared_facts.into_iter().map(|mut f| {
             f.domain = true;
@@ -361,7 +393,6 @@ impl Recall {
         }));
         facts.sort_by(FactHit::current_then_best);
         facts.truncate(k);
-        let mut summaries = summaries?;
         summaries.extend(shared_summaries.into_iter().map(|mut h| {
             h.domain = true;
             h
@@ -375,6 +406,9 @@ impl Recall {
             h
         });
         let mut results = merge_by_score(own?, domain.collect());
+        if !req.include_archived && req.as_of.is_none() {
+            results.retain(|r| !r.why.archived);
+        }
         let at = req.as_of.unwrap_or_else(chrono::Utc::now);
         score_relevance(&mut results, at, self.config.recency_scale_days);
         if self.config.rank_by == RankBy::Mrs {

@@ -300,6 +300,8 @@ pub fn rank_turns(
                 own_event: reports_own_event(&h.content),
                 // read only where the question asks for an amount
                 money: signals.money && states_amount_of_money(&h.content),
+                retention: h.why.retention.unwrap_or(1.0),
+                learned: h.why.learned.unwrap_or(1.0),
             }
         })
         .collect();

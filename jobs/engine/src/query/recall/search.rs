@@ -1,6 +1,7 @@
 //! The searches recall fuses: episodes (vector, full text, best span with passages), facts
 //! and summaries.
 
+use super::learned::LearnedBoosts;
 use super::turn_scoring::{known_speakers, speaker_free, TurnWeights};
 use super::*;
 
@@ -150,8 +151,25 @@ impl Recall {
         as_of: Option<chrono::DateTime<chrono::Utc>>,
     ) -> Result<Vec<RecallHit>, RecallError> {
         let (vector, turn_vector) = self.embed_question(tenant, user, query, as_of).await?;
-        self.fused_candidates_for(tenant, user, query, vector, turn_vector, candidates, as_of)
-            .await
+        let learned = self.learned_boosts(tenant, user);
+        self.fused_candidates_for(
+            tenant,
+            user,
+            query,
+            vector,
+            turn_vector,
+            candidates,
+            as_of,
+            &learned,
+        )
+        .await
+    }
+
+    /// What `user`'s feedback taught about kinds of memory, at `recall.learned_boost`.
+    pub fn learned_boosts(&self, tenant: &str, user: &str) -> LearnedBoosts {
+        let views = self.views.read();
+        let memory = views.users.get(&(tenant.to_string(), user.to_string()));
+        LearnedBoosts::of(memory, self.config.learned_boost)
     }
 
     /// The question's embedding and, when the user's speakers are known from an earlier
@@ -246,6 +264,7 @@ impl Recall {
         turn_vector: Option<Vec<f32>>,
         candidates: usize,
         as_of: Option<chrono::DateTime<chrono::Utc>>,
+        learned: &LearnedBoosts,
     ) -> Result<Vec<RecallHit>, RecallError> {
         let rows = self.store.user_row_count(tenant, user);
         // every turn of the user is within reach of the vector search, or each search's best
@@ -339,8 +358,21 @@ impl Recall {
                 .words(tenant, user, turns, super::bm25::analyse)
         });
         let views = self.views.read();
+        let mut hits = hits;
+        // retention at the recall's moment: as of `as_of`, else the engine's time
+        let at = as_of.map_or(views.engine_time_secs as i64, |t| t.timestamp());
+        for h in &mut hits {
+            let key = engram_operators::episode_key(&h.id);
+            h.why.retention = views.memory_traces.get(&key).map(|t| t.retention_at(at));
+            h.why.archived = views.archived_memories.contains_key(&key);
+            let domain = user == super::DOMAIN_USER;
+            h.why.learned = learned.of_turn(&h.role, &h.content, domain);
+        }
         let neighbours = |id: &str| (views.prev_id(id), views.next_id(id));
-        let weights = TurnWeights::default();
+        let weights = TurnWeights {
+            retention: self.config.retention_weight,
+            ..TurnWeights::default()
+        };
         let in_process = words.as_deref().map(|words| InProcessText {
             words,
             expansion: &expansion,

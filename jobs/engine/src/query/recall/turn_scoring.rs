@@ -51,6 +51,11 @@ pub struct TurnEvidence {
     /// The turn states an amount of money ([`states_amount_of_money`]; read only for a question
     /// that asks for one).
     pub money: bool,
+    /// The turn's retention R now (issue 33: e^(−t/S), 1 while it has no trace yet).
+    pub retention: f64,
+    /// What the user's retrieval preferences make of the turn's kind: the product of its
+    /// traits' boosts (1 without feedback; [`super::learned::LearnedBoosts`]).
+    pub learned: f64,
 }
 
 /// What the question asks, read from its words.
@@ -100,6 +105,8 @@ pub struct TurnWeights {
     pub diversity: f64,
     /// … among the best `diversity_depth` turns.
     pub diversity_depth: usize,
+    /// A turn's score is multiplied by `1 − retention + retention · R` (`recall.retention_weight`).
+    pub retention: f64,
 }
 
 impl Default for TurnWeights {
@@ -117,6 +124,7 @@ impl Default for TurnWeights {
             money: 0.5,
             diversity: 0.1,
             diversity_depth: 50,
+            retention: 0.0,
         }
     }
 }
@@ -130,7 +138,7 @@ pub struct TurnScore {
     pub neighbour: f64,
     /// The session's share added.
     pub session: f64,
-    /// The product of the date (or time window), event and money factors.
+    /// The product of the date (or time window), event, money and retention factors.
     pub factor: f64,
     /// The final score.
     pub score: f64,
@@ -146,7 +154,9 @@ pub struct TurnScore {
 /// 5. `score = s'' · (1 + w.date · e^(−|days between the turn's day and the question's|/scale))
 ///    · (1 + w.own_event · [own event])`; without a named day but with a time window, the
 ///    date factor is `1 + w.window · proximity(turn's time)` instead; for a question asking an
-///    amount of money, a turn stating one is multiplied by `1 + w.money`.
+///    amount of money, a turn stating one is multiplied by `1 + w.money`; and every turn by
+///    `1 − w.retention + w.retention · R`, R its retention (clamped to [0, 1]), and by its
+///    learned boost.
 pub fn score_turns(turns: &[TurnEvidence], q: &QuestionSignals, w: &TurnWeights) -> Vec<TurnScore> {
     let max = |f: fn(&TurnEvidence) -> f64| turns.iter().map(f).fold(1e-9, f64::max);
     let (max_cos, max_bm25, max_graph) = (
@@ -208,6 +218,8 @@ pub fn score_turns(turns: &[TurnEvidence], q: &QuestionSignals, w: &TurnWeights)
         if q.money && t.money {
             s.factor *= 1.0 + w.money;
         }
+        s.factor *= 1.0 - w.retention + w.retention * t.retention.clamp(0.0, 1.0);
+        s.factor *= t.learned;
         s.score *= s.factor;
     }
     out
@@ -420,6 +432,8 @@ mod tests {
             next: None,
             own_event: false,
             money: false,
+            retention: 1.0,
+            learned: 1.0,
         }
     }
 
@@ -600,6 +614,34 @@ mod tests {
         // a question that does not ask an amount leaves the turns as they are
         let s = score_turns(&money_turns, &QuestionSignals::default(), &w);
         assert!((s[1].score - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn retention_weighs_as_configured() {
+        let mut turns = [turn(1.0, 0.0, "A", "s1"), turn(1.0, 0.0, "A", "s2")];
+        turns[1].retention = 0.2;
+        let q = QuestionSignals::default();
+        // weight 0 (the default): retention changes nothing
+        let s = score_turns(&turns, &q, &only_factors());
+        assert_eq!((s[0].score, s[1].score), (1.0, 1.0));
+        // weight 0.5: 1 − 0.5 + 0.5·0.2 = 0.6
+        let w = TurnWeights {
+            retention: 0.5,
+            ..only_factors()
+        };
+        let s = score_turns(&turns, &q, &w);
+        assert!((s[0].score - 1.0).abs() < 1e-12);
+        assert!((s[1].score - 0.6).abs() < 1e-12 && (s[1].factor - 0.6).abs() < 1e-12);
+        // weight 1: the score is R times what it was
+        let w = TurnWeights {
+            retention: 1.0,
+            ..only_factors()
+        };
+        assert!((score_turns(&turns, &q, &w)[1].score - 0.2).abs() < 1e-12);
+        // a learned boost multiplies like the other factors
+        turns[0].learned = 1.25;
+        let s = score_turns(&turns, &q, &only_factors());
+        assert_eq!((s[0].score, s[0].factor), (1.25, 1.25));
     }
 
     #[test]

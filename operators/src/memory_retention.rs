@@ -1,0 +1,229 @@
+//! Retention of memories (episodes, facts, summaries), as preferences have it (SPEC §5; issue
+//! 33): a memory decays as R(t) = e^(−(t − last activation)/S) from its creation; each answer
+//! it was recalled into that was not voted down reinforces it (S × 2, clock reset); once R
+//! falls below the archive threshold it is archived — left out of what a plain recall and a
+//! prompt draw on, still found by an explicit search or an as-of query, never deleted.
+//!
+//! - [`memory_traces`] (in the memory dataflow, at log-offset times): per memory, its decay
+//!   trace from its creation and its recalls.
+//! - [`archived_memories`] (in the dataflow whose timestamps are engine time, whole seconds):
+//!   the memories archived at every time, each archiving an update at a future second (the
+//!   temporal-filter idiom of [`crate::lifecycle::lifecycle_states`]): nothing polls.
+
+use differential_dataflow::lattice::Lattice;
+use differential_dataflow::VecCollection;
+use serde::{Deserialize, Serialize};
+use timely::progress::Timestamp;
+
+use crate::lifecycle::{scheduled, PreferenceTrace};
+use crate::math::decay::{
+    threshold_crossing_time, LifecycleThresholds, RetentionTrace, StabilityParams,
+};
+
+/// A memory: the 128 bits of its id ([`crate::episode_key`]; episode, fact and summary ids are
+/// UUIDs, so one key space holds all three without collisions).
+pub type MemoryId = u128;
+
+/// A memory's decay trace: the same record as a preference's.
+pub type MemoryTrace = PreferenceTrace;
+
+/// What a memory's trace is made of: when it was created, how important it is, and when
+/// answers recalled it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum MemoryActivation {
+    /// Created at this event time (seconds since the Unix epoch), with this importance in
+    /// thousandths (0..=1000).
+    Created { at_secs: i64, importance_milli: u16 },
+    /// Recalled into an answer given at this event time that was not voted down.
+    Recalled { at_secs: i64 },
+}
+
+impl MemoryTrace {
+    /// A memory's trace: created at `created_secs` with stability
+    /// [`StabilityParams::initial_stability`] of its importance (importance plays the part a
+    /// correction's confidence plays for a preference), then reinforced
+    /// ([`RetentionTrace::reinforced_at`]) by each recall in time order, if the memory is not
+    /// archived by then (an archived memory is cold storage: finding it by an explicit search
+    /// does not revive it). A recall stamped before the creation counts at the creation.
+    pub fn of_memory(
+        created_secs: i64,
+        importance: f64,
+        recalls: &[i64],
+        params: &StabilityParams,
+        thresholds: &LifecycleThresholds,
+    ) -> MemoryTrace {
+        let mut recalls = recalls.to_vec();
+        recalls.sort_unstable();
+        let created = RetentionTrace::new(
+            created_secs as f64,
+            params.initial_stability(importance, 0.0),
+        );
+        let times = recalls.into_iter().map(|at| at.max(created_secs));
+        MemoryTrace::reinforced(created, times, params, thresholds)
+    }
+
+    /// The first whole second at which the trace is archived: strictly after the exact time
+    /// R falls below `thresholds.archived_below`. `None` when it never is.
+    pub fn archived_from(&self, thresholds: &LifecycleThresholds) -> Option<i64> {
+        let after = threshold_crossing_time(self.stability_secs as f64, thresholds.archived_below);
+        after
+            .is_finite()
+            .then(|| self.last_activation_secs + after.floor() as i64 + 1)
+    }
+}
+
+/// The decay traces of memories.
+///
+/// Input: `(memory, activation)` records ([`MemoryActivation`]); a record counts as many times
+/// as its multiplicity when that is positive, and not at all otherwise. Output:
+/// `(memory, trace)`, multiplicity 1, for every memory with at least one counting `Created`
+/// record: [`MemoryTrace::of_memory`] of its least `Created` record (time, then importance, as
+/// `importance_milli / 1000`) and the times of all its counting `Recalled` records, with
+/// `params` and `thresholds`.
+///
+/// Cost: a change to a memory's records re-derives its trace (linear in its recalls).
+pub fn memory_traces<'scope, T>(
+    activations: VecCollection<'scope, T, (MemoryId, MemoryActivation)>,
+    params: StabilityParams,
+    thresholds: LifecycleThresholds,
+) -> VecCollection<'scope, T, (MemoryId, MemoryTrace)>
+where
+    T: Timestamp + Lattice + Ord,
+{
+    activations.reduce(move |_memory, input, output| {
+        // `Created` sorts before `Recalled`: the first counting value is the creation, if any
+        let mut created = None;
+        let mut recalls = Vec::new();
+        for (activation, m) in input {
+            if *m <= 0 {
+                continue;
+            }
+            match activation {
+                MemoryActivation::Created {
+                    at_secs,
+                    importance_milli,
+                } => {
+                    created.get_or_insert((*at_secs, *importance_milli));
+                }
+                MemoryActivation::Recalled { at_secs } => {
+                    recalls.extend(std::iter::repeat_n(*at_secs, *m as usize))
+                }
+            }
+        }
+        if let Some((at, importance)) = created {
+            let importance = f64::from(importance.min(1000)) / 1000.0;
+            let trace = MemoryTrace::of_memory(at, importance, &recalls, &params, &thresholds);
+            output.push((trace, 1));
+        }
+    })
+}
+
+/// The archived memories over engine time.
+///
+/// Input: traces keyed by anything, in a dataflow whose timestamps are engine time in whole
+/// seconds since the Unix epoch. Output: at every time t, for every record `(key, trace)` of
+/// the input as of t with multiplicity m whose [`MemoryTrace::archived_from`] is at or before
+/// t, the record `key` with multiplicity m, and nothing else.
+///
+/// Each input update `((key, trace), t, m)` becomes the one update `(key, max(t, archived
+/// from), m)`: at a future time when the memory is not archived yet, which the output holds
+/// back until the input frontier passes it. A trace retracted before that time retracts the
+/// archiving at the same future time, so the two cancel (a reinforced trace, retracted and
+/// replaced, moves its archiving later).
+///
+/// Cost: at most one output update per input update; no state.
+pub fn archived_memories<'scope, K>(
+    traces: VecCollection<'scope, u64, (K, MemoryTrace)>,
+    thresholds: LifecycleThresholds,
+) -> VecCollection<'scope, u64, K>
+where
+    K: differential_dataflow::Data,
+{
+    scheduled(
+        traces,
+        "ArchivedMemories",
+        move |(key, trace), time, diff, updates| {
+            if let Some(from) = trace.archived_from(&thresholds) {
+                updates.push((key, time.max(u64::try_from(from).unwrap_or(0)), diff));
+            }
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::math::decay::SECONDS_PER_DAY;
+
+    const DAY: i64 = SECONDS_PER_DAY as i64;
+
+    fn params(base_days: f64) -> StabilityParams {
+        StabilityParams {
+            base_secs: base_days * SECONDS_PER_DAY,
+            ..StabilityParams::default()
+        }
+    }
+
+    #[test]
+    fn importance_sets_the_initial_stability_and_the_archive_day() {
+        let th = LifecycleThresholds::default();
+        // base 100 days: importance 0 → S = 100 days, 1 → 200 days, 0.5 → 150 days
+        for (importance, days) in [(0.0, 100), (1.0, 200), (0.5, 150)] {
+            let trace = MemoryTrace::of_memory(1_000, importance, &[], &params(100.0), &th);
+            assert_eq!(trace.stability_secs, days * DAY);
+            assert_eq!(trace.activations, 1);
+            // archived strictly after S·ln 20 (ln 20 = 2.9957…)
+            let exact = days as f64 * SECONDS_PER_DAY * 20f64.ln();
+            assert_eq!(
+                trace.archived_from(&th),
+                Some(1_000 + exact.floor() as i64 + 1)
+            );
+        }
+        // 100 days · ln 20 = 299.57 days
+        let trace = MemoryTrace::of_memory(0, 0.0, &[], &params(100.0), &th);
+        let from = trace.archived_from(&th).unwrap();
+        assert!(trace.retention_at(from - 1) >= 0.05);
+        assert!(trace.retention_at(from) < 0.05);
+        assert_eq!(from / DAY, 299);
+    }
+
+    #[test]
+    fn recalls_double_stability_and_reset_the_clock_unless_archived() {
+        let th = LifecycleThresholds::default();
+        let p = params(10.0);
+        // S = 10 days; recalled on days 5 and 12 → S = 40 days from day 12
+        let trace = MemoryTrace::of_memory(0, 0.0, &[12 * DAY, 5 * DAY], &p, &th);
+        assert_eq!(trace.last_activation_secs, 12 * DAY);
+        assert_eq!(trace.stability_secs, 40 * DAY);
+        assert_eq!(trace.activations, 3);
+        // archived after 10·ln 20 = 29.96 days: a recall on day 31 does not revive it
+        let late = MemoryTrace::of_memory(0, 0.0, &[31 * DAY], &p, &th);
+        assert_eq!(late.last_activation_secs, 0);
+        assert_eq!(late.stability_secs, 10 * DAY);
+        assert_eq!(late.activations, 1);
+        // a recall stamped before the creation counts at the creation
+        let early = MemoryTrace::of_memory(7 * DAY, 0.0, &[DAY], &p, &th);
+        assert_eq!(early.last_activation_secs, 7 * DAY);
+        assert_eq!(early.stability_secs, 20 * DAY);
+    }
+
+    #[test]
+    fn a_trace_that_never_decays_is_never_archived() {
+        let th = LifecycleThresholds::default();
+        let trace = MemoryTrace {
+            last_activation_secs: 0,
+            stability_secs: 0,
+            activations: 1,
+        };
+        // no stability: archived the second after its activation
+        assert_eq!(trace.archived_from(&th), Some(1));
+        let never = LifecycleThresholds {
+            inactive_below: 0.0,
+            archived_below: 0.0,
+        };
+        assert_eq!(
+            MemoryTrace::of_memory(0, 0.0, &[], &params(1.0), &never).archived_from(&never),
+            None
+        );
+    }
+}
