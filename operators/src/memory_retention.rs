@@ -20,6 +20,9 @@ use crate::math::decay::{
     threshold_crossing_time, LifecycleThresholds, RetentionTrace, StabilityParams,
 };
 
+/// Archivings happen on whole hours.
+const ARCHIVE_GRAIN_SECS: i64 = 3600;
+
 /// A memory: the 128 bits of its id ([`crate::episode_key`]; episode, fact and summary ids are
 /// UUIDs, so one key space holds all three without collisions).
 pub type MemoryId = u128;
@@ -62,13 +65,17 @@ impl MemoryTrace {
         MemoryTrace::reinforced(created, times, params, thresholds)
     }
 
-    /// The first whole second at which the trace is archived: strictly after the exact time
-    /// R falls below `thresholds.archived_below`. `None` when it never is.
+    /// When the trace is archived: the first whole hour (a multiple of 3600 seconds since the
+    /// Unix epoch) at or after the first second strictly after the exact time R falls below
+    /// `thresholds.archived_below`. `None` when it never is. (Whole hours, so that the
+    /// archivings of many memories share a few times: one per second each cost the engine-time
+    /// dataflow a time of its own.)
     pub fn archived_from(&self, thresholds: &LifecycleThresholds) -> Option<i64> {
         let after = threshold_crossing_time(self.stability_secs as f64, thresholds.archived_below);
-        after
-            .is_finite()
-            .then(|| self.last_activation_secs + after.floor() as i64 + 1)
+        after.is_finite().then(|| {
+            let second = self.last_activation_secs + after.floor() as i64 + 1;
+            (second + ARCHIVE_GRAIN_SECS - 1).div_euclid(ARCHIVE_GRAIN_SECS) * ARCHIVE_GRAIN_SECS
+        })
     }
 }
 
@@ -172,17 +179,17 @@ mod tests {
             let trace = MemoryTrace::of_memory(1_000, importance, &[], &params(100.0), &th);
             assert_eq!(trace.stability_secs, days * DAY);
             assert_eq!(trace.activations, 1);
-            // archived strictly after S·ln 20 (ln 20 = 2.9957…)
-            let exact = days as f64 * SECONDS_PER_DAY * 20f64.ln();
-            assert_eq!(
-                trace.archived_from(&th),
-                Some(1_000 + exact.floor() as i64 + 1)
-            );
+            // archived at the first whole hour strictly after S·ln 20 (ln 20 = 2.9957…)
+            let exact = 1_000.0 + days as f64 * SECONDS_PER_DAY * 20f64.ln();
+            let from = trace.archived_from(&th).unwrap();
+            assert_eq!(from % 3600, 0);
+            assert!(from as f64 > exact && ((from - 3600) as f64) < exact + 1.0);
         }
-        // 100 days · ln 20 = 299.57 days
+        // 100 days · ln 20 = 299.57 days = 25,883,126.8 s: hour 7190 (25,884,000 s)
         let trace = MemoryTrace::of_memory(0, 0.0, &[], &params(100.0), &th);
         let from = trace.archived_from(&th).unwrap();
-        assert!(trace.retention_at(from - 1) >= 0.05);
+        assert_eq!(from, 7190 * 3600);
+        assert!(trace.retention_at(from - 3600) >= 0.05);
         assert!(trace.retention_at(from) < 0.05);
         assert_eq!(from / DAY, 299);
     }
@@ -215,8 +222,8 @@ mod tests {
             stability_secs: 0,
             activations: 1,
         };
-        // no stability: archived the second after its activation
-        assert_eq!(trace.archived_from(&th), Some(1));
+        // no stability: archived at the first hour after its activation
+        assert_eq!(trace.archived_from(&th), Some(3600));
         let never = LifecycleThresholds {
             inactive_below: 0.0,
             archived_below: 0.0,
