@@ -172,6 +172,18 @@ impl MemoryViews {
         neighbour(&self.next, id)
     }
 
+    /// Whether memory `id` (an episode, fact or summary id) is archived as of the engine time.
+    pub fn is_archived(&self, id: &str) -> bool {
+        let key = engram_operators::episode_key(id);
+        self.archived_memories.contains_key(&key)
+    }
+
+    /// Memory `id`'s retention at second `at`, once its trace is in the views.
+    pub fn retention_of(&self, id: &str, at: i64) -> Option<f64> {
+        let key = engram_operators::episode_key(id);
+        self.memory_traces.get(&key).map(|t| t.retention_at(at))
+    }
+
     /// The id of the episode before episode `id` in its session (see [`MemoryViews::next_id`]).
     pub fn prev_id(&self, id: &str) -> Option<String> {
         neighbour(&self.prev, id)

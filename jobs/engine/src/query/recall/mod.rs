@@ -377,10 +377,7 @@ impl Recall {
         // archived memories only for a recall that asks for them, or looks back (`as_of`)
         if !req.include_archived && req.as_of.is_none() {
             let views = self.views.read();
-            let archived = |id: &str| {
-                let key = engram_operators::episode_key(id);
-                views.archived_memories.contains_key(&key)
-            };
+            let archived = |id: &str| views.is_archived(id);
             facts.retain(|f| !archived(&f.fact_id));
             shared_facts.retain(|f| !archived(&f.fact_id));
             summaries.retain(|s| !archived(&s.id));

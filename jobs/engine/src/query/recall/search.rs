@@ -361,11 +361,10 @@ impl Recall {
         let mut hits = hits;
         // retention at the recall's moment: as of `as_of`, else the engine's time
         let at = as_of.map_or(views.engine_time_secs as i64, |t| t.timestamp());
+        let domain = user == super::DOMAIN_USER;
         for h in &mut hits {
-            let key = engram_operators::episode_key(&h.id);
-            h.why.retention = views.memory_traces.get(&key).map(|t| t.retention_at(at));
-            h.why.archived = views.archived_memories.contains_key(&key);
-            let domain = user == super::DOMAIN_USER;
+            h.why.retention = views.retention_of(&h.id, at);
+            h.why.archived = views.is_archived(&h.id);
             h.why.learned = learned.of_turn(&h.role, &h.content, domain);
         }
         let neighbours = |id: &str| (views.prev_id(id), views.next_id(id));
