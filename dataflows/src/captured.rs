@@ -6,7 +6,7 @@ use engram_operators::correction_clusters::UserKey;
 use engram_operators::facts::{FactAssertion, FactKey};
 use engram_operators::lifecycle::PreferenceKey;
 use engram_operators::math::decay::LifecycleState;
-use engram_operators::memory_retention::MemoryId;
+use engram_operators::memories::MemoryId;
 use engram_operators::summaries::SummaryNode;
 use engram_operators::{Episode, SessionKey};
 use std::collections::BTreeMap;

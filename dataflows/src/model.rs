@@ -15,14 +15,15 @@ use engram_operators::entities::{
 use engram_operators::facts::{facts_over_time, FactAssertion, FactKey, FactVersion};
 use engram_operators::lifecycle::{preference_traces, PreferenceKey, PreferenceTrace};
 use engram_operators::math::decay::LifecycleThresholds;
+use engram_operators::memories::{
+    owner_key, used_memories, JudgedUse, Memory, MemoryId, RetrievalTrait,
+};
 use engram_operators::memory_marks::{
     judged_uses, marks_of_judged, MemoryKey, MemoryMark, MemoryUse,
 };
-use engram_operators::memory_retention::{memory_traces, MemoryActivation, MemoryId, MemoryTrace};
+use engram_operators::memory_retention::{memory_traces, MemoryTrace};
 use engram_operators::preference_contradictions::{preference_contradictions, Contradiction};
-use engram_operators::retrieval_preferences::{
-    retrieval_preferences, RetrievalTrait, TraitKey, TraitTally,
-};
+use engram_operators::retrieval_preferences::{retrieval_preferences, TraitKey, TraitTally};
 use engram_operators::skill_confidence::{
     discounted_skill_feedback_of, skill_confidences_of, DiscountedTally, SkillConfidence,
     UserSkillKey,
@@ -118,28 +119,21 @@ pub fn memory_model<'scope>(
     let judged = judged_uses(input.uses, votes.clone());
     let fact_versions = facts_over_time(input.facts.clone());
     let summaries = user_summaries(input.summaries);
+    // every memory once, and the uses answers made of them
+    let memories = memories_of(
+        input.episodes.clone(),
+        fact_versions.clone(),
+        summaries.clone(),
+    );
+    let used = used_memories(memories.clone(), uses_by_memory(judged.clone()));
     let memory_traces = memory_traces(
-        memory_activations(
-            input.episodes.clone(),
-            fact_versions.clone(),
-            summaries.clone(),
-            judged.clone(),
-        ),
+        memories,
+        used.clone(),
         params.retention.stability(),
         LifecycleThresholds::default(),
     );
-    let traits = input.episodes.clone().map(|((_, user, _), e)| {
-        let domain = user == engram_schemas::DOMAIN_USER;
-        let traits = RetrievalTrait::of(&e.role, &e.content, domain);
-        (episode_key(&e.id), traits)
-    });
-    let judged_by_memory = judged
-        .clone()
-        .map(|((tenant, user, id), (_, message, reward))| {
-            (episode_key(&id), ((tenant, user), message, reward))
-        });
     MemoryModel {
-        retrieval_preferences: retrieval_preferences(traits, judged_by_memory),
+        retrieval_preferences: retrieval_preferences(used),
         next_edges: next_edges(
             input
                 .episodes
@@ -174,34 +168,54 @@ pub fn memory_model<'scope>(
     }
 }
 
-/// What memories' traces are made of: every episode, fact version and summary is created at its
-/// event time (with its importance; 0.5 when it has none), and recalled at each answer that used
-/// it and was not voted down (its latest vote not negative).
-fn memory_activations<'scope>(
+/// Every memory: each episode (with its traits), fact version and summary, made at its event
+/// time, with its importance (0.5 when it has none).
+fn memories_of<'scope>(
     episodes: Coll<'scope, (SessionKey, Episode)>,
     fact_versions: Coll<'scope, (FactKey, FactVersion)>,
     summaries: Coll<'scope, (UserKey, SummaryNode)>,
-    judged: Coll<'scope, (MemoryKey, (i64, String, i8))>,
-) -> Coll<'scope, (MemoryId, MemoryActivation)> {
+) -> Coll<'scope, (MemoryId, Memory)> {
     const UNSTATED_IMPORTANCE: u16 = 500;
-    let created = |id: &str, micros: i64, importance: Option<u16>| {
-        (
-            episode_key(id),
-            MemoryActivation::Created {
-                at_secs: micros.div_euclid(1_000_000),
-                importance_milli: importance.unwrap_or(UNSTATED_IMPORTANCE),
-            },
-        )
+    let memory = |(tenant, user): (&str, &str), micros: i64, importance: Option<u16>| Memory {
+        owner: owner_key(tenant, user),
+        created_secs: micros.div_euclid(1_000_000),
+        importance_milli: importance.unwrap_or(UNSTATED_IMPORTANCE),
+        traits: None,
     };
-    let episodes = episodes.map(move |(_, e)| created(&e.id, e.ts_micros, e.importance_milli));
-    let facts = fact_versions.map(move |(_, v)| created(&v.fact_id, v.valid_from, None));
-    let summaries = summaries.map(move |(_, s)| created(&s.id, s.ts_micros, None));
-    let recalls =
-        judged
-            .filter(|(_, (_, _, reward))| *reward >= 0)
-            .map(|((_, _, id), (micros, _, _))| {
-                let at_secs = micros.div_euclid(1_000_000);
-                (episode_key(&id), MemoryActivation::Recalled { at_secs })
-            });
-    episodes.concat(facts).concat(summaries).concat(recalls)
+    let episodes = episodes.map(move |((tenant, user, _), e)| {
+        let domain = user == engram_schemas::DOMAIN_USER;
+        let memory = Memory {
+            traits: Some(RetrievalTrait::of(&e.role, &e.content, domain)),
+            ..memory((&tenant, &user), e.ts_micros, e.importance_milli)
+        };
+        (episode_key(&e.id), memory)
+    });
+    let facts = fact_versions.map(move |((tenant, user, _, _), v)| {
+        (
+            episode_key(&v.fact_id),
+            memory((&tenant, &user), v.valid_from, None),
+        )
+    });
+    let summaries = summaries.map(move |((tenant, user), s)| {
+        (
+            episode_key(&s.id),
+            memory((&tenant, &user), s.ts_micros, None),
+        )
+    });
+    episodes.concat(facts).concat(summaries)
+}
+
+/// The uses of memories keyed by the memory they name.
+fn uses_by_memory<'scope>(
+    judged: Coll<'scope, (MemoryKey, (i64, String, i8))>,
+) -> Coll<'scope, (MemoryId, JudgedUse)> {
+    judged.map(|((tenant, user, id), (micros, message, reward))| {
+        let used = JudgedUse {
+            user: (tenant, user),
+            message,
+            at_secs: micros.div_euclid(1_000_000),
+            reward,
+        };
+        (episode_key(&id), used)
+    })
 }

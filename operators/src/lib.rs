@@ -13,6 +13,7 @@ pub mod facts;
 pub mod keyed_state;
 pub mod lifecycle;
 pub mod math;
+pub mod memories;
 pub mod memory_marks;
 pub mod memory_retention;
 pub mod preference_contradictions;

@@ -7,39 +7,24 @@
 //! - [`memory_traces`] (in the memory dataflow, at log-offset times): per memory, its decay
 //!   trace from its creation and its recalls.
 //! - [`archived_memories`] (in the dataflow whose timestamps are engine time, whole seconds):
-//!   the memories archived at every time, each archiving an update at a future second (the
+//!   the memories archived at every time, each archiving an update at a future hour (the
 //!   temporal-filter idiom of [`crate::lifecycle::lifecycle_states`]): nothing polls.
 
 use differential_dataflow::lattice::Lattice;
 use differential_dataflow::VecCollection;
-use serde::{Deserialize, Serialize};
 use timely::progress::Timestamp;
 
 use crate::lifecycle::{scheduled, PreferenceTrace};
 use crate::math::decay::{
     threshold_crossing_time, LifecycleThresholds, RetentionTrace, StabilityParams,
 };
+use crate::memories::{JudgedUse, Memory, MemoryId};
 
 /// Archivings happen on whole hours.
 const ARCHIVE_GRAIN_SECS: i64 = 3600;
 
-/// A memory: the 128 bits of its id ([`crate::episode_key`]; episode, fact and summary ids are
-/// UUIDs, so one key space holds all three without collisions).
-pub type MemoryId = u128;
-
 /// A memory's decay trace: the same record as a preference's.
 pub type MemoryTrace = PreferenceTrace;
-
-/// What a memory's trace is made of: when it was created, how important it is, and when
-/// answers recalled it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum MemoryActivation {
-    /// Created at this event time (seconds since the Unix epoch), with this importance in
-    /// thousandths (0..=1000).
-    Created { at_secs: i64, importance_milli: u16 },
-    /// Recalled into an answer given at this event time that was not voted down.
-    Recalled { at_secs: i64 },
-}
 
 impl MemoryTrace {
     /// A memory's trace: created at `created_secs` with stability
@@ -81,48 +66,53 @@ impl MemoryTrace {
 
 /// The decay traces of memories.
 ///
-/// Input: `(memory, activation)` records ([`MemoryActivation`]); a record counts as many times
-/// as its multiplicity when that is positive, and not at all otherwise. Output:
-/// `(memory, trace)`, multiplicity 1, for every memory with at least one counting `Created`
-/// record: [`MemoryTrace::of_memory`] of its least `Created` record (time, then importance, as
-/// `importance_milli / 1000`) and the times of all its counting `Recalled` records, with
+/// Input: `memories`, one record per id, and their uses joined to them, as
+/// [`crate::memories::used_memories`] gives them. Output: `(id, trace)` for every present
+/// memory, with its multiplicity: [`MemoryTrace::of_memory`] of its creation time, its
+/// importance (`importance_milli / 1000`) and the answer times of its uses that were not voted
+/// down (reward ≥ 0), each as many times as its multiplicity when that is positive, with
 /// `params` and `thresholds`.
 ///
-/// Cost: a change to a memory's records re-derives its trace (linear in its recalls).
+/// Cost: a memory no answer used costs a `map` (its trace is a closed form of the memory); a
+/// use re-derives its memory's trace (linear in its uses). Only used memories are arranged.
 pub fn memory_traces<'scope, T>(
-    activations: VecCollection<'scope, T, (MemoryId, MemoryActivation)>,
+    memories: VecCollection<'scope, T, (MemoryId, Memory)>,
+    used: VecCollection<'scope, T, (MemoryId, (Memory, JudgedUse))>,
     params: StabilityParams,
     thresholds: LifecycleThresholds,
 ) -> VecCollection<'scope, T, (MemoryId, MemoryTrace)>
 where
     T: Timestamp + Lattice + Ord,
 {
-    activations.reduce(move |_memory, input, output| {
-        // `Created` sorts before `Recalled`: the first counting value is the creation, if any
-        let mut created = None;
-        let mut recalls = Vec::new();
-        for (activation, m) in input {
-            if *m <= 0 {
-                continue;
+    let trace_of = move |memory: &Memory, recalls: &[i64]| {
+        let importance = f64::from(memory.importance_milli.min(1000)) / 1000.0;
+        MemoryTrace::of_memory(
+            memory.created_secs,
+            importance,
+            recalls,
+            &params,
+            &thresholds,
+        )
+    };
+    let unrecalled = memories.map(move |(id, memory)| (id, trace_of(&memory, &[])));
+    // for a recalled memory, its trace in place of the unrecalled one
+    let reinforcements = used
+        .filter(|(_, (_, used))| used.reward >= 0)
+        .map(|(id, (memory, used))| (id, (memory, used.at_secs)))
+        .reduce(move |_id, input, output| {
+            let memory = (input[0].0).0;
+            let recalls: Vec<i64> = input
+                .iter()
+                .filter(|(_, m)| *m > 0)
+                .flat_map(|((_, at), m)| std::iter::repeat_n(*at, *m as usize))
+                .collect();
+            let (recalled, unrecalled) = (trace_of(&memory, &recalls), trace_of(&memory, &[]));
+            if recalled != unrecalled {
+                output.push((recalled, 1));
+                output.push((unrecalled, -1));
             }
-            match activation {
-                MemoryActivation::Created {
-                    at_secs,
-                    importance_milli,
-                } => {
-                    created.get_or_insert((*at_secs, *importance_milli));
-                }
-                MemoryActivation::Recalled { at_secs } => {
-                    recalls.extend(std::iter::repeat_n(*at_secs, *m as usize))
-                }
-            }
-        }
-        if let Some((at, importance)) = created {
-            let importance = f64::from(importance.min(1000)) / 1000.0;
-            let trace = MemoryTrace::of_memory(at, importance, &recalls, &params, &thresholds);
-            output.push((trace, 1));
-        }
-    })
+        });
+    unrecalled.concat(reinforcements)
 }
 
 /// The archived memories over engine time.

@@ -11,98 +11,7 @@ use serde::{Deserialize, Serialize};
 use timely::progress::Timestamp;
 
 use crate::correction_clusters::UserKey;
-use crate::memory_retention::MemoryId;
-
-/// What a memory's text is, read deterministically from it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ContentType {
-    Prose,
-    /// Ends with a question mark.
-    Question,
-    /// Two lines or more that are list items ("- ", "* ", "• ", "1. ", "2) ").
-    List,
-    /// A fenced block (```) or two lines or more that end in `;`, `{` or `}`.
-    Code,
-    /// Names an http(s) address.
-    Link,
-}
-
-impl ContentType {
-    /// The content type of `text`, the first that applies of code, link, list, question,
-    /// prose.
-    pub fn of(text: &str) -> ContentType {
-        let lines = || text.lines().map(str::trim);
-        let code_lines = lines()
-            .filter(|l| l.ends_with(';') || l.ends_with('{') || l.ends_with('}'))
-            .count();
-        if text.contains("```") || code_lines >= 2 {
-            return ContentType::Code;
-        }
-        if text.contains("http://") || text.contains("https://") {
-            return ContentType::Link;
-        }
-        if lines().filter(|l| is_list_item(l)).count() >= 2 {
-            return ContentType::List;
-        }
-        if text.trim_end().ends_with('?') {
-            return ContentType::Question;
-        }
-        ContentType::Prose
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ContentType::Prose => "prose",
-            ContentType::Question => "question",
-            ContentType::List => "list",
-            ContentType::Code => "code",
-            ContentType::Link => "link",
-        }
-    }
-}
-
-/// "- x", "* x", "• x", "1. x", "12) x".
-fn is_list_item(line: &str) -> bool {
-    if ["- ", "* ", "• "].iter().any(|p| line.starts_with(p)) {
-        return true;
-    }
-    let digits = line.chars().take_while(char::is_ascii_digit).count();
-    digits > 0 && (line[digits..].starts_with(". ") || line[digits..].starts_with(") "))
-}
-
-/// One trait of a memory, the unit preferences are learned for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(tag = "trait", content = "value", rename_all = "snake_case")]
-pub enum RetrievalTrait {
-    /// Said by the user (`false`) or by the assistant (`true`).
-    Assistant(bool),
-    Content(ContentType),
-    /// The tenant's shared domain memory (`true`) or the user's own (`false`).
-    Domain(bool),
-}
-
-impl RetrievalTrait {
-    /// A memory's traits: its role (assistant or not), its content type and its origin.
-    pub fn of(role: &str, content: &str, domain: bool) -> [RetrievalTrait; 3] {
-        [
-            RetrievalTrait::Assistant(role == "assistant"),
-            RetrievalTrait::Content(ContentType::of(content)),
-            RetrievalTrait::Domain(domain),
-        ]
-    }
-
-    /// `"assistant"`, `"user"`, `"content:list"`, `"domain"`, `"own"`.
-    pub fn label(&self) -> String {
-        match self {
-            RetrievalTrait::Assistant(true) => "assistant".into(),
-            RetrievalTrait::Assistant(false) => "user".into(),
-            RetrievalTrait::Content(c) => format!("content:{}", c.as_str()),
-            RetrievalTrait::Domain(true) => "domain".into(),
-            RetrievalTrait::Domain(false) => "own".into(),
-        }
-    }
-}
+use crate::memories::{JudgedUse, Memory, MemoryId, RetrievalTrait};
 
 /// How a user's answers built with memories of one trait were judged.
 #[derive(
@@ -128,85 +37,50 @@ impl TraitTally {
 /// `((tenant, user), trait)`.
 pub type TraitKey = (UserKey, RetrievalTrait);
 
-/// A memory's traits, as [`RetrievalTrait::of`] gives them: one record a memory.
-pub type MemoryTraits = [RetrievalTrait; 3];
-
 /// Each user's retrieval preferences.
 ///
-/// Input: each memory's traits `(memory, traits)`, and the judged uses of memories `(memory,
-/// ((tenant, user), message id, reward))` — each answer's use of a memory with the sign of the
-/// answer's counting vote, as [`crate::memory_marks::judged_uses`] gives them, keyed by memory.
-/// A record counts when its multiplicity is positive. Output: `(((tenant, user), trait),
-/// tally)`, multiplicity 1, for every user and trait with at least one voted answer (reward ≠
-/// 0) that used a memory with that trait: `up` the number of distinct such answers with reward
-/// > 0, `down` with reward < 0.
+/// Input: the uses of memories joined to them, as [`crate::memories::used_memories`] gives
+/// them. Output: `(((tenant, user), trait), tally)`, multiplicity 1, for every user and trait
+/// with at least one voted answer (reward ≠ 0) that used a memory with that trait (a memory
+/// with traits: an episode) and counts (its multiplicity positive): `up` the number of
+/// distinct such answers with reward > 0, `down` with reward < 0.
 ///
-/// Cost: a vote or a use re-counts the user's answers of the traits concerned; one record of
-/// about 20 bytes a memory is arranged twice (to count it once, and for the join).
+/// Cost: a vote or a use re-counts the user's answers of the traits concerned; only used
+/// memories are read.
 pub fn retrieval_preferences<'scope, T>(
-    traits: VecCollection<'scope, T, (MemoryId, MemoryTraits)>,
-    judged: VecCollection<'scope, T, (MemoryId, (UserKey, String, i8))>,
+    used: VecCollection<'scope, T, (MemoryId, (Memory, JudgedUse))>,
 ) -> VecCollection<'scope, T, (TraitKey, TraitTally)>
 where
     T: Timestamp + Lattice + Ord,
 {
-    // a record counts once while its multiplicity is positive (a join would multiply two
-    // negative ones into a positive, and a distinct count a negative one)
-    let traits = traits.threshold(|_, m: &isize| isize::from(*m > 0));
-    judged
-        .filter(|(_, (_, _, reward))| *reward != 0)
-        .threshold(|_, m: &isize| isize::from(*m > 0))
-        .join_map(traits, |_memory, (user, message, reward), traits| {
-            (user.clone(), message.clone(), *reward, *traits)
-        })
-        .flat_map(|(user, message, reward, traits)| {
-            traits.map(|t| ((user.clone(), t), (message.clone(), reward)))
-        })
-        // an answer counts once for a trait, however many of its memories have it
-        .distinct()
-        .reduce(|_key, answers, output| {
-            let mut tally = TraitTally::default();
-            for ((_, reward), m) in answers {
-                if *m > 0 && *reward > 0 {
-                    tally.up += 1;
-                } else if *m > 0 && *reward < 0 {
-                    tally.down += 1;
-                }
+    used.flat_map(|(_, (memory, used))| {
+        let traits = memory.traits.filter(|_| used.reward != 0);
+        traits
+            .into_iter()
+            .flatten()
+            .map(move |t| ((used.user.clone(), t), (used.message.clone(), used.reward)))
+    })
+    // an answer counts once for a trait, however many of its memories have it (`distinct`
+    // counts a record whose multiplicity is positive)
+    .distinct()
+    .reduce(|_key, answers, output| {
+        let mut tally = TraitTally::default();
+        for ((_, reward), m) in answers {
+            if *m > 0 && *reward > 0 {
+                tally.up += 1;
+            } else if *m > 0 && *reward < 0 {
+                tally.down += 1;
             }
-            if tally.up + tally.down > 0 {
-                output.push((tally, 1));
-            }
-        })
+        }
+        if tally.up + tally.down > 0 {
+            output.push((tally, 1));
+        }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn content_types_are_read_from_the_text() {
-        let cases = [
-            ("I moved to Lisbon last spring.", ContentType::Prose),
-            ("Where did I park the car?", ContentType::Question),
-            (
-                "Packing:\n- passport\n- charger\n- socks",
-                ContentType::List,
-            ),
-            ("Steps:\n1. preheat\n2) mix", ContentType::List),
-            ("```rust\nfn main() {}\n```", ContentType::Code),
-            ("let x = 1;\nlet y = 2;", ContentType::Code),
-            (
-                "The docs are at https://example.org/guide",
-                ContentType::Link,
-            ),
-            // one dash line is prose, not a list; a question with a link is a link
-            ("- just one", ContentType::Prose),
-            ("Is it https://example.org?", ContentType::Link),
-        ];
-        for (text, expected) in cases {
-            assert_eq!(ContentType::of(text), expected, "{text}");
-        }
-    }
 
     #[test]
     fn boost_is_the_beta_mean_scaled_by_strength() {
@@ -221,19 +95,5 @@ mod tests {
         // bounded by 1 ± strength however many votes
         let many = TraitTally { up: 1000, down: 0 };
         assert!(many.boost(0.3) < 1.3 && many.boost(0.3) > 1.29);
-    }
-
-    #[test]
-    fn traits_and_labels() {
-        let t = RetrievalTrait::of("assistant", "- a\n- b", false);
-        assert_eq!(
-            t.map(|t| t.label()),
-            ["assistant", "content:list", "own"].map(String::from)
-        );
-        let t = RetrievalTrait::of("user", "Hi there", true);
-        assert_eq!(
-            t.map(|t| t.label()),
-            ["user", "content:prose", "domain"].map(String::from)
-        );
     }
 }

@@ -1,20 +1,16 @@
-//! `memory_traces` maintained incrementally equals its definition computed from scratch, over
-//! random streams of memory activations (several creations of one memory, recalls stamped
-//! before the creation and after the archiving, duplicates, negative multiplicities,
-//! retractions, out-of-order event times), and `archived_memories` over engine time equals, at
-//! every time the frontier passes, the archived records of its input as of that time computed
-//! from scratch (traces inserted, duplicated, reinforced and retracted, some stamped at future
-//! times, while time advances in jumps of up to two months, so that archivings fall due with no
-//! new input); each with one and two workers.
+//! `archived_memories` over engine time equals, at every time the frontier passes, the archived
+//! records of its input as of that time computed from scratch (traces inserted, duplicated,
+//! reinforced and retracted, some stamped at future times, while time advances in jumps of up
+//! to two months, so that archivings fall due with no new input), with one and two workers.
+//! (`memory_traces` is checked with the other views of memory uses, in `memory_uses.rs`.)
 
 mod common;
 
-use common::{apply, collect_into, difference, execute, random_update, settle, update, Sink};
+use common::{apply, execute};
 use differential_dataflow::input::Input;
-use engram_operators::math::decay::{LifecycleThresholds, StabilityParams};
-use engram_operators::memory_retention::{
-    archived_memories, memory_traces, MemoryActivation, MemoryId, MemoryTrace,
-};
+use engram_operators::math::decay::LifecycleThresholds;
+use engram_operators::memories::MemoryId;
+use engram_operators::memory_retention::{archived_memories, MemoryTrace};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,128 +19,16 @@ use std::sync::{Arc, Mutex};
 use timely::dataflow::operators::probe::Handle;
 
 const DAY: i64 = 86_400;
-/// Event time and engine time start here (seconds since the Unix epoch).
+/// Engine time starts here (seconds since the Unix epoch).
 const START: i64 = 1_700_000_000;
 
-type Activations = BTreeMap<(MemoryId, MemoryActivation), isize>;
 type Record = (MemoryId, MemoryTrace);
 /// Updates with their times: what holds at a time is the sum of the updates at or before it.
 type Log<D> = Vec<(D, u64, isize)>;
 
-/// A base stability of 1, 10 or 30 days: archived within days, weeks or months unrecalled.
-fn params(seed: u64) -> StabilityParams {
-    StabilityParams {
-        base_secs: [10.0, 1.0, 30.0][seed as usize % 3] * DAY as f64,
-        ..Default::default()
-    }
-}
-
 /// One of four memories, spread over the 128 bits.
 fn memory(rng: &mut StdRng) -> MemoryId {
     rng.gen_range(0..4u128) * (u128::MAX / 3)
-}
-
-fn random_activation(rng: &mut StdRng) -> (MemoryId, MemoryActivation) {
-    let activation = if rng.gen_bool(0.3) {
-        // on a coarse grid, so that two creations of a memory can share a time
-        MemoryActivation::Created {
-            at_secs: START + rng.gen_range(0..8) * 5 * DAY,
-            importance_milli: [0, 300, 1000][rng.gen_range(0..3)],
-        }
-    } else {
-        // from ten days before the first creation to long after most archivings
-        MemoryActivation::Recalled {
-            at_secs: START + rng.gen_range(-10 * DAY..150 * DAY),
-        }
-    };
-    (memory(rng), activation)
-}
-
-/// Per memory with a counting creation: its trace, by the definition, and its counting recalls.
-fn traces_from_scratch(
-    current: &Activations,
-    params: &StabilityParams,
-    thresholds: &LifecycleThresholds,
-) -> BTreeMap<MemoryId, (MemoryTrace, usize)> {
-    let mut created: BTreeMap<MemoryId, (i64, u16)> = BTreeMap::new();
-    let mut recalls: BTreeMap<MemoryId, Vec<i64>> = BTreeMap::new();
-    for (&(memory, activation), &m) in current.iter().filter(|(_, m)| **m > 0) {
-        match activation {
-            MemoryActivation::Created {
-                at_secs,
-                importance_milli,
-            } => {
-                let least = created.entry(memory).or_insert((at_secs, importance_milli));
-                *least = (*least).min((at_secs, importance_milli));
-            }
-            MemoryActivation::Recalled { at_secs } => {
-                let times = recalls.entry(memory).or_default();
-                times.extend(std::iter::repeat_n(at_secs, m as usize));
-            }
-        }
-    }
-    let trace = |(at, milli): (i64, u16), recalls: &[i64]| {
-        MemoryTrace::of_memory(at, f64::from(milli) / 1000.0, recalls, params, thresholds)
-    };
-    created
-        .into_iter()
-        .map(|(memory, creation)| {
-            let recalls = recalls.remove(&memory).unwrap_or_default();
-            (memory, (trace(creation, &recalls), recalls.len()))
-        })
-        .collect()
-}
-
-/// Runs `memory_traces` over 40 rounds; returns how many traces checked were reinforced by a
-/// recall, and how many ignored one (archived by then).
-fn run_traces(workers: usize, seed: u64) -> (usize, usize) {
-    let sink: Sink<Record> = Default::default();
-    let seen = Arc::new((AtomicUsize::new(0), AtomicUsize::new(0)));
-    let seen_in = seen.clone();
-    execute(workers, move |worker, mismatches| {
-        let (params, thresholds) = (params(seed), LifecycleThresholds::default());
-        let probe = Handle::new();
-        let mut input = worker.dataflow::<u64, _, _>(|scope| {
-            let (input, activations) = scope.new_collection();
-            memory_traces(activations, params, thresholds)
-                .inspect(collect_into(&sink))
-                .probe_with(&probe);
-            input
-        });
-        let mut rng = StdRng::seed_from_u64(seed);
-        let mut current = Activations::new();
-        for round in 1..=40u64 {
-            for _ in 0..rng.gen_range(1..6) {
-                let (record, diff) = match rng.gen_range(0..20) {
-                    // a new record twice at once, or retracted before it was ever there
-                    0 | 1 => (random_activation(&mut rng), 2),
-                    2 => (random_activation(&mut rng), -1),
-                    _ => random_update(&current, &mut rng, random_activation),
-                };
-                update(worker, &mut input, &mut current, record, diff);
-            }
-            settle(worker, &probe, &mut input, round);
-            if worker.index() == 0 {
-                let want = traces_from_scratch(&current, &params, &thresholds);
-                let set: BTreeSet<Record> = want.iter().map(|(k, (t, _))| (*k, *t)).collect();
-                if let Some(d) = difference("traces", &sink, &set) {
-                    mismatches.push(format!("seed {seed} round {round}: {d}"));
-                }
-                for (trace, recalls) in want.values() {
-                    if trace.activations > 1 {
-                        seen_in.0.fetch_add(1, Ordering::Relaxed);
-                    }
-                    if (trace.activations as usize) < recalls + 1 {
-                        seen_in.1.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            }
-        }
-    });
-    (
-        seen.0.load(Ordering::Relaxed),
-        seen.1.load(Ordering::Relaxed),
-    )
 }
 
 fn random_trace(now: i64, rng: &mut StdRng) -> MemoryTrace {
@@ -285,22 +169,6 @@ fn run_archived(workers: usize, seed: u64) -> usize {
         }
     });
     due.load(Ordering::Relaxed)
-}
-
-#[test]
-fn traces_incremental_equals_from_scratch_one_worker() {
-    let (reinforced, ignored) = (0..12)
-        .map(|seed| run_traces(1, seed))
-        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-    assert!(reinforced > 0, "no recall ever reinforced a memory");
-    assert!(ignored > 0, "no recall ever came after the archiving");
-}
-
-#[test]
-fn traces_incremental_equals_from_scratch_two_workers() {
-    for seed in 100..104 {
-        run_traces(2, seed);
-    }
 }
 
 #[test]

@@ -183,7 +183,8 @@ fn populated() -> UserMemory {
         },
     );
     {
-        use engram_operators::retrieval_preferences::{ContentType, RetrievalTrait, TraitTally};
+        use engram_operators::memories::{ContentType, RetrievalTrait};
+        use engram_operators::retrieval_preferences::TraitTally;
         m.retrieval.insert(
             RetrievalTrait::Assistant(false),
             TraitTally { up: 3, down: 1 },

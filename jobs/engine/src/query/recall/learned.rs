@@ -4,7 +4,7 @@
 //! they voted up rise and those behind answers voted down sink.
 
 use engram_dataflows::views::UserMemory;
-use engram_operators::retrieval_preferences::RetrievalTrait;
+use engram_operators::memories::RetrievalTrait;
 use std::collections::BTreeMap;
 
 /// One user's boost per trait, as of one read of the views.
@@ -45,7 +45,8 @@ impl LearnedBoosts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engram_operators::retrieval_preferences::{ContentType, TraitTally};
+    use engram_operators::memories::ContentType;
+    use engram_operators::retrieval_preferences::TraitTally;
 
     #[test]
     fn a_turn_takes_the_product_of_its_traits_boosts() {
