@@ -117,6 +117,7 @@ async fn main() -> anyhow::Result<()> {
                 None,
                 40,
                 None,
+                false,
                 &Default::default(),
             )
             .await?;

@@ -314,6 +314,8 @@ impl Recall {
             .await?;
         // the asking user's retrieval preferences, for their own turns and the domain's
         let learned = self.learned_boosts(&req.tenant, &req.user);
+        // archived memories only for a recall that asks for them, or looks back (`as_of`)
+        let keep_archived = req.include_archived || req.as_of.is_some();
         let own = self.fused_candidates_for(
             &req.tenant,
             &req.user,
@@ -322,6 +324,7 @@ impl Recall {
             turn_vector,
             candidates,
             req.as_of,
+            keep_archived,
             &learned,
         );
         let domain = async {
@@ -335,6 +338,7 @@ impl Recall {
                     None,
                     k,
                     req.as_of,
+                    keep_archived,
                     &learned,
                 )
                 .await
@@ -374,8 +378,7 @@ impl Recall {
             tokio::join!(own, domain, facts, summaries, domain_facts_and_summaries);
         let (mut facts, mut summaries) = (facts?, summaries?);
         let (mut shared_facts, mut shared_summaries) = shared?;
-        // archived memories only for a recall that asks for them, or looks back (`as_of`)
-        if !req.include_archived && req.as_of.is_none() {
+        if !keep_archived {
             let views = self.views.read();
             let archived = |id: &str| views.is_archived(id);
             facts.retain(|f| !archived(&f.fact_id));
@@ -403,9 +406,6 @@ impl Recall {
             h
         });
         let mut results = merge_by_score(own?, domain.collect());
-        if !req.include_archived && req.as_of.is_none() {
-            results.retain(|r| !r.why.archived);
-        }
         let at = req.as_of.unwrap_or_else(chrono::Utc::now);
         score_relevance(&mut results, at, self.config.recency_scale_days);
         if self.config.rank_by == RankBy::Mrs {

@@ -141,7 +141,8 @@ impl Recall {
     /// first (not truncated): all of them when the user has at most `recall.scored_turns`,
     /// else the union of the best `max(candidates, recall.candidate_depth)` of vector search,
     /// full-text search, passage vector search (when passages are kept) and graph expansion.
-    /// With `as_of`, only episodes whose event time is at or before it are searched.
+    /// With `as_of`, only episodes whose event time is at or before it are searched; without,
+    /// archived ones are left out.
     pub async fn fused_candidates(
         &self,
         tenant: &str,
@@ -160,6 +161,7 @@ impl Recall {
             turn_vector,
             candidates,
             as_of,
+            as_of.is_some(),
             &learned,
         )
         .await
@@ -253,7 +255,9 @@ impl Recall {
         Ok((by_vector, by_passage))
     }
 
-    /// [`Recall::fused_candidates`] with the query already embedded ([`Recall::embed_question`]).
+    /// [`Recall::fused_candidates`] with the query already embedded ([`Recall::embed_question`]),
+    /// and archived turns (issue 33) among the candidates only with `keep_archived`: left out
+    /// before scoring, they lend no neighbour or session share and count in no statistics.
     #[allow(clippy::too_many_arguments)]
     pub async fn fused_candidates_for(
         &self,
@@ -264,6 +268,7 @@ impl Recall {
         turn_vector: Option<Vec<f32>>,
         candidates: usize,
         as_of: Option<chrono::DateTime<chrono::Utc>>,
+        keep_archived: bool,
         learned: &LearnedBoosts,
     ) -> Result<Vec<RecallHit>, RecallError> {
         let rows = self.store.user_row_count(tenant, user);
@@ -351,14 +356,18 @@ impl Recall {
             .map(|(id, _)| id.clone())
             .collect();
         let found = self.store.episodes_by_id(tenant, user, &missing).await?;
-        let hits = gather_candidates(by_vector, by_text, by_passage, found, by_graph, &expansion);
+        let mut hits =
+            gather_candidates(by_vector, by_text, by_passage, found, by_graph, &expansion);
+        if !keep_archived {
+            let views = self.views.read();
+            hits.retain(|h| !views.is_archived(&h.id));
+        }
         let words = complete.then(|| {
             let turns = hits.iter().map(|h| (h.id.as_str(), h.content.as_str()));
             self.analysed
                 .words(tenant, user, turns, super::bm25::analyse)
         });
         let views = self.views.read();
-        let mut hits = hits;
         // retention at the recall's moment: as of `as_of`, else the engine's time
         let at = as_of.map_or(views.engine_time_secs as i64, |t| t.timestamp());
         let domain = user == super::DOMAIN_USER;
