@@ -3,7 +3,9 @@
 //! (no importance: 0.5) and is archived once e^(−t/S) < 0.05, i.e. after S·ln 20 days; an answer
 //! it went into that was not voted down doubles S and restarts t. A plain recall and a prompt
 //! leave archived memories out; `include_archived` and an `as_of` recall still find them, each
-//! marked; every result states its retention. A restart rebuilds the same states from the log.
+//! marked; every result states its retention. An answer to another user naming a memory does
+//! not reinforce it. A restart rebuilds the same states from the log, and an erase takes the
+//! archived memories with the rest.
 
 use chrono::{Duration as Days, Utc};
 use engram_tests::Server;
@@ -192,9 +194,13 @@ fn memories_fade_are_archived_and_are_still_found_when_asked_for() {
                "content": "Here is what I remember.", "meta": {"memories": [id_of(used)]}})
     };
     let later = (Utc::now() - Days::days(34)).to_rfc3339();
+    // bob's answer names alice's "trivial": not his memory, so it does not keep it
+    let mut for_bob = answer("b1", "trivial");
+    for_bob["user"] = json!("bob");
     let events = json!([
         answer("a1", "recalled"),
         answer("a2", "downvoted"),
+        for_bob,
         {"kind": "feedback", "event_id": "f2", "tenant": "acme", "user": "alice", "ts": later,
          "message_id": "a2", "skill_id": "concise", "reward": -1},
     ]);
@@ -208,4 +214,15 @@ fn memories_fade_are_archived_and_are_still_found_when_asked_for() {
     let server = Server::start_with(&data, &args);
     server.wait_caught_up(Duration::from_secs(60));
     check_states(&server);
+
+    // an erase takes archived memories too: nothing is found, however asked
+    let (status, receipt) = server.post("/v1/erase", &json!({"tenant": "acme", "user": "alice"}));
+    assert_eq!(status, 200, "{receipt}");
+    // her six turns, archived or not, and the two answers given to her
+    assert_eq!(receipt["episodes_erased"], 8, "{receipt}");
+    server.wait_caught_up(Duration::from_secs(60));
+    for extra in [json!({"include_archived": true}), json!({"as_of": Utc::now().to_rfc3339()})] {
+        let found = recall(&server, QUERY, extra.clone());
+        assert!(found.is_empty(), "{extra}: {found:?}");
+    }
 }
