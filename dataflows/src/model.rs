@@ -17,6 +17,7 @@ use engram_operators::lifecycle::{preference_traces, PreferenceKey, PreferenceTr
 use engram_operators::math::decay::LifecycleThresholds;
 use engram_operators::memories::{
     owner_key, used_memories, JudgedUse, Memory, MemoryId, RetrievalTrait,
+    UNSTATED_IMPORTANCE_MILLI,
 };
 use engram_operators::memory_marks::{
     judged_uses, marks_of_judged, MemoryKey, MemoryMark, MemoryUse,
@@ -67,7 +68,8 @@ pub struct MemoryModel<'scope> {
     pub co_mentions: Coll<'scope, (CoMentionKey, u64)>,
     pub summaries: Coll<'scope, (UserKey, SummaryNode)>,
     pub memory_marks: Coll<'scope, (MemoryKey, MemoryMark)>,
-    /// What the lifecycle dataflow (engine time) turns into archived memories.
+    /// The traces of memories recalls reinforced (the others' are a closed form of their row),
+    /// which the lifecycle dataflow (engine time) turns into archived memories.
     pub memory_traces: Coll<'scope, (MemoryId, MemoryTrace)>,
     pub retrieval_preferences: Coll<'scope, (TraitKey, TraitTally)>,
     pub correction_notes: Coll<'scope, (UserKey, CorrectionNote)>,
@@ -125,9 +127,8 @@ pub fn memory_model<'scope>(
         fact_versions.clone(),
         summaries.clone(),
     );
-    let used = used_memories(memories.clone(), uses_by_memory(judged.clone()));
+    let used = used_memories(memories, uses_by_memory(judged.clone()));
     let memory_traces = memory_traces(
-        memories,
         used.clone(),
         params.retention.stability(),
         LifecycleThresholds::default(),
@@ -175,11 +176,10 @@ fn memories_of<'scope>(
     fact_versions: Coll<'scope, (FactKey, FactVersion)>,
     summaries: Coll<'scope, (UserKey, SummaryNode)>,
 ) -> Coll<'scope, (MemoryId, Memory)> {
-    const UNSTATED_IMPORTANCE: u16 = 500;
     let memory = |(tenant, user): (&str, &str), micros: i64, importance: Option<u16>| Memory {
         owner: owner_key(tenant, user),
         created_secs: micros.div_euclid(1_000_000),
-        importance_milli: importance.unwrap_or(UNSTATED_IMPORTANCE),
+        importance_milli: importance.unwrap_or(UNSTATED_IMPORTANCE_MILLI),
         traits: None,
     };
     let episodes = episodes.map(move |((tenant, user, _), e)| {

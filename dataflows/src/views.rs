@@ -6,9 +6,8 @@ use engram_operators::correction_notes::CorrectionNote;
 use engram_operators::entities::{CoMentionKey, EntityKey, EntityStats};
 use engram_operators::facts::{FactKey, FactVersion};
 use engram_operators::lifecycle::{PreferenceKey, PreferenceTrace};
-use engram_operators::math::decay::LifecycleState;
-use engram_operators::memories::MemoryId;
-use engram_operators::memories::RetrievalTrait;
+use engram_operators::math::decay::{LifecycleState, LifecycleThresholds};
+use engram_operators::memories::{MemoryId, RetrievalTrait};
 use engram_operators::memory_marks::{MemoryKey, MemoryMark};
 use engram_operators::memory_retention::MemoryTrace;
 use engram_operators::preference_contradictions::Contradiction;
@@ -26,6 +25,7 @@ use tokio::sync::broadcast;
 pub use crate::co_mentions::CoMentions;
 use crate::keyed_view::set_or_clear;
 pub use crate::keyed_view::ViewMap;
+use crate::params::RetentionParams;
 
 /// The per-user maps of the views, ordered by `(tenant, user)` so that one tenant's users are
 /// one range ([`MemoryViews::tenant_users`]): a tenant's dashboard or status walks its own
@@ -66,10 +66,15 @@ pub struct MemoryViews {
     pub team_preferences: BTreeMap<TeamKey, BTreeMap<String, TeamPreference>>,
     /// Tenant → the preferences the organisation holds, by id.
     pub org_preferences: BTreeMap<String, BTreeMap<String, OrgPreference>>,
-    /// Every memory's decay trace (episodes, facts, summaries, by [`MemoryId`]).
+    /// The decay traces of the memories (episodes, facts, summaries, by [`MemoryId`]) recalls
+    /// reinforced; every other memory's is a closed form of its row
+    /// ([`MemoryViews::memory_trace`]).
     pub memory_traces: ViewMap<MemoryId, MemoryTrace>,
-    /// The memories archived as of `engine_time_secs`.
+    /// Those memories archived as of `engine_time_secs` (the others:
+    /// [`MemoryViews::is_archived`]).
     pub archived_memories: ViewMap<MemoryId, ()>,
+    /// How memories fade: the dataflow's parameters, for the closed forms.
+    pub retention: RetentionParams,
     /// Engine time (seconds since the Unix epoch) the preference states and archived memories
     /// are as of.
     pub engine_time_secs: u64,
@@ -174,16 +179,36 @@ impl MemoryViews {
         neighbour(&self.next, id)
     }
 
-    /// Whether memory `id` (an episode, fact or summary id) is archived as of the engine time.
-    pub fn is_archived(&self, id: &str) -> bool {
+    /// The decay trace of memory `id` (an episode, fact or summary id), made at `created_secs`
+    /// with importance `importance_milli` (thousandths): the one recalls reinforced, when the
+    /// views hold it, else the closed form of a memory no answer recalled.
+    pub fn memory_trace(&self, id: &str, created_secs: i64, importance_milli: u16) -> MemoryTrace {
         let key = engram_operators::episode_key(id);
-        self.archived_memories.contains_key(&key)
+        self.memory_traces.get(&key).copied().unwrap_or_else(|| {
+            let params = self.retention.stability();
+            let thresholds = LifecycleThresholds::default();
+            MemoryTrace::unrecalled(created_secs, importance_milli, &params, &thresholds)
+        })
     }
 
-    /// Memory `id`'s retention at second `at`, once its trace is in the views.
-    pub fn retention_of(&self, id: &str, at: i64) -> Option<f64> {
+    /// Whether memory `id` (as for [`MemoryViews::memory_trace`]) is archived as of the engine
+    /// time: a reinforced memory once the lifecycle dataflow has archived it, any other once
+    /// engine time has passed the hour its closed-form trace is archived at (the hour the
+    /// lifecycle dataflow would have scheduled).
+    pub fn is_archived(&self, id: &str, created_secs: i64, importance_milli: u16) -> bool {
         let key = engram_operators::episode_key(id);
-        self.memory_traces.get(&key).map(|t| t.retention_at(at))
+        if self.memory_traces.contains_key(&key) {
+            return self.archived_memories.contains_key(&key);
+        }
+        let trace = self.memory_trace(id, created_secs, importance_milli);
+        let from = trace.archived_from(&LifecycleThresholds::default());
+        from.is_some_and(|from| from < self.engine_time_secs as i64)
+    }
+
+    /// Memory `id`'s retention (as for [`MemoryViews::memory_trace`]) at second `at`.
+    pub fn retention_of(&self, id: &str, created_secs: i64, importance_milli: u16, at: i64) -> f64 {
+        self.memory_trace(id, created_secs, importance_milli)
+            .retention_at(at)
     }
 
     /// The id of the episode before episode `id` in its session (see [`MemoryViews::next_id`]).
@@ -504,6 +529,13 @@ impl Default for SharedViews {
 }
 
 impl SharedViews {
+    /// Views whose memories fade by `retention`.
+    pub fn with_retention(retention: RetentionParams) -> Self {
+        let views = SharedViews::default();
+        views.current.write().unwrap().retention = retention;
+        views
+    }
+
     pub fn read(&self) -> RwLockReadGuard<'_, MemoryViews> {
         self.current.read().unwrap_or_else(|p| p.into_inner())
     }

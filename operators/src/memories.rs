@@ -17,6 +17,9 @@ use crate::keyed_state::key_fingerprint;
 /// UUIDs, so one key space holds all three without collisions).
 pub type MemoryId = u128;
 
+/// The importance of a memory stated without one, in thousandths.
+pub const UNSTATED_IMPORTANCE_MILLI: u16 = 500;
+
 /// Whose a memory is: [`owner_key`] of its tenant and user.
 pub type OwnerKey = u64;
 

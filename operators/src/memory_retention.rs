@@ -4,10 +4,14 @@
 //! falls below the archive threshold it is archived — left out of what a plain recall and a
 //! prompt draw on, still found by an explicit search or an as-of query, never deleted.
 //!
-//! - [`memory_traces`] (in the memory dataflow, at log-offset times): per memory, its decay
-//!   trace from its creation and its recalls.
+//! A memory no answer recalled has a closed-form trace ([`MemoryTrace::unrecalled`]) and so a
+//! known archive hour: readers compute both from its row (creation time and importance) and the
+//! engine time, and the dataflow keeps nothing for it. Only the memories recalls reinforced
+//! are traced and scheduled in the dataflows:
+//! - [`memory_traces`] (in the memory dataflow, at log-offset times): per reinforced memory, its
+//!   decay trace from its creation and its recalls.
 //! - [`archived_memories`] (in the dataflow whose timestamps are engine time, whole seconds):
-//!   the memories archived at every time, each archiving an update at a future hour (the
+//!   those memories archived at every time, each archiving an update at a future hour (the
 //!   temporal-filter idiom of [`crate::lifecycle::lifecycle_states`]): nothing polls.
 
 use differential_dataflow::lattice::Lattice;
@@ -50,6 +54,17 @@ impl MemoryTrace {
         MemoryTrace::reinforced(created, times, params, thresholds)
     }
 
+    /// The trace of a memory no answer recalled: [`MemoryTrace::of_memory`] with no recalls.
+    pub fn unrecalled(
+        created_secs: i64,
+        importance_milli: u16,
+        params: &StabilityParams,
+        thresholds: &LifecycleThresholds,
+    ) -> MemoryTrace {
+        let importance = memory_importance(importance_milli);
+        MemoryTrace::of_memory(created_secs, importance, &[], params, thresholds)
+    }
+
     /// When the trace is archived: the first whole hour (a multiple of 3600 seconds since the
     /// Unix epoch) at or after the first second strictly after the exact time R falls below
     /// `thresholds.archived_below`. `None` when it never is. (Whole hours, so that the
@@ -64,19 +79,21 @@ impl MemoryTrace {
     }
 }
 
-/// The decay traces of memories.
+/// The decay traces of memories that recalls reinforced.
 ///
-/// Input: `memories`, one record per id, and their uses joined to them, as
-/// [`crate::memories::used_memories`] gives them. Output: `(id, trace)` for every present
-/// memory, with its multiplicity: [`MemoryTrace::of_memory`] of its creation time, its
-/// importance (`importance_milli / 1000`) and the answer times of its uses that were not voted
-/// down (reward ≥ 0), each as many times as its multiplicity when that is positive, with
-/// `params` and `thresholds`.
+/// Every memory's trace is [`MemoryTrace::of_memory`] of its creation time, its importance
+/// (`importance_milli / 1000`) and the answer times of its uses that were not voted down
+/// (reward ≥ 0), with `params` and `thresholds`. Without such uses it is a closed form of the
+/// memory itself ([`MemoryTrace::unrecalled`]), which readers compute from the memory's row:
+/// only the traces that differ from it leave the dataflow.
 ///
-/// Cost: a memory no answer used costs a `map` (its trace is a closed form of the memory); a
-/// use re-derives its memory's trace (linear in its uses). Only used memories are arranged.
+/// Input: the uses of memories joined to them, as [`crate::memories::used_memories`] gives
+/// them. Output: `(id, trace)`, multiplicity 1, for every memory whose trace, counting each use
+/// as many times as its multiplicity when that is positive, differs from its closed form.
+///
+/// Cost: a use re-derives its memory's trace (linear in its uses); a memory no answer used
+/// costs nothing here.
 pub fn memory_traces<'scope, T>(
-    memories: VecCollection<'scope, T, (MemoryId, Memory)>,
     used: VecCollection<'scope, T, (MemoryId, (Memory, JudgedUse))>,
     params: StabilityParams,
     thresholds: LifecycleThresholds,
@@ -84,35 +101,36 @@ pub fn memory_traces<'scope, T>(
 where
     T: Timestamp + Lattice + Ord,
 {
-    let trace_of = move |memory: &Memory, recalls: &[i64]| {
-        let importance = f64::from(memory.importance_milli.min(1000)) / 1000.0;
-        MemoryTrace::of_memory(
-            memory.created_secs,
-            importance,
-            recalls,
-            &params,
-            &thresholds,
-        )
-    };
-    let unrecalled = memories.map(move |(id, memory)| (id, trace_of(&memory, &[])));
-    // for a recalled memory, its trace in place of the unrecalled one
-    let reinforcements = used
-        .filter(|(_, (_, used))| used.reward >= 0)
+    used.filter(|(_, (_, used))| used.reward >= 0)
         .map(|(id, (memory, used))| (id, (memory, used.at_secs)))
         .reduce(move |_id, input, output| {
+            // one memory per id: every use carries the same
             let memory = (input[0].0).0;
             let recalls: Vec<i64> = input
                 .iter()
                 .filter(|(_, m)| *m > 0)
                 .flat_map(|((_, at), m)| std::iter::repeat_n(*at, *m as usize))
                 .collect();
-            let (recalled, unrecalled) = (trace_of(&memory, &recalls), trace_of(&memory, &[]));
-            if recalled != unrecalled {
+            let importance = memory_importance(memory.importance_milli);
+            let trace = |recalls: &[i64]| {
+                MemoryTrace::of_memory(
+                    memory.created_secs,
+                    importance,
+                    recalls,
+                    &params,
+                    &thresholds,
+                )
+            };
+            let recalled = trace(&recalls);
+            if recalled != trace(&[]) {
                 output.push((recalled, 1));
-                output.push((unrecalled, -1));
             }
-        });
-    unrecalled.concat(reinforcements)
+        })
+}
+
+/// An importance in thousandths as [`MemoryTrace::of_memory`] takes it: 0..=1.
+pub fn memory_importance(importance_milli: u16) -> f64 {
+    f64::from(importance_milli.min(1000)) / 1000.0
 }
 
 /// The archived memories over engine time.

@@ -125,7 +125,9 @@ fn used_from_scratch<'a>(
     used
 }
 
-/// The definition of `memory_traces`.
+/// The definition of `memory_traces`: the trace of every present memory, by
+/// `MemoryTrace::of_memory` of its creation, importance and counting recalls, where it differs
+/// from the trace of the memory with no recalls.
 fn traces_from_scratch(
     memories: &BTreeMap<MemoryId, Memory>,
     used: &[(MemoryId, &Memory, &JudgedUse, isize)],
@@ -149,7 +151,16 @@ fn traces_from_scratch(
         );
         seen.reinforced += usize::from(trace.activations > 1);
         seen.ignored += usize::from((trace.activations as usize) < recalls.len() + 1);
-        traces.insert((*id, trace));
+        // only traces recalls changed leave the dataflow: the others are a closed form
+        let unrecalled = MemoryTrace::unrecalled(
+            memory.created_secs,
+            memory.importance_milli,
+            params,
+            &thresholds,
+        );
+        if trace != unrecalled {
+            traces.insert((*id, trace));
+        }
     }
     traces
 }
@@ -198,9 +209,9 @@ fn run(workers: usize, seed: u64) -> Seen {
         ) = worker.dataflow::<u64, _, _>(|scope| {
             let (memories_in, memories) = scope.new_collection();
             let (uses_in, uses) = scope.new_collection();
-            let used = used_memories(memories.clone(), uses);
+            let used = used_memories(memories, uses);
             let thresholds = LifecycleThresholds::default();
-            memory_traces(memories, used.clone(), params, thresholds)
+            memory_traces(used.clone(), params, thresholds)
                 .inspect(collect_into(&traces_sink))
                 .probe_with(&probe);
             retrieval_preferences(used)

@@ -14,7 +14,8 @@ pub mod turn_scoring;
 
 pub use crate::config::{GraphLimits, RankBy};
 use engram_connectors::{Embedder, EpisodeHit, EpisodeStore};
-use engram_dataflows::SharedViews;
+use engram_dataflows::{MemoryViews, SharedViews};
+use engram_operators::memories::UNSTATED_IMPORTANCE_MILLI;
 use engram_schemas::{validate_name, EventError};
 pub use graph::graph_expansion;
 use ranking::fuse_two;
@@ -147,6 +148,19 @@ pub struct RecallHit {
 }
 
 impl RecallHit {
+    /// The turn's creation second and importance in thousandths, as the dataflow reads them
+    /// for its retention.
+    pub fn made(&self) -> (i64, u16) {
+        let importance = (self.why.importance.clamp(0.0, 1.0) * 1000.0).round() as u16;
+        (self.ts.timestamp(), importance)
+    }
+
+    /// Whether the turn is archived as of the engine time ([`MemoryViews::is_archived`]).
+    pub fn is_archived(&self, views: &MemoryViews) -> bool {
+        let (created, importance) = self.made();
+        views.is_archived(&self.id, created, importance)
+    }
+
     /// The episode as a result no retriever has scored yet.
     pub fn from_row(e: &engram_connectors::EpisodeRow) -> Self {
         RecallHit {
@@ -380,11 +394,13 @@ impl Recall {
         let (mut shared_facts, mut shared_summaries) = shared?;
         if !keep_archived {
             let views = self.views.read();
-            let archived = |id: &str| views.is_archived(id);
-            facts.retain(|f| !archived(&f.fact_id));
-            shared_facts.retain(|f| !archived(&f.fact_id));
-            summaries.retain(|s| !archived(&s.id));
-            shared_summaries.retain(|s| !archived(&s.id));
+            let archived = |id: &str, made: &chrono::DateTime<chrono::Utc>| {
+                views.is_archived(id, made.timestamp(), UNSTATED_IMPORTANCE_MILLI)
+            };
+            facts.retain(|f| !archived(&f.fact_id, &f.valid_from));
+            shared_facts.retain(|f| !archived(&f.fact_id, &f.valid_from));
+            summaries.retain(|s| !archived(&s.id, &s.ts));
+            shared_summaries.retain(|s| !archived(&s.id, &s.ts));
         }
         // both lists are scored by the same reciprocal-rank fusion, so they merge by score
         facts.extend(shared_facts.into_iter().map(|mut f| {

@@ -360,7 +360,7 @@ impl Recall {
             gather_candidates(by_vector, by_text, by_passage, found, by_graph, &expansion);
         if !keep_archived {
             let views = self.views.read();
-            hits.retain(|h| !views.is_archived(&h.id));
+            hits.retain(|h| !h.is_archived(&views));
         }
         let words = complete.then(|| {
             let turns = hits.iter().map(|h| (h.id.as_str(), h.content.as_str()));
@@ -372,8 +372,9 @@ impl Recall {
         let at = as_of.map_or(views.engine_time_secs as i64, |t| t.timestamp());
         let domain = user == super::DOMAIN_USER;
         for h in &mut hits {
-            h.why.retention = views.retention_of(&h.id, at);
-            h.why.archived = views.is_archived(&h.id);
+            let (created, importance) = h.made();
+            h.why.retention = Some(views.retention_of(&h.id, created, importance, at));
+            h.why.archived = h.is_archived(&views);
             h.why.learned = learned.of_turn(&h.role, &h.content, domain);
         }
         let neighbours = |id: &str| (views.prev_id(id), views.next_id(id));
