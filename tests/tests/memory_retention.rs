@@ -221,7 +221,10 @@ fn memories_fade_are_archived_and_are_still_found_when_asked_for() {
     // her six turns, archived or not, and the two answers given to her
     assert_eq!(receipt["episodes_erased"], 8, "{receipt}");
     server.wait_caught_up(Duration::from_secs(60));
-    for extra in [json!({"include_archived": true}), json!({"as_of": Utc::now().to_rfc3339()})] {
+    for extra in [
+        json!({"include_archived": true}),
+        json!({"as_of": Utc::now().to_rfc3339()}),
+    ] {
         let found = recall(&server, QUERY, extra.clone());
         assert!(found.is_empty(), "{extra}: {found:?}");
     }
