@@ -1,7 +1,7 @@
 //! Memories as the views that judge them see them (issue 33): each episode, fact version and
 //! summary once, keyed by its id, with whose it is, when it was made, how important it is and —
 //! for an episode — its traits; and the uses answers made of them, joined to the memories they
-//! name. [`crate::memory_retention`] (how memories fade) and [`crate::retrieval_preferences`]
+//! name. `memory_retention` (how memories fade) and `retrieval_preferences`
 //! (which kinds of memory serve a user) both read [`used_memories`], so every memory is
 //! arranged once for both, and only the few that answers used go further.
 
