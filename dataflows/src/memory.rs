@@ -70,6 +70,8 @@ pub fn run_memory_dataflow<F>(
 where
     F: Fn(usize, usize) -> Box<dyn InputSource> + Send + Sync + 'static,
 {
+    // the views compute the traces of memories no recall reinforced with the same parameters
+    views.set_retention(params.retention);
     let stop = Arc::new(AtomicBool::new(false));
     let as_of = Arc::new(AtomicU64::new(0));
     let captured = CapturedOutputs::default();

@@ -193,8 +193,9 @@ impl MemoryViews {
 
     /// Whether memory `id` (as for [`MemoryViews::memory_trace`]) is archived as of the engine
     /// time: a reinforced memory once the lifecycle dataflow has archived it, any other once
-    /// engine time has passed the hour its closed-form trace is archived at (the hour the
-    /// lifecycle dataflow would have scheduled).
+    /// engine time has reached the hour its closed-form trace is archived at (the hour the
+    /// lifecycle dataflow would have scheduled: its updates at times up to `engine_time_secs`
+    /// are applied).
     pub fn is_archived(&self, id: &str, created_secs: i64, importance_milli: u16) -> bool {
         let key = engram_operators::episode_key(id);
         if self.memory_traces.contains_key(&key) {
@@ -202,7 +203,7 @@ impl MemoryViews {
         }
         let trace = self.memory_trace(id, created_secs, importance_milli);
         let from = trace.archived_from(&LifecycleThresholds::default());
-        from.is_some_and(|from| from < self.engine_time_secs as i64)
+        from.is_some_and(|from| from <= self.engine_time_secs as i64)
     }
 
     /// Memory `id`'s retention (as for [`MemoryViews::memory_trace`]) at second `at`.
@@ -529,11 +530,10 @@ impl Default for SharedViews {
 }
 
 impl SharedViews {
-    /// Views whose memories fade by `retention`.
-    pub fn with_retention(retention: RetentionParams) -> Self {
-        let views = SharedViews::default();
-        views.current.write().unwrap().retention = retention;
-        views
+    /// Memories fade by `retention` (the dataflow's, for the closed forms).
+    pub(crate) fn set_retention(&self, retention: RetentionParams) {
+        let mut views = self.current.write().unwrap_or_else(|p| p.into_inner());
+        views.retention = retention;
     }
 
     pub fn read(&self) -> RwLockReadGuard<'_, MemoryViews> {

@@ -1,6 +1,7 @@
 //! Retention of memories (episodes, facts, summaries), as preferences have it (SPEC §5; issue
 //! 33): a memory decays as R(t) = e^(−(t − last activation)/S) from its creation; each answer
-//! it was recalled into that was not voted down reinforces it (S × 2, clock reset); once R
+//! it was recalled into that was not voted down reinforces it (S × 2, clock reset) when the
+//! answer was its owner's ([`crate::memories::used_memories`]); once R
 //! falls below the archive threshold it is archived — left out of what a plain recall and a
 //! prompt draw on, still found by an explicit search or an as-of query, never deleted.
 //!

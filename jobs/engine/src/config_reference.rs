@@ -49,7 +49,7 @@ const SECTIONS: &[(&str, &str)] = &[
     ("passages", "Sentences of long episodes, embedded on their own so a remark in a long turn is found."),
     ("hierarchy", "When a team, and the organisation (the tenant), hold a preference their members hold."),
     ("skills", "How skill feedback is weighed in skill selection."),
-    ("retention", "How memories (episodes, facts, summaries) fade: R = e^(−t/S) from their creation, S doubled and t reset by each answer they went into that was not voted down; below R = 0.05 a memory is archived: left out of prompts and of a recall that does not ask for `include_archived`, still found by one that does and by an `as_of` recall, never deleted."),
+    ("retention", "How memories (episodes, facts, summaries) fade: R = e^(−t/S) from their creation, S doubled and t reset by each answer they went into that was not voted down (an answer to their owner, or to any user of the tenant for `_domain` memories); below R = 0.05 a memory is archived: left out of prompts and of a recall that does not ask for `include_archived`, still found by one that does and by an `as_of` recall, never deleted."),
     ("fusion", "How a correction that carries raw multimodal `signals` ({modality: {confidence, agreement}}) instead of a confidence gets one: C = Σ wᵢ·cᵢ·aᵢ, clamped to [0, 1] (SPEC §4.6). Below 0.25 it is held for clarification instead of learned from ([consolidation.md](consolidation.md#consolidation))."),
 ];
 

@@ -151,7 +151,7 @@ impl Engine {
         } = open_stores(&config, embedder.dim(), log.end_offset()).await?;
         let episodes_at_open = store.row_count();
 
-        let views = Arc::new(SharedViews::with_retention(config.retention));
+        let views = Arc::new(SharedViews::default());
         let (tx, rx) = std::sync::mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         let writer = spawn_episode_writer(

@@ -358,9 +358,15 @@ impl Recall {
         let found = self.store.episodes_by_id(tenant, user, &missing).await?;
         let mut hits =
             gather_candidates(by_vector, by_text, by_passage, found, by_graph, &expansion);
-        if !keep_archived {
+        // read once, so that a turn kept as not archived is never marked archived below
+        {
             let views = self.views.read();
-            hits.retain(|h| !h.is_archived(&views));
+            for h in &mut hits {
+                h.why.archived = h.is_archived(&views);
+            }
+        }
+        if !keep_archived {
+            hits.retain(|h| !h.why.archived);
         }
         let words = complete.then(|| {
             let turns = hits.iter().map(|h| (h.id.as_str(), h.content.as_str()));
@@ -374,7 +380,6 @@ impl Recall {
         for h in &mut hits {
             let (created, importance) = h.made();
             h.why.retention = Some(views.retention_of(&h.id, created, importance, at));
-            h.why.archived = h.is_archived(&views);
             h.why.learned = learned.of_turn(&h.role, &h.content, domain);
         }
         let neighbours = |id: &str| (views.prev_id(id), views.next_id(id));
