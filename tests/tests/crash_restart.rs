@@ -64,6 +64,25 @@ fn ctrl_c_then_restart_keeps_everything_once() {
     assert!(stored.values().all(|&n| n == 1));
 }
 
+/// Sends events 0..`next` again, in bodies of 5,000 (the API takes at most 10,000), as a client
+/// that obeys push-back: after a restart the whole unstored log is backlog, and past 10,000
+/// events engram answers 429 until the writer has caught up (retried each second, 3 minutes
+/// at most).
+fn resend_all(server: &Server, next: u64) {
+    let resend: Vec<Value> = (0..next).map(event).collect();
+    for body in resend.chunks(5_000) {
+        let (mut status, mut answer) = (0, Value::Null);
+        for _ in 0..180 {
+            (status, answer) = server.post("/v1/events", &json!(body));
+            if status != 429 {
+                break;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        assert_eq!(status, 200, "{answer}");
+    }
+}
+
 #[test]
 fn kill_9_at_random_points_loses_and_duplicates_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -79,13 +98,8 @@ fn kill_9_at_random_points_loses_and_duplicates_nothing() {
     for trial in 0..trials {
         from_lance += usize::from(engram_tests::log_file_base(dir.path()) > 0);
         let server = Arc::new(Server::start(dir.path()));
-        // the client re-sends what it sent before without an answer (at-least-once delivery),
-        // in bodies of at most 10,000 events (the API's limit)
-        let resend: Vec<Value> = (0..next).map(event).collect();
-        for body in resend.chunks(5_000) {
-            let (status, answer) = server.post("/v1/events", &json!(body));
-            assert_eq!(status, 200, "{answer}");
-        }
+        // the client re-sends what it sent before without an answer (at-least-once delivery)
+        resend_all(&server, next);
         let stop = Arc::new(AtomicBool::new(false));
         let acked = Arc::new(Mutex::new(Vec::<String>::new()));
         let sent = Arc::new(Mutex::new(next));
@@ -129,20 +143,7 @@ fn kill_9_at_random_points_loses_and_duplicates_nothing() {
         "no restart read its log's prefix back from Lance"
     );
     let server = Server::start(dir.path());
-    let resend: Vec<Value> = (0..next).map(event).collect();
-    for body in resend.chunks(5_000) {
-        // a client that obeys push-back: after a restart the whole unstored log is backlog,
-        // and past 10,000 events engram answers 429 until the writer has caught up
-        let mut status = 0;
-        for _ in 0..180 {
-            status = server.post("/v1/events", &json!(body)).0;
-            if status != 429 {
-                break;
-            }
-            std::thread::sleep(Duration::from_secs(1));
-        }
-        assert_eq!(status, 200);
-    }
+    resend_all(&server, next);
     server.wait_caught_up(Duration::from_secs(120));
     assert_eq!(
         server.status()["log_end"].as_u64(),
