@@ -206,12 +206,6 @@ impl MemoryViews {
         from.is_some_and(|from| from <= self.engine_time_secs as i64)
     }
 
-    /// Memory `id`'s retention (as for [`MemoryViews::memory_trace`]) at second `at`.
-    pub fn retention_of(&self, id: &str, created_secs: i64, importance_milli: u16, at: i64) -> f64 {
-        self.memory_trace(id, created_secs, importance_milli)
-            .retention_at(at)
-    }
-
     /// The id of the episode before episode `id` in its session (see [`MemoryViews::next_id`]).
     pub fn prev_id(&self, id: &str) -> Option<String> {
         neighbour(&self.prev, id)

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{collect_into, difference, execute, random_update, settle, update, Sink};
+use common::{collect_into, difference, execute, random_update, settle, update, Sink, TEXTS};
 use differential_dataflow::input::{Input, InputSession};
 use engram_operators::correction_clusters::UserKey;
 use engram_operators::math::decay::{LifecycleThresholds, StabilityParams};
@@ -34,16 +34,6 @@ type Preference = (TraitKey, TraitTally);
 
 /// The users answers are given to: two of one tenant, one of another with the same name.
 const USERS: [(&str, &str); 3] = [("t1", "ann"), ("t1", "bob"), ("t2", "ann")];
-
-/// Texts of every content type, two of them lists.
-const TEXTS: [&str; 6] = [
-    "I moved to Lisbon last spring.",
-    "Where did I park the car?",
-    "Packing:\n- passport\n- charger",
-    "Steps:\n1. preheat\n2) mix",
-    "let x = 1;\nlet y = 2;",
-    "The docs are at https://example.org/guide",
-];
 
 /// A base stability of 1, 10 or 30 days: archived within days, weeks or months unrecalled.
 fn params(seed: u64) -> StabilityParams {

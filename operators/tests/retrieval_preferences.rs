@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{collect_into, difference, execute, settle, Sink};
+use common::{collect_into, difference, execute, settle, Sink, TEXTS};
 use differential_dataflow::input::{Input, InputSession};
 use engram_operators::correction_clusters::UserKey;
 use engram_operators::memories::{
@@ -17,16 +17,6 @@ use timely::dataflow::operators::probe::Handle;
 
 type MemoryRecord = (MemoryId, Memory);
 type Output = (TraitKey, TraitTally);
-
-/// Texts of every content type, two of them lists.
-const TEXTS: [&str; 6] = [
-    "I moved to Lisbon last spring.",
-    "Where did I park the car?",
-    "Packing:\n- passport\n- charger",
-    "Steps:\n1. preheat\n2) mix",
-    "let x = 1;\nlet y = 2;",
-    "The docs are at https://example.org/guide",
-];
 
 /// An episode of `(tenant, user)` with the traits of `role` saying `text`.
 fn episode(owner: (&str, &str), role: &str, text: &str) -> Memory {

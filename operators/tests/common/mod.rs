@@ -147,3 +147,14 @@ pub fn difference<D: Clone + Eq + Hash + Ord + Debug>(
     (!wrong.is_empty() || !missing.is_empty())
         .then(|| format!("{name}: unexpected {wrong:?}, missing {missing:?}"))
 }
+
+/// Memory texts of every content type (prose, question, two lists, code, link), for the
+/// views that read a memory's traits.
+pub const TEXTS: [&str; 6] = [
+    "I moved to Lisbon last spring.",
+    "Where did I park the car?",
+    "Packing:\n- passport\n- charger",
+    "Steps:\n1. preheat\n2) mix",
+    "let x = 1;\nlet y = 2;",
+    "The docs are at https://example.org/guide",
+];

@@ -14,7 +14,7 @@ pub mod turn_scoring;
 
 pub use crate::config::{GraphLimits, RankBy};
 use engram_connectors::{Embedder, EpisodeHit, EpisodeStore};
-use engram_dataflows::{MemoryViews, SharedViews};
+use engram_dataflows::SharedViews;
 use engram_operators::memories::UNSTATED_IMPORTANCE_MILLI;
 use engram_schemas::{validate_name, EventError};
 pub use graph::graph_expansion;
@@ -90,8 +90,8 @@ pub struct Why {
     /// SPEC §5 score: 0.7·similarity (the best of the episode's and its passages' cosine; 0
     /// when only the text or graph search found it) + 0.2·recency + 0.1·importance.
     pub relevance: f64,
-    /// The memory's retention R now, e^(−t/S) of its decay trace (absent before its trace is
-    /// in the views).
+    /// The memory's retention R at the recall's moment, e^(−t/S) of its decay trace (set for
+    /// every turn recall scores).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retention: Option<f64>,
     /// The memory is archived (only an `include_archived` or `as_of` recall returns it).
@@ -153,12 +153,6 @@ impl RecallHit {
     pub fn made(&self) -> (i64, u16) {
         let importance = (self.why.importance.clamp(0.0, 1.0) * 1000.0).round() as u16;
         (self.ts.timestamp(), importance)
-    }
-
-    /// Whether the turn is archived as of the engine time ([`MemoryViews::is_archived`]).
-    pub fn is_archived(&self, views: &MemoryViews) -> bool {
-        let (created, importance) = self.made();
-        views.is_archived(&self.id, created, importance)
     }
 
     /// The episode as a result no retriever has scored yet.

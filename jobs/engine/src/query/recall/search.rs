@@ -358,11 +358,16 @@ impl Recall {
         let found = self.store.episodes_by_id(tenant, user, &missing).await?;
         let mut hits =
             gather_candidates(by_vector, by_text, by_passage, found, by_graph, &expansion);
-        // read once, so that a turn kept as not archived is never marked archived below
+        // each turn's retention and archived state from one read, at the recall's moment (as of
+        // `as_of`, else the engine's time): a turn kept as not archived is never marked archived
         {
             let views = self.views.read();
+            let at = as_of.map_or(views.engine_time_secs as i64, |t| t.timestamp());
             for h in &mut hits {
-                h.why.archived = h.is_archived(&views);
+                let (created, importance) = h.made();
+                let trace = views.memory_trace(&h.id, created, importance);
+                h.why.retention = Some(trace.retention_at(at));
+                h.why.archived = views.is_archived(&h.id, created, importance);
             }
         }
         if !keep_archived {
@@ -374,12 +379,8 @@ impl Recall {
                 .words(tenant, user, turns, super::bm25::analyse)
         });
         let views = self.views.read();
-        // retention at the recall's moment: as of `as_of`, else the engine's time
-        let at = as_of.map_or(views.engine_time_secs as i64, |t| t.timestamp());
         let domain = user == super::DOMAIN_USER;
         for h in &mut hits {
-            let (created, importance) = h.made();
-            h.why.retention = Some(views.retention_of(&h.id, created, importance, at));
             h.why.learned = learned.of_turn(&h.role, &h.content, domain);
         }
         let neighbours = |id: &str| (views.prev_id(id), views.next_id(id));

@@ -51,7 +51,7 @@ pub struct TurnEvidence {
     /// The turn states an amount of money ([`states_amount_of_money`]; read only for a question
     /// that asks for one).
     pub money: bool,
-    /// The turn's retention R now (issue 33: e^(−t/S), 1 while it has no trace yet).
+    /// The turn's retention R at the recall's moment (issue 33: e^(−t/S)).
     pub retention: f64,
     /// What the user's retrieval preferences make of the turn's kind: the product of its
     /// traits' boosts (1 without feedback; [`super::learned::LearnedBoosts`]).
