@@ -393,7 +393,8 @@ impl InputRecord {
             })
             .chain(stated)
             .collect();
-        // an answer names the memories it was built with (`meta.memories`: episode ids)
+        // an answer names the memories it was built with (`meta.memories`: ids of episodes,
+        // facts and summaries)
         if i.role == Role::Assistant {
             let used = i.meta.as_ref().and_then(|m| m.get("memories"));
             let ids = used.and_then(|v| v.as_array()).into_iter().flatten();

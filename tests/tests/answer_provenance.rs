@@ -218,7 +218,7 @@ fn global_defaults_apply_to_everyone_until_a_user_says_otherwise() {
 /// the OpenAI-compatible route, listed in the provenance that is kept.
 #[test]
 fn relayed_answers_follow_the_preferences_a_rule_can_follow() {
-    let answer = "Sure! 🎉 Here it is:\n- take the 5 miles trail\n- bring water 💧";
+    let answer = "Sure! 🎉 Here it is:\n- take the 5 miles trail\n- bring water 💧\n\nHave fun 😀";
     let (llm_url, _seen) =
         engram_tests::stand_in_llm_answering(10, Duration::from_secs(300), answer);
     let dir = tempfile::tempdir().unwrap();
@@ -246,7 +246,7 @@ fn relayed_answers_follow_the_preferences_a_rule_can_follow() {
         "{memory}"
     );
 
-    let want = "Sure! Here it is:\nTake the 5 miles (8 km) trail. Bring water.";
+    let want = "Sure! Here it is:\nTake the 5 miles (8 km) trail. Bring water.\n\nHave fun";
     let chat = chat(&server, "x1", "Which trail should I take?");
     assert_eq!(chat["answer"], want, "{chat}");
     let mut kinds: Vec<&str> = chat["provenance"]["transforms"]
@@ -293,5 +293,96 @@ fn relayed_answers_follow_the_preferences_a_rule_can_follow() {
     assert_eq!(
         completion["choices"][0]["message"]["content"], want,
         "{completion}"
+    );
+    assert_streamed_answers_follow_them_too(&server, want, &kinds, &model);
+}
+
+/// Streamed through `/v1/chat` and the OpenAI-compatible route, the answer is transformed a
+/// paragraph at a time: what the pieces show, joined, is the transformed answer, which is what
+/// is stored, with the transforms listed at the end and kept with the provenance.
+fn assert_streamed_answers_follow_them_too(
+    server: &Server,
+    want: &str,
+    kinds: &[&str],
+    model: &str,
+) {
+    let acme = server.key_for("acme");
+    let listed = |transforms: &Value| -> Vec<String> {
+        let mut k: Vec<String> = transforms
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["kind"].as_str().unwrap().to_string())
+            .collect();
+        k.sort();
+        k
+    };
+    let mut events = server
+        .post_events(
+            Some(&acme),
+            "/v1/chat",
+            &json!({"tenant": "acme", "user": "alice", "session": "s9", "stream": true,
+                    "query": "And the way back?", "exchange_id": "x2"}),
+            Duration::from_secs(60),
+        )
+        .expect("a stream");
+    let (mut shown, mut pieces) = (String::new(), 0);
+    let done = loop {
+        let (name, data) = events.next_event().expect("the stream goes on until done");
+        match name.as_str() {
+            "prompt" => {}
+            "delta" => {
+                shown.push_str(data["content"].as_str().unwrap());
+                pieces += 1;
+            }
+            "done" => break data,
+            other => panic!("{other}: {data}"),
+        }
+    };
+    assert_eq!(shown.trim(), want);
+    assert!(
+        pieces >= 2,
+        "shown a paragraph at a time, not held to the end: {pieces}"
+    );
+    assert_eq!(done["answer"], want, "{done}");
+    assert_eq!(listed(&done["transforms"]), kinds, "{done}");
+    server.wait_caught_up(Duration::from_secs(60));
+    let (status, stored) = provenance_of(server, &acme, "x2.a", "alice");
+    assert_eq!(status, 200, "{stored}");
+    assert_eq!(
+        listed(&stored["provenance"]["transforms"]),
+        kinds,
+        "{stored}"
+    );
+
+    let mut events = server
+        .post_events(
+            Some(&acme),
+            "/v1/chat/completions",
+            &json!({"model": model, "user": "alice", "stream": true,
+                    "messages": [{"role": "user", "content": "And after that?"}]}),
+            Duration::from_secs(60),
+        )
+        .expect("a stream");
+    let mut shown = String::new();
+    let last = loop {
+        // the last chunk, with `finish_reason`, comes before `[DONE]` (not JSON: not read)
+        let (_, chunk) = events.next_event().expect("chunks until the last");
+        let choice = &chunk["choices"][0];
+        shown.push_str(choice["delta"]["content"].as_str().unwrap_or(""));
+        if choice["finish_reason"] == "stop" {
+            break chunk;
+        }
+    };
+    assert_eq!(shown.trim(), want);
+    assert_eq!(listed(&last["engram"]["transforms"]), kinds, "{last}");
+    server.wait_caught_up(Duration::from_secs(60));
+    let message = last["engram"]["message_id"].as_str().unwrap();
+    let (status, stored) = provenance_of(server, &acme, message, "alice");
+    assert_eq!(status, 200, "{stored}");
+    assert_eq!(
+        listed(&stored["provenance"]["transforms"]),
+        kinds,
+        "{stored}"
     );
 }

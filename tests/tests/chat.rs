@@ -41,13 +41,20 @@ fn assert_feedback_moves_the_tally_style_and_marks(server: &Server, skill: &str,
     assert_eq!(skills[0]["successes"], 1);
     assert!(skills[0]["posterior"]["mean"].as_f64().unwrap() > 0.5);
     assert_eq!(memory["style"]["feedback_count"], 1);
-    // MARK: every memory the answer was built with was recalled once, into an answer judged
-    // correct, so its trust rose above the initial 0.25 (0.8·0.25 + 0.2·(1 + 1)/(1 + 4) = 0.28)
-    let used: std::collections::BTreeSet<&str> = chat["provenance"]["memories"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap())
+    // MARK: every memory the answer was built with (episodes, and the fact that Mara is her
+    // sister) was recalled once, into an answer judged correct, so
+    // its trust rose above the initial 0.25 (0.8·0.25 + 0.2·(1 + 1)/(1 + 4) = 0.28)
+    let ids = |part: &str| -> Vec<&str> {
+        let items = chat["provenance"][part].as_array().unwrap().iter();
+        items.map(|m| m["id"].as_str().unwrap()).collect()
+    };
+    assert!(
+        !ids("facts").is_empty(),
+        "the prompt drew on a fact: {chat}"
+    );
+    let used: std::collections::BTreeSet<&str> = ["memories", "facts", "summaries"]
+        .into_iter()
+        .flat_map(ids)
         .collect();
     let marks = memory["marks"].as_array().unwrap();
     let marked: std::collections::BTreeSet<&str> = marks
@@ -155,6 +162,10 @@ fn chat_goes_through_the_stand_in_is_stored_and_feedback_moves_the_posterior() {
         "kind": "interaction", "event_id": "f1", "tenant": "acme", "user": "alice",
         "session": "s0", "ts": (Utc::now() - Days::days(2)).to_rfc3339(),
         "role": "user", "content": "My sister Mara lives in Lisbon.",
+    }, {
+        "kind": "fact", "event_id": "f2", "tenant": "acme", "user": "alice",
+        "ts": (Utc::now() - Days::days(2)).to_rfc3339(),
+        "subject": "Mara", "attribute": "relation", "value": "sister",
     }]);
     assert_eq!(server.post("/v1/events", &facts).0, 200);
     server.wait_caught_up(Duration::from_secs(60));

@@ -4,7 +4,7 @@
 //! it went into that was not voted down doubles S and restarts t. A plain recall and a prompt
 //! leave archived memories out; `include_archived` and an `as_of` recall still find them, each
 //! marked; every result states its retention. An answer to another user naming a memory does
-//! not reinforce it. A restart rebuilds the same states from the log, and an erase takes the
+//! not reinforce it. Facts fade and are kept by answers the same way. A restart rebuilds the same states from the log, and an erase takes the
 //! archived memories with the rest.
 
 use chrono::{Duration as Days, Utc};
@@ -96,6 +96,34 @@ fn recall(server: &Server, query: &str, extra: Value) -> BTreeMap<String, (bool,
         .collect()
 }
 
+/// Facts of alice, 50 days old (no importance: S = 15 days, archived after 44.9): one named
+/// by an answer 35 days ago (S = 30 from then: R = e^(−35/30), active), one never used.
+const FACTS: [(&str, &str, &str); 2] = [
+    ("fk", "favourite tea", "jasmine"),
+    ("fo", "bicycle brand", "Gazelle"),
+];
+
+fn fact(id: &str, attribute: &str, value: &str) -> Value {
+    json!({"kind": "fact", "event_id": id, "tenant": "acme", "user": "alice",
+           "ts": (Utc::now() - Days::days(50)).to_rfc3339(), "subject": "user",
+           "attribute": attribute, "value": value})
+}
+
+/// The values of the facts a recall for them returns, sorted.
+fn recalled_facts(server: &Server, extra: Value) -> Vec<String> {
+    let mut req = json!({"tenant": "acme", "user": "alice", "k": 20,
+                         "query": "favourite tea jasmine, bicycle brand Gazelle"});
+    for (k, v) in extra.as_object().unwrap() {
+        req[k] = v.clone();
+    }
+    let (status, body) = server.post("/v1/recall", &req);
+    assert_eq!(status, 200, "{body}");
+    let facts = body["facts"].as_array().unwrap().iter();
+    let mut values: Vec<String> = facts.map(|f| f["value"].as_str().unwrap().into()).collect();
+    values.sort();
+    values
+}
+
 const QUERY: &str = "beagle Rex, Nora in Lisbon, passport, sandwich, boiler valve, piano lessons";
 
 fn ids(found: &BTreeMap<String, (bool, f64)>) -> Vec<&str> {
@@ -141,6 +169,10 @@ fn check_states(server: &Server) {
     let now = Utc::now().to_rfc3339();
     let as_of = recall(server, QUERY, json!({"as_of": now}));
     assert_eq!(ids(&as_of), ids(&all));
+    // a fact fades like an episode, and an answer it went into keeps it
+    assert_eq!(recalled_facts(server, json!({})), ["jasmine"]);
+    let all_facts = recalled_facts(server, json!({"include_archived": true}));
+    assert_eq!(all_facts, ["Gazelle", "jasmine"]);
     // the prompt draws only on memories that are not archived
     let (status, prompt) = server.post(
         "/v1/prompt",
@@ -171,6 +203,11 @@ fn memories_fade_are_archived_and_are_still_found_when_asked_for() {
     let events: Vec<Value> = TURNS
         .iter()
         .map(|(id, days, text, importance)| turn(id, *days, text, *importance))
+        .chain(
+            FACTS
+                .iter()
+                .map(|(id, attribute, value)| fact(id, attribute, value)),
+        )
         .collect();
     let (status, body) = server.post("/v1/events", &Value::Array(events));
     assert_eq!(status, 200, "{body}");
@@ -197,7 +234,19 @@ fn memories_fade_are_archived_and_are_still_found_when_asked_for() {
     // bob's answer names alice's "trivial": not his memory, so it does not keep it
     let mut for_bob = answer("b1", "trivial");
     for_bob["user"] = json!("bob");
+    // an answer built with the "jasmine" fact
+    let mut with_fact = answer("a3", "recalled");
+    let (status, facts) = server.post(
+        "/v1/recall",
+        &json!({"tenant": "acme", "user": "alice", "query": "favourite tea jasmine",
+                "include_archived": true}),
+    );
+    assert_eq!(status, 200, "{facts}");
+    let facts = facts["facts"].as_array().unwrap();
+    let kept = facts.iter().find(|f| f["value"] == "jasmine").unwrap();
+    with_fact["meta"]["memories"] = json!([kept["fact_id"]]);
     let events = json!([
+        with_fact,
         answer("a1", "recalled"),
         answer("a2", "downvoted"),
         for_bob,
@@ -218,8 +267,8 @@ fn memories_fade_are_archived_and_are_still_found_when_asked_for() {
     // an erase takes archived memories too: nothing is found, however asked
     let (status, receipt) = server.post("/v1/erase", &json!({"tenant": "acme", "user": "alice"}));
     assert_eq!(status, 200, "{receipt}");
-    // her six turns, archived or not, and the two answers given to her
-    assert_eq!(receipt["episodes_erased"], 8, "{receipt}");
+    // her six turns, archived or not, and the three answers given to her
+    assert_eq!(receipt["episodes_erased"], 9, "{receipt}");
     server.wait_caught_up(Duration::from_secs(60));
     for extra in [
         json!({"include_archived": true}),
@@ -227,5 +276,6 @@ fn memories_fade_are_archived_and_are_still_found_when_asked_for() {
     ] {
         let found = recall(&server, QUERY, extra.clone());
         assert!(found.is_empty(), "{extra}: {found:?}");
+        assert!(recalled_facts(&server, extra.clone()).is_empty(), "{extra}");
     }
 }

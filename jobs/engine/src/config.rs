@@ -202,9 +202,9 @@ pub struct PromptConfig {
     /// The operator's default preferences for every tenant and user, worded as instructions;
     /// any preference of the user, their team or organisation on the same aspect replaces one.
     pub global_preferences: Vec<String>,
-    /// Post-process answers relayed by `/v1/chat` and `/v1/chat/completions` (not streamed
-    /// ones) by the active preferences a rule can follow: no emoji, prose for bullets, no bold
-    /// or headings or markdown, no "sir", metric or imperial units.
+    /// Post-process answers relayed by `/v1/chat` and `/v1/chat/completions` (streamed ones a
+    /// paragraph at a time) by the active preferences a rule can follow: no emoji, prose for
+    /// bullets, no bold or headings or markdown, no "sir", metric or imperial units.
     pub answer_transforms: bool,
 }
 

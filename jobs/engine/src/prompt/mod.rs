@@ -29,7 +29,7 @@ pub use preferences::{
 };
 pub use sections::{few_shot_example, full_context, instruction_line, shorten, time_of_day};
 pub use skills::select_skill;
-pub use transforms::{transform_answer, AppliedTransform};
+pub use transforms::{transform_answer, transforms_asked, AppliedTransform, StreamedTransform};
 
 use crate::config::PromptConfig;
 use crate::engine::Engine;
@@ -205,7 +205,8 @@ pub struct Provenance {
     pub recent_turns: Vec<String>,
     pub skill: Option<SkillPick>,
     /// What was done to the model's answer by the active preferences ([`transform_answer`]);
-    /// only for answers engram relays (`/v1/chat`, `/v1/chat/completions`), not streamed.
+    /// only for answers engram relays (`/v1/chat`, `/v1/chat/completions`; a streamed answer's
+    /// come with its end).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub transforms: Vec<AppliedTransform>,
 }

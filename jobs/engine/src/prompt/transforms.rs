@@ -34,8 +34,94 @@ pub fn transform_answer(
     answer: &str,
     preferences: &[PreferenceUsed],
 ) -> (String, Vec<AppliedTransform>) {
-    let mut text = answer.to_string();
     let mut applied = Vec::new();
+    let text = transform_into(answer, preferences, &mut applied);
+    (text, applied)
+}
+
+/// Whether any of `preferences` asks for a transform (whatever the answer turns out to be).
+pub fn transforms_asked(preferences: &[PreferenceUsed]) -> bool {
+    preferences.iter().any(|p| {
+        let requests = requests_of(&p.instruction).0;
+        requests
+            .iter()
+            .any(|r| transform_for(r.aspect, r.way).is_some())
+    })
+}
+
+/// [`transform_answer`] of an answer that arrives in pieces, shown as it comes: each piece is
+/// held until a paragraph ends (a blank line outside code), and the paragraphs are transformed
+/// as they complete. Every transform works on lines, list runs and code spans, none of which
+/// crosses a blank line outside code, so what is shown, joined, equals [`transform_answer`] of
+/// the whole answer.
+#[derive(Debug, Default)]
+pub struct StreamedTransform {
+    preferences: Vec<PreferenceUsed>,
+    held: String,
+    applied: Vec<AppliedTransform>,
+}
+
+impl StreamedTransform {
+    pub fn new(preferences: Vec<PreferenceUsed>) -> Self {
+        Self {
+            preferences,
+            ..Self::default()
+        }
+    }
+
+    /// What to show now of `piece`: the transformed paragraphs it completes (often nothing).
+    pub fn push(&mut self, piece: &str) -> String {
+        self.held.push_str(piece);
+        let Some(cut) = last_paragraph_end(&self.held) else {
+            return String::new();
+        };
+        let rest = self.held.split_off(cut);
+        let done = std::mem::replace(&mut self.held, rest);
+        transform_into(&done, &self.preferences, &mut self.applied)
+    }
+
+    /// The rest, transformed, once the answer is complete.
+    pub fn finish(&mut self) -> String {
+        let done = std::mem::take(&mut self.held);
+        transform_into(&done, &self.preferences, &mut self.applied)
+    }
+
+    /// The transforms that changed something so far, in the order first applied.
+    pub fn applied(&self) -> &[AppliedTransform] {
+        &self.applied
+    }
+}
+
+/// The end of the last blank line of `text` that lies outside code (neither in a fenced
+/// block nor in an inline span): a place where the transforms' state is empty.
+fn last_paragraph_end(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let (mut in_fence, mut in_span, mut last) = (false, false, None);
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i..].starts_with(b"```") {
+            in_fence = !in_fence;
+            i += 3;
+            continue;
+        }
+        if !in_fence && bytes[i] == b'`' {
+            in_span = !in_span;
+        } else if !in_fence && !in_span && bytes[i..].starts_with(b"\n\n") {
+            last = Some(i + 2);
+        }
+        i += 1;
+    }
+    last
+}
+
+/// `answer` after the transforms `preferences` ask for; those that changed it are added to
+/// `applied` (each kind once).
+fn transform_into(
+    answer: &str,
+    preferences: &[PreferenceUsed],
+    applied: &mut Vec<AppliedTransform>,
+) -> String {
+    let mut text = answer.to_string();
     for p in preferences {
         for r in requests_of(&p.instruction).0 {
             let Some((kind, apply)) = transform_for(r.aspect, r.way) else {
@@ -53,7 +139,7 @@ pub fn transform_answer(
             }
         }
     }
-    (text, applied)
+    text
 }
 
 type Apply = fn(&str) -> String;
@@ -592,6 +678,63 @@ mod tests {
             .collect();
             let _ = transform_answer(t, &all);
         }
+    }
+
+    #[test]
+    fn an_answer_transformed_as_it_streams_is_the_answer_transformed_whole() {
+        let all: Vec<PreferenceUsed> = [
+            "Please stop using emoji.",
+            "No bullet points, full sentences.",
+            "No bold text.",
+            "No headings please.",
+            "Don't call me sir.",
+            "I prefer metric units.",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, text)| preference(&format!("c{i}"), text))
+        .collect();
+        let answers = [
+            "Sure, sir! 🎉 Here it is:\n- take the 5 miles trail\n- bring **water** 💧\n\n\
+             # Back\nThe loop back is 3 miles.\n\nSir, enjoy 😀",
+            "Use this:\n\n```\n- keep 5 miles\n\n# not a heading 🎉\n```\n\n- then `a\n\nb` 🎉\n- done",
+            "one paragraph, no breaks, 10 pounds 🎉",
+            "\n\n\n- a\n\n\n\n- b\n\n",
+        ];
+        for answer in answers {
+            let (whole, applied) = transform_answer(answer, &all);
+            // every cut into two pieces, and one character at a time
+            let bounds: Vec<usize> = (0..=answer.len())
+                .filter(|&i| answer.is_char_boundary(i))
+                .collect();
+            let mut ways: Vec<Vec<&str>> = bounds
+                .iter()
+                .map(|&i| vec![&answer[..i], &answer[i..]])
+                .collect();
+            ways.push(bounds.windows(2).map(|w| &answer[w[0]..w[1]]).collect());
+            for pieces in ways {
+                let mut stream = StreamedTransform::new(all.clone());
+                let mut shown: String = pieces.iter().map(|p| stream.push(p)).collect();
+                shown.push_str(&stream.finish());
+                assert_eq!(shown, whole, "{pieces:?}");
+                let kinds = |a: &[AppliedTransform]| {
+                    let mut k: Vec<&str> = a.iter().map(|t| t.kind).collect();
+                    k.sort_unstable();
+                    k
+                };
+                assert_eq!(kinds(stream.applied()), kinds(&applied), "{pieces:?}");
+            }
+        }
+        // paragraphs are shown as they complete, not held to the end
+        let mut stream = StreamedTransform::new(all.clone());
+        assert_eq!(stream.push("- a 🎉\n- b"), "");
+        assert_eq!(stream.push("\n\nnext"), "A. B.\n\n");
+        assert_eq!(stream.finish(), "next");
+        assert!(transforms_asked(&all));
+        assert!(!transforms_asked(&[preference(
+            "c9",
+            "Keep answers short."
+        )]));
     }
 
     #[test]

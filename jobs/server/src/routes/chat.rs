@@ -11,7 +11,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use engram_engine::llm::{strip_thinking, ChatClient, ChatMessage, LlmError, ThinkingFilter};
-use engram_engine::prompt::{transform_answer, AssembledPrompt, PromptRequest};
+use engram_engine::prompt::{
+    transform_answer, transforms_asked, AssembledPrompt, PromptRequest, StreamedTransform,
+};
 use engram_engine::Engine;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -142,17 +144,29 @@ pub(super) async fn prepare_exchange<'e>(
         prompt_tokens: assembled.tokens.total,
         provenance: stored.0,
         explanation: stored.1,
-        // the user's own memories the answer was built with: their recall counts and the
-        // feedback on this answer feed the MARK scores
-        memories: assembled
-            .provenance
-            .memories
-            .iter()
-            .filter(|m| !m.domain)
-            .map(|m| m.id.clone())
-            .collect(),
+        // the user's own memories the answer was built with (episodes, facts, summaries):
+        // their recall counts and the feedback on this answer feed the MARK scores, and a
+        // use not voted down strengthens their retention
+        memories: used_memories(&assembled.provenance),
     };
     Ok((llm, exchange, assembled))
+}
+
+/// The ids of the user's own memories a prompt was built with (`meta.memories` of the answer):
+/// episodes, then facts, then summaries; the tenant's shared ones are not the user's to judge.
+fn used_memories(provenance: &engram_engine::prompt::Provenance) -> Vec<String> {
+    let episodes = provenance
+        .memories
+        .iter()
+        .filter(|m| !m.domain)
+        .map(|m| &m.id);
+    let facts = provenance.facts.iter().filter(|f| !f.domain).map(|f| &f.id);
+    let summaries = provenance
+        .summaries
+        .iter()
+        .filter(|s| !s.domain)
+        .map(|s| &s.id);
+    episodes.chain(facts).chain(summaries).cloned().collect()
 }
 
 /// `502`: the chat server refused or failed (logged with the tenant).
@@ -164,8 +178,12 @@ pub(super) fn chat_server_failed(err: LlmError, tenant: &str) -> Response {
 /// Passes the chat server's streamed `pieces` on: each piece that can be shown (a leading
 /// `<think>` block left out) to `show`, in order. The whole answer, thinking removed, once the
 /// server is done; its error when it failed part-way.
+///
+/// With `transform`, what is shown goes through it (a paragraph at a time), and the answer is
+/// what was shown, trimmed: the user sees and engram stores the same text.
 pub(super) async fn relay_answer<F, Fut>(
     pieces: &mut tokio::sync::mpsc::Receiver<Result<String, LlmError>>,
+    mut transform: Option<&mut StreamedTransform>,
     mut show: F,
 ) -> Result<String, LlmError>
 where
@@ -173,20 +191,39 @@ where
     Fut: std::future::Future<Output = ()>,
 {
     let mut raw = String::new();
+    let mut shown_all = String::new();
     let mut filter = ThinkingFilter::default();
-    while let Some(piece) = pieces.recv().await {
-        let piece = piece?;
-        raw.push_str(&piece);
-        let shown = filter.push(&piece);
+    let mut finished = false;
+    while !finished {
+        let shown = match pieces.recv().await {
+            Some(piece) => {
+                let piece = piece?;
+                raw.push_str(&piece);
+                filter.push(&piece)
+            }
+            None => {
+                finished = true;
+                std::mem::take(&mut filter).finish()
+            }
+        };
+        let mut shown = match transform.as_deref_mut() {
+            Some(t) => t.push(&shown),
+            None => shown,
+        };
+        if finished {
+            if let Some(t) = transform.as_deref_mut() {
+                shown.push_str(&t.finish());
+            }
+        }
         if !shown.is_empty() {
+            shown_all.push_str(&shown);
             show(shown).await;
         }
     }
-    let rest = filter.finish();
-    if !rest.is_empty() {
-        show(rest).await;
-    }
-    Ok(strip_thinking(&raw).to_string())
+    Ok(match transform {
+        Some(_) => shown_all.trim().to_string(),
+        None => strip_thinking(&raw).to_string(),
+    })
 }
 
 /// What storing an exchange did: `{accepted, duplicates, log_end}`.
@@ -232,6 +269,26 @@ impl Exchange {
         answer
     }
 
+    /// The transform an answer streamed to the user goes through, when
+    /// `prompt.answer_transforms` is on and an active preference asks for one.
+    pub(super) fn streamed_transform(
+        engine: &Engine,
+        assembled: &AssembledPrompt,
+    ) -> Option<StreamedTransform> {
+        let preferences = &assembled.provenance.preferences;
+        (engine.config.prompt.answer_transforms && transforms_asked(preferences))
+            .then(|| StreamedTransform::new(preferences.clone()))
+    }
+
+    /// Lists what a streamed transform did in the provenance the answer's event stores.
+    pub(super) fn record_transforms(&mut self, transform: Option<&StreamedTransform>) {
+        if let Some(applied) = transform.map(StreamedTransform::applied) {
+            if !applied.is_empty() {
+                self.provenance["transforms"] = json!(applied);
+            }
+        }
+    }
+
     pub(super) fn query_id(&self) -> String {
         format!("{}.q", self.id)
     }
@@ -266,7 +323,7 @@ impl Exchange {
 /// (nothing stored). The exchange is stored even if the client has gone.
 fn stream_chat(
     engine: Arc<Engine>,
-    exchange: Exchange,
+    mut exchange: Exchange,
     assembled: AssembledPrompt,
     mut pieces: tokio::sync::mpsc::Receiver<Result<String, LlmError>>,
 ) -> Response {
@@ -289,7 +346,8 @@ fn stream_chat(
                 let _ = tx.send(event("delta", json!({ "content": content }))).await;
             }
         };
-        let answer = match relay_answer(&mut pieces, delta).await {
+        let mut transform = Exchange::streamed_transform(&engine, &assembled);
+        let answer = match relay_answer(&mut pieces, transform.as_mut(), delta).await {
             Ok(answer) => answer,
             Err(err) => {
                 tracing::warn!(%err, tenant = %exchange.tenant, "the chat server failed mid-answer");
@@ -298,10 +356,12 @@ fn stream_chat(
                 return;
             }
         };
+        exchange.record_transforms(transform.as_ref());
         let done = match exchange.store(&engine, &answer).await {
             Ok(stored) => event(
                 "done",
                 json!({"answer": answer, "message_id": exchange.answer_id(),
+                       "transforms": transform.as_ref().map_or(&[][..], |t| t.applied()),
                        "stored": stored_summary(&stored)}),
             ),
             Err(_) => event(

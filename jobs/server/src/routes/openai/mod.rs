@@ -242,7 +242,7 @@ fn choice(delta: Value, finish_reason: Option<&str>) -> Value {
 /// no `[DONE]`. The exchange is stored even if the client has gone.
 fn stream_completion(
     engine: Arc<Engine>,
-    answer: Answer,
+    mut answer: Answer,
     mut pieces: tokio::sync::mpsc::Receiver<Result<String, LlmError>>,
     include_usage: bool,
 ) -> Response {
@@ -263,7 +263,8 @@ fn stream_completion(
                 let _ = tx.send(event).await;
             }
         };
-        let text = match relay_answer(&mut pieces, piece).await {
+        let mut transform = Exchange::streamed_transform(&engine, &answer.assembled);
+        let text = match relay_answer(&mut pieces, transform.as_mut(), piece).await {
             Ok(text) => text,
             Err(err) => {
                 tracing::warn!(%err, tenant = %answer.exchange.tenant, "the chat server failed mid-answer");
@@ -271,6 +272,7 @@ fn stream_completion(
                 return;
             }
         };
+        answer.exchange.record_transforms(transform.as_ref());
         let stored = match answer.exchange.store(&engine, &text).await {
             Ok(stored) => stored,
             Err(_) => {
@@ -281,7 +283,9 @@ fn stream_completion(
             }
         };
         let last = choice(json!({}), Some("stop"));
+        let applied = transform.as_ref().map_or(&[][..], |t| t.applied());
         let engram = json!({"engram": {"message_id": answer.exchange.answer_id(),
+                                       "transforms": applied,
                                        "stored": stored_summary(&stored)}});
         let _ = tx.send(answer.chunk(last, engram)).await;
         if include_usage {
