@@ -46,18 +46,44 @@ pub enum InputRecord {
 /// confidence 0.83, above the 0.75 a prompt requires).
 pub const UNSTATED_CORRECTION_CONFIDENCE: f64 = 0.9;
 
-/// A correction whose confidence (stated, or fused from its signals) is below this is not
-/// learned from: it is never clustered, so it makes no pattern or preference, and it does not
-/// act in its session either; it is held as needing clarification (`/v1/memory`'s
-/// `needs_clarification`), and the next prompt of its session asks the user what they meant.
-/// With the default modality weights a voice-only correction passes when confidence ·
-/// agreement ≥ 0.5, a screen-only one only when nearly certain, a video-only one never.
-pub const CLARIFY_BELOW: f64 = 0.25;
+/// The default clarification floor ([`CorrectionConfidence::clarify_below`]). With the
+/// default modality weights a voice-only correction passes it when confidence · agreement ≥
+/// 0.5, a screen-only one only when nearly certain, a video-only one never.
+pub const DEFAULT_CLARIFY_BELOW: f64 = 0.25;
 
-/// Whether a correction of this confidence (in thousandths, as notes and points keep it) is
-/// held for clarification instead of learned from ([`CLARIFY_BELOW`]).
-pub fn needs_clarification(confidence_milli: u16) -> bool {
-    f64::from(confidence_milli) < CLARIFY_BELOW * 1000.0
+/// How a correction's confidence is reached and what too little of it means (`[fusion]`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CorrectionConfidence {
+    /// The modality weights raw `signals` are fused with.
+    pub weights: ModalityWeights,
+    /// A correction whose confidence (stated, or fused from its signals) is below this is not
+    /// learned from: it is never clustered, so it makes no pattern or preference, and it does
+    /// not act in its session either; it is held as needing clarification (`/v1/memory`'s
+    /// `needs_clarification`), and the next prompt of its session asks the user what they
+    /// meant.
+    pub clarify_below: f64,
+}
+
+impl Default for CorrectionConfidence {
+    fn default() -> Self {
+        CorrectionConfidence {
+            weights: ModalityWeights::default(),
+            clarify_below: DEFAULT_CLARIFY_BELOW,
+        }
+    }
+}
+
+impl CorrectionConfidence {
+    /// Whether a correction of this confidence (in thousandths, as notes and points keep it)
+    /// is held for clarification instead of learned from.
+    pub fn needs_clarification(&self, confidence_milli: u16) -> bool {
+        f64::from(confidence_milli) < self.clarify_below * 1000.0
+    }
+}
+
+/// The confidence of a correction stated without one, in thousandths.
+fn unstated_confidence_milli() -> u16 {
+    (UNSTATED_CORRECTION_CONFIDENCE * 1000.0).round() as u16
 }
 
 /// The text a correction is clustered by: what it asks for (`expected_behavior`), else the
@@ -166,24 +192,28 @@ impl InputRecord {
     /// A feedback whose words ask for something ([`feedback_request_text`]) is a correction too,
     /// of the confidence of a typed correction, asking what its words ask for, in no context.
     pub fn correction(event: &Event, embedding: &[f32]) -> Option<InputRecord> {
-        Self::correction_with(event, embedding, &ModalityWeights::default())
+        Self::correction_with(event, embedding, &CorrectionConfidence::default())
     }
 
-    /// [`InputRecord::correction`] with raw signals fused by `weights`.
+    /// [`InputRecord::correction`] with raw signals fused, and the clarification floor, as
+    /// `confidence` says.
     pub fn correction_with(
         event: &Event,
         embedding: &[f32],
-        weights: &ModalityWeights,
+        confidence: &CorrectionConfidence,
     ) -> Option<InputRecord> {
         let h = &event.header;
         if let Body::Feedback(f) = &event.body {
             let text = feedback_request_text(f)?;
+            if confidence.needs_clarification(unstated_confidence_milli()) {
+                return None;
+            }
             return Some(InputRecord::Correction(
                 (h.tenant.clone(), h.user.clone()),
                 CorrectionPoint {
                     correction_id: h.event_id.clone(),
                     ts_micros: h.ts.timestamp_micros(),
-                    confidence_milli: (UNSTATED_CORRECTION_CONFIDENCE * 1000.0).round() as u16,
+                    confidence_milli: unstated_confidence_milli(),
                     polarity: Polarity::of_instruction(text),
                     requests: requests_of(text),
                     context: String::new(),
@@ -195,8 +225,9 @@ impl InputRecord {
         let Body::Correction(c) = &event.body else {
             return None;
         };
-        let confidence_milli = (correction_confidence_with(c, weights) * 1000.0).round() as u16;
-        if needs_clarification(confidence_milli) {
+        let confidence_milli =
+            (correction_confidence_with(c, &confidence.weights) * 1000.0).round() as u16;
+        if confidence.needs_clarification(confidence_milli) {
             return None;
         }
         let requests = correction_requests(c);
@@ -224,14 +255,15 @@ impl InputRecord {
     /// For a correction (and a feedback whose words ask for something) that is its note only: its clustering record needs an embedding first
     /// ([`InputRecord::correction`]).
     pub fn from_event(event: &Event, log_offset: u64) -> Vec<InputRecord> {
-        Self::from_event_with(event, log_offset, &ModalityWeights::default())
+        Self::from_event_with(event, log_offset, &CorrectionConfidence::default())
     }
 
-    /// [`InputRecord::from_event`] with raw signals fused by `weights`.
+    /// [`InputRecord::from_event`] with raw signals fused, and the clarification floor, as
+    /// `confidence` says.
     pub fn from_event_with(
         event: &Event,
         log_offset: u64,
-        weights: &ModalityWeights,
+        confidence: &CorrectionConfidence,
     ) -> Vec<InputRecord> {
         let h = &event.header;
         match &event.body {
@@ -278,29 +310,33 @@ impl InputRecord {
                             original: text.to_string(),
                             corrected: None,
                             expected_behavior: Some(text.to_string()),
-                            confidence_milli: (UNSTATED_CORRECTION_CONFIDENCE * 1000.0).round()
-                                as u16,
+                            confidence_milli: unstated_confidence_milli(),
                             context: String::new(),
+                            held: confidence.needs_clarification(unstated_confidence_milli()),
                         },
                     )
                 });
                 std::iter::once(vote).chain(note).collect()
             }
-            Body::Correction(c) => vec![InputRecord::CorrectionNote(
-                (h.tenant.clone(), h.user.clone()),
-                CorrectionNote {
-                    correction_id: h.event_id.clone(),
-                    ts_micros: h.ts.timestamp_micros(),
-                    session: h.session.clone().unwrap_or_default(),
-                    correction_type: format!("{:?}", c.correction_type).to_uppercase(),
-                    original: c.original.clone(),
-                    corrected: c.corrected.clone(),
-                    expected_behavior: c.expected_behavior.clone(),
-                    confidence_milli: (correction_confidence_with(c, weights) * 1000.0).round()
-                        as u16,
-                    context: correction_context(c),
-                },
-            )],
+            Body::Correction(c) => {
+                let confidence_milli =
+                    (correction_confidence_with(c, &confidence.weights) * 1000.0).round() as u16;
+                vec![InputRecord::CorrectionNote(
+                    (h.tenant.clone(), h.user.clone()),
+                    CorrectionNote {
+                        correction_id: h.event_id.clone(),
+                        ts_micros: h.ts.timestamp_micros(),
+                        session: h.session.clone().unwrap_or_default(),
+                        correction_type: format!("{:?}", c.correction_type).to_uppercase(),
+                        original: c.original.clone(),
+                        corrected: c.corrected.clone(),
+                        expected_behavior: c.expected_behavior.clone(),
+                        confidence_milli,
+                        context: correction_context(c),
+                        held: confidence.needs_clarification(confidence_milli),
+                    },
+                )]
+            }
             Body::Summary(summary) => vec![InputRecord::Summary(
                 (h.tenant.clone(), h.user.clone()),
                 SummaryNode {
@@ -539,10 +575,11 @@ mod tests {
             event
         };
         let clustered = |e: &Event| InputRecord::correction(e, &[1.0]).is_some();
-        let noted_milli = |e: &Event| match &InputRecord::from_event(e, 3)[..] {
-            [InputRecord::CorrectionNote(_, n)] => n.confidence_milli,
+        let note = |e: &Event| match &InputRecord::from_event(e, 3)[..] {
+            [InputRecord::CorrectionNote(_, n)] => n.clone(),
             other => panic!("one note: {other:?}"),
         };
+        let noted_milli = |e: &Event| note(e).confidence_milli;
         // typed without a confidence: 0.9, learned
         let typed = correction(None, &[]);
         assert!(clustered(&typed));
@@ -551,7 +588,18 @@ mod tests {
         let unsure = correction(Some(0.2), &[]);
         assert!(!clustered(&unsure));
         assert_eq!(noted_milli(&unsure), 200);
-        assert!(needs_clarification(200) && !needs_clarification(250));
+        assert!(note(&unsure).held && !note(&typed).held);
+        // the floor is the operator's: at 0.1, 0.2 is learned; at 0.95, a typed one is held
+        let floor = |clarify_below| CorrectionConfidence {
+            clarify_below,
+            ..CorrectionConfidence::default()
+        };
+        assert!(InputRecord::correction_with(&unsure, &[1.0], &floor(0.1)).is_some());
+        let notes = InputRecord::from_event_with(&unsure, 3, &floor(0.1));
+        assert!(matches!(&notes[..], [InputRecord::CorrectionNote(_, n)] if !n.held));
+        assert!(InputRecord::correction_with(&typed, &[1.0], &floor(0.95)).is_none());
+        let notes = InputRecord::from_event_with(&typed, 3, &floor(0.95));
+        assert!(matches!(&notes[..], [InputRecord::CorrectionNote(_, n)] if n.held));
         // fused from signals: voice 0.5 * 0.6 * 0.9 = 0.27 is learned; 0.5 * 0.6 * 0.8 = 0.24
         // is held; video alone (weight 0.2) never reaches the floor
         assert!(clustered(&correction(None, &[("voice", 0.6, 0.9)])));

@@ -262,7 +262,7 @@ fn cluster_corrections(
         // one stated below the clarification floor is noted, not learned from
         if let Body::Correction(c) = &e.body {
             if c.confidence
-                .is_some_and(|x| f64::from(x) < engram_dataflows::input::CLARIFY_BELOW)
+                .is_some_and(|x| f64::from(x) < engram_dataflows::input::DEFAULT_CLARIFY_BELOW)
             {
                 continue;
             }

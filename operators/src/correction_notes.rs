@@ -29,6 +29,9 @@ pub struct CorrectionNote {
     /// The context it was made in (e.g. "external client"), trimmed and lowercased; empty
     /// when none.
     pub context: String,
+    /// Held for clarification instead of learned from: its confidence was below the floor
+    /// (`fusion.clarify_below`) when it was read, so it was never clustered either.
+    pub held: bool,
 }
 
 impl CorrectionNote {

@@ -151,6 +151,7 @@ fn random_note(i: u64, rng: &mut StdRng) -> Note {
         expected_behavior: rng.gen_bool(0.5).then(|| "be brief".to_string()),
         confidence_milli: rng.gen_range(500..1000),
         context: ["", "email"][rng.gen_range(0..2)].to_string(),
+        held: rng.gen_range(0..5) == 0,
     };
     (user, note)
 }

@@ -3,7 +3,8 @@
 //! never clustered, makes no pattern, does not act in its session, is listed in `/v1/memory`'s
 //! `needs_clarification`, and the next prompt of its session asks the user what they meant;
 //! the same corrections with confident signals are learned as usual. The modality weights of the
-//! fusion are the operator's (`[fusion]`): video weighed up, a video-only correction is learned.
+//! fusion and the floor are the operator's (`[fusion]`): video weighed up, a video-only correction
+//! is learned; the floor raised to 0.3, corrections stated at 0.28 are held.
 
 use chrono::{Duration as Days, Utc};
 use engram_tests::Server;
@@ -142,13 +143,13 @@ fn unsure_corrections_are_asked_about_instead_of_learned() {
 fn the_operators_modality_weights_decide_what_is_learned() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("engram.toml");
-    std::fs::write(&config, "[fusion]\nvideo = 0.5\n").unwrap();
+    std::fs::write(&config, "[fusion]\nvideo = 0.5\nclarify_below = 0.3\n").unwrap();
     let server = Server::start_with(
         &dir.path().join("data"),
         &["--config", config.to_str().unwrap()],
     );
     let video = json!({"video": {"confidence": 0.9, "agreement": 0.9}});
-    let events: Vec<Value> = (0..3)
+    let mut events: Vec<Value> = (0..3)
         .map(|i| {
             correction(
                 &format!("v{i}"),
@@ -159,6 +160,13 @@ fn the_operators_modality_weights_decide_what_is_learned() {
             )
         })
         .collect();
+    // dave states 0.28 for each: above the default floor of 0.25, below this operator's 0.3
+    for i in 0..3 {
+        let mut c = correction(&format!("d{i}"), "dave", 3 - i, "Keep it short.", json!({}));
+        c.as_object_mut().unwrap().remove("signals");
+        c["confidence"] = json!(0.28);
+        events.push(c);
+    }
     assert_eq!(server.post("/v1/events", &Value::Array(events)).0, 200);
     server.wait_caught_up(Duration::from_secs(60));
     let (_, carol) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "carol"}));
@@ -171,4 +179,20 @@ fn the_operators_modality_weights_decide_what_is_learned() {
     let mut learned = clustered(&carol, &["v0", "v1", "v2"]);
     learned.sort();
     assert_eq!(learned, ["v0", "v1", "v2"], "{carol}");
+    let (_, dave) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "dave"}));
+    assert_eq!(
+        dave["needs_clarification"],
+        json!(["d0", "d1", "d2"]),
+        "{dave}"
+    );
+    assert!(clustered(&dave, &["d0", "d1", "d2"]).is_empty(), "{dave}");
+    // a floor that is not a number between 0 and 1 is refused at start, naming the key
+    std::fs::write(&config, "[fusion]\nclarify_below = 1.5\n").unwrap();
+    let out = std::process::Command::new(engram_tests::engram_bin())
+        .args(["--config", config.to_str().unwrap(), "config"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("fusion.clarify_below"), "{said}");
 }

@@ -53,7 +53,8 @@ pub struct Config {
 }
 
 /// Modality weights wᵢ of the confidence fusion C = Σ wᵢ·cᵢ·aᵢ (SPEC §4.6) for corrections
-/// that carry raw `signals` instead of a confidence.
+/// that carry raw `signals` instead of a confidence, and the floor below which a correction is
+/// held for clarification instead of learned from.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FusionConfig {
@@ -62,6 +63,9 @@ pub struct FusionConfig {
     pub video: f64,
     /// Any other modality name.
     pub other: f64,
+    /// A correction whose confidence (stated or fused) is below this is held as needing
+    /// clarification: never clustered, asked about in the next prompts of its session.
+    pub clarify_below: f64,
 }
 
 impl Default for FusionConfig {
@@ -72,17 +76,22 @@ impl Default for FusionConfig {
             screen: w.screen,
             video: w.video,
             other: w.other,
+            clarify_below: engram_dataflows::input::DEFAULT_CLARIFY_BELOW,
         }
     }
 }
 
 impl FusionConfig {
-    pub fn weights(&self) -> engram_operators::math::fusion::ModalityWeights {
-        engram_operators::math::fusion::ModalityWeights {
-            voice: self.voice,
-            screen: self.screen,
-            video: self.video,
-            other: self.other,
+    /// What the log source reads corrections' confidence with.
+    pub fn confidence(&self) -> engram_dataflows::input::CorrectionConfidence {
+        engram_dataflows::input::CorrectionConfidence {
+            weights: engram_operators::math::fusion::ModalityWeights {
+                voice: self.voice,
+                screen: self.screen,
+                video: self.video,
+                other: self.other,
+            },
+            clarify_below: self.clarify_below,
         }
     }
 }
@@ -494,6 +503,7 @@ impl Config {
             ("fusion.screen", f.screen),
             ("fusion.video", f.video),
             ("fusion.other", f.other),
+            ("fusion.clarify_below", f.clarify_below),
         ] {
             if !(w.is_finite() && (0.0..=1.0).contains(&w)) {
                 return Err(ConfigError::Invalid {

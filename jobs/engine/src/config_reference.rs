@@ -50,7 +50,7 @@ const SECTIONS: &[(&str, &str)] = &[
     ("hierarchy", "When a team, and the organisation (the tenant), hold a preference their members hold."),
     ("skills", "How skill feedback is weighed in skill selection."),
     ("retention", "How memories (episodes, facts, summaries) fade: R = e^(−t/S) from their creation, S doubled and t reset by each answer they went into that was not voted down (an answer to their owner, or to any user of the tenant for `_domain` memories); below R = 0.05 a memory is archived: left out of prompts and of a recall that does not ask for `include_archived`, still found by one that does and by an `as_of` recall, never deleted."),
-    ("fusion", "How a correction that carries raw multimodal `signals` ({modality: {confidence, agreement}}) instead of a confidence gets one: C = Σ wᵢ·cᵢ·aᵢ, clamped to [0, 1] (SPEC §4.6). Below 0.25 it is held for clarification instead of learned from ([consolidation.md](consolidation.md#consolidation))."),
+    ("fusion", "How a correction that carries raw multimodal `signals` ({modality: {confidence, agreement}}) instead of a confidence gets one: C = Σ wᵢ·cᵢ·aᵢ, clamped to [0, 1] (SPEC §4.6). Below `fusion.clarify_below` (any correction: stated, fused or typed) it is held for clarification instead of learned from ([consolidation.md](consolidation.md#consolidation))."),
 ];
 
 const KEYS: &[KeyDoc] = &[
@@ -144,6 +144,7 @@ const KEYS: &[KeyDoc] = &[
     key("fusion.screen", None, "weight of `screen` signals"),
     key("fusion.video", None, "weight of `video` signals"),
     key("fusion.other", None, "weight of any other modality"),
+    key("fusion.clarify_below", None, "a correction whose confidence (stated, fused from its signals, or 0.9 when typed without one) is below this is held as needing clarification: noted, never clustered, asked about in the next prompts of its session (0 to 1)"),
     key("hierarchy.team_min_users", None, "users of a team who must hold a preference for the team to hold it"),
     key("hierarchy.org_min_teams", None, "teams that must hold a preference for the organisation to hold it"),
     key("retention.stability_days", None, "S of a never-recalled memory of importance 0, in days; importance 1 doubles it, a memory without importance counts as 0.5"),

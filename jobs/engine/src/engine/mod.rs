@@ -192,7 +192,7 @@ impl Engine {
         let failures = Arc::new(PipelineFailures::default());
         let source_failures = failures.clone();
         let source_offsets = ingestor.user_offsets().clone();
-        let fusion = config.fusion.weights();
+        let fusion = config.fusion.confidence();
         let dataflow = run_memory_dataflow(
             config.workers,
             move |index, peers| {

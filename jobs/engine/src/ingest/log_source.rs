@@ -7,8 +7,8 @@
 
 use super::user_offsets::UserOffsets;
 use engram_connectors::{Embedder, EventLog};
+use engram_dataflows::input::CorrectionConfidence;
 use engram_dataflows::{clustered_text, InputRecord, InputSource};
-use engram_operators::math::fusion::ModalityWeights;
 use engram_schemas::{Body, ControlAction, ControlScope, Event, Redacted};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,8 +49,9 @@ pub struct LogSource {
     /// Where each user's events are: control events re-read only those (without it, the
     /// whole log below them).
     user_offsets: Option<Arc<UserOffsets>>,
-    /// How corrections' raw signals fuse into their confidence (`fusion.*`).
-    fusion: ModalityWeights,
+    /// How corrections' raw signals fuse into their confidence, and the floor below which
+    /// one is held for clarification (`fusion.*`).
+    fusion: CorrectionConfidence,
 }
 
 impl LogSource {
@@ -72,13 +73,14 @@ impl LogSource {
             forgotten: HashSet::new(),
             failures: Arc::default(),
             user_offsets: None,
-            fusion: ModalityWeights::default(),
+            fusion: CorrectionConfidence::default(),
         }
     }
 
-    /// Fuses corrections' raw signals with `weights` (the default weights otherwise).
-    pub fn with_fusion(mut self, weights: ModalityWeights) -> Self {
-        self.fusion = weights;
+    /// Fuses corrections' raw signals, and holds unsure ones, as `fusion` says (the defaults
+    /// otherwise).
+    pub fn with_fusion(mut self, fusion: CorrectionConfidence) -> Self {
+        self.fusion = fusion;
         self
     }
 

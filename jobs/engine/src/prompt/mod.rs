@@ -38,7 +38,6 @@ use budget::{account, fit_to_budget, Piece};
 use engram_connectors::chat_template::{ChatTemplateError, Qwen3Chat, TemplateMessage};
 use engram_connectors::embedder::cosine;
 use engram_connectors::EpisodeRow;
-use engram_dataflows::input::needs_clarification;
 use engram_dataflows::views::UserMemory;
 use engram_dataflows::MemoryViews;
 use engram_operators::correction_notes::CorrectionNote;
@@ -532,7 +531,7 @@ struct Candidates<'m> {
     /// Corrections made earlier in this session that no preference holds yet, oldest first.
     session_notes: Vec<&'m CorrectionNote>,
     /// Corrections of this session too unsure to learn from or act on
-    /// ([`needs_clarification`]): the newest [`UNCLEAR_SHOWN`], oldest first, to ask about.
+    /// ([`CorrectionNote::held`]): the newest [`UNCLEAR_SHOWN`], oldest first, to ask about.
     unclear: Vec<&'m CorrectionNote>,
     /// Few-shot examples, one per distinct text, newest first.
     examples: Vec<(&'m CorrectionNote, String)>,
@@ -561,7 +560,7 @@ fn candidates<'m>(
     let session = req.session.clone().unwrap_or_default();
     let in_preferences: HashSet<&String> =
         preferences.iter().flat_map(|p| &p.corrections).collect();
-    let held = |n: &&CorrectionNote| needs_clarification(n.confidence_milli);
+    let held = |n: &&CorrectionNote| n.held;
     let in_session = |n: &&CorrectionNote| !session.is_empty() && n.session == session;
     let mut session_notes: Vec<&CorrectionNote> = memory
         .corrections

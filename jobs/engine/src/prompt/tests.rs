@@ -14,6 +14,7 @@ fn note(id: &str, corrected: Option<&str>, expected: Option<&str>) -> Correction
         expected_behavior: expected.map(str::to_string),
         confidence_milli: 900,
         context: String::new(),
+        held: false,
     }
 }
 

@@ -101,14 +101,10 @@ pub fn user_memory_view(views: &MemoryViews, tenant: &str, user: &str) -> UserMe
     }
 }
 
-/// The user's corrections held for clarification instead of learned from
-/// ([`engram_dataflows::input::needs_clarification`]), oldest first (by time, then id).
+/// The user's corrections held for clarification instead of learned from (their
+/// [`CorrectionNote::held`]), oldest first (by time, then id).
 pub fn held_corrections(memory: &UserMemory) -> Vec<&CorrectionNote> {
-    let mut held: Vec<&CorrectionNote> = memory
-        .corrections
-        .values()
-        .filter(|n| engram_dataflows::input::needs_clarification(n.confidence_milli))
-        .collect();
+    let mut held: Vec<&CorrectionNote> = memory.corrections.values().filter(|n| n.held).collect();
     held.sort_by(|a, b| (a.ts_micros, &a.correction_id).cmp(&(b.ts_micros, &b.correction_id)));
     held
 }

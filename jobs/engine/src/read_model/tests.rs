@@ -49,6 +49,7 @@ fn note(id: &str, day: i64, context: &str, expected: Option<&str>) -> Correction
         expected_behavior: expected.map(Into::into),
         confidence_milli: 875,
         context: context.into(),
+        held: false,
     }
 }
 
@@ -124,6 +125,7 @@ fn populated() -> UserMemory {
     // too unsure to learn from: held for clarification
     let mut unsure = note("c5", 6, "", Some("maybe less of that"));
     unsure.confidence_milli = 200;
+    unsure.held = true;
     m.corrections.insert("c5".into(), unsure);
     m.patterns.insert(
         "c1".into(),
