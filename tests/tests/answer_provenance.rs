@@ -133,6 +133,7 @@ fn answers_are_explained_by_message_id_until_they_are_forgotten_or_erased() {
         assert_eq!(status, 200, "{id}: {stored}");
         assert_stored_as_answered(&stored, answer);
     }
+    assert_a_lookup_reads_one_record_not_the_history(&server, &acme);
 
     // a forgotten answer is no longer explained; the other one is, until alice is erased
     let client = reqwest::blocking::Client::new();
@@ -148,6 +149,32 @@ fn answers_are_explained_by_message_id_until_they_are_forgotten_or_erased() {
     let (status, receipt) = server.post("/v1/erase", &json!({"tenant": "acme", "user": "alice"}));
     assert_eq!(status, 200, "{receipt}");
     assert_eq!(provenance_of(&server, &acme, "x2.a", "alice").0, 404);
+}
+
+/// With 64 KB more of alice's history, looking an answer up by its id reads its own record
+/// (a few KB), not the history (`control_bytes_read.log` counts what user lookups read).
+fn assert_a_lookup_reads_one_record_not_the_history(server: &Server, key: &str) {
+    let filler =
+        "I walked along the river this morning and counted the boats going by. ".repeat(28);
+    let history: Vec<Value> = (0..32)
+        .map(|i| {
+            json!({"kind": "interaction", "event_id": format!("h{i}"), "tenant": "acme",
+                   "user": "alice", "session": "s-history", "role": "user", "content": filler,
+                   "ts": (Utc::now() - Days::days(40) + Days::minutes(i)).to_rfc3339()})
+        })
+        .collect();
+    assert_eq!(server.post("/v1/events", &Value::Array(history)).0, 200);
+    server.wait_caught_up(Duration::from_secs(60));
+    let read = || {
+        server.status()["control_bytes_read"]["log"]
+            .as_u64()
+            .unwrap()
+    };
+    let before = read();
+    let (status, stored) = provenance_of(server, key, "x2.a", "alice");
+    assert_eq!(status, 200, "{stored}");
+    let bytes = read() - before;
+    assert!(bytes > 0 && bytes < 16_000, "one lookup read {bytes} bytes");
 }
 
 /// The operator's defaults (`prompt.global_preferences`) reach every tenant's users, and give

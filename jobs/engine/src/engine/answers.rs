@@ -54,17 +54,28 @@ fn answer_of(event: Event, tenant: &str, user: &str, message_id: &str) -> Option
 
 impl Engine {
     /// The stored provenance of the answer `message_id` that engram built for `(tenant,
-    /// user)`, read from the user's events in the log (`user_events`, as a forget's lookup). `None` when the user has no such answer: another
-    /// user's or tenant's message, a message engram did not build, or one erased or forgotten.
+    /// user)`, read from its one record in the log. `None` when the user has no such answer:
+    /// another user's or tenant's message, a message engram did not build, or one erased or
+    /// forgotten.
+    ///
+    /// Its episode row in Lance (by its node id, through the user index) gives the record's
+    /// offset; an answer not in Lance yet can only be among the user's records after the
+    /// episode store's watermark, so no lookup reads the user's whole history.
     pub async fn answer_provenance(
         &self,
         tenant: &str,
         user: &str,
         message_id: &str,
     ) -> Result<Option<StoredAnswer>, GdprError> {
+        let id = engram_schemas::node_id(tenant, message_id).to_string();
+        let rows = self.store.episodes_by_id(tenant, user, &[id]).await?;
+        let within = match rows.iter().map(|r| r.log_offset).max() {
+            Some(at) => at..at + 1,
+            None => self.store.watermark().map_or(0, |w| w + 1)..u64::MAX,
+        };
         // the newest record of that id: a redacted stand-in (after a forget) is no answer
         let newest = self
-            .user_events(tenant, user)
+            .user_events_in(tenant, user, within)
             .await?
             .into_iter()
             .rev()

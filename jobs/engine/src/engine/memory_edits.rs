@@ -111,15 +111,28 @@ impl Engine {
         tenant: &str,
         user: &str,
     ) -> Result<Vec<(u64, Event)>, GdprError> {
+        self.user_events_in(tenant, user, 0..u64::MAX).await
+    }
+
+    /// [`Engine::user_events`] at offsets in `within` only: only those records are read.
+    pub(crate) async fn user_events_in(
+        &self,
+        tenant: &str,
+        user: &str,
+        within: std::ops::Range<u64>,
+    ) -> Result<Vec<(u64, Event)>, GdprError> {
         let log = self.ingestor.log().clone();
         let index = self.ingestor.user_offsets().clone();
         let (tenant, user) = (tenant.to_string(), user.to_string());
         let events = tokio::task::spawn_blocking(move || {
-            let offsets = index.offsets(&tenant, Some(&user), log.end_offset());
+            let mut offsets = index.offsets(&tenant, Some(&user), log.end_offset());
+            offsets.retain(|o| within.contains(o));
             let records = index.read(&log, &offsets)?;
             Ok::<_, engram_connectors::LogError>(
                 records
                     .into_iter()
+                    // a span read may bring records between the offsets asked for
+                    .filter(|(o, _)| offsets.binary_search(o).is_ok())
                     .filter_map(|(o, bytes)| Some((o, Event::from_canonical_json(&bytes).ok()?)))
                     .filter(|(_, e)| e.header.tenant == tenant && e.header.user == user)
                     .collect(),
