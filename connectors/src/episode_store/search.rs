@@ -353,7 +353,8 @@ impl EpisodeStore {
         Ok(best_first(&batch, |i| scores.value(i)))
     }
 
-    /// Every row matching `filter` (`what` names the operation in errors).
+    /// Every row matching `filter` (`what` names the operation in errors); run again on the
+    /// newer version when an erase removed a file of the one it took (as [`Self::search_text`]).
     pub(super) async fn scan_rows(
         &self,
         filter: &str,
@@ -362,6 +363,24 @@ impl EpisodeStore {
         let Some(ds) = self.snapshot() else {
             return Ok(Vec::new());
         };
+        let result = self.scan_rows_in(&ds, filter, what).await;
+        if let Err(StoreError::Lance { source, .. }) = &result {
+            let newer = self
+                .snapshot()
+                .filter(|n| n.version().version != ds.version().version);
+            if let (true, Some(newer)) = (file_vanished(source), newer) {
+                return self.scan_rows_in(&newer, filter, what).await;
+            }
+        }
+        result
+    }
+
+    async fn scan_rows_in(
+        &self,
+        ds: &Dataset,
+        filter: &str,
+        what: &'static str,
+    ) -> Result<Vec<EpisodeRow>, StoreError> {
         let mut scan = ds.scan();
         scan.filter(filter)
             .map_err(|e| self.err(what, e))?

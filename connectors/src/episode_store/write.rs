@@ -84,6 +84,9 @@ impl EpisodeStore {
                 .unwrap()
                 .carry(unindexed, ds.version().version);
         }
+        // published before the watermark rises: a reader that finds an offset at or below the
+        // watermark finds its row too (the provenance lookup relies on it)
+        *self.dataset.write().unwrap() = Some(Arc::new(ds));
         {
             let mut st = self.state.write().unwrap();
             st.watermark = st.watermark.max(rows.iter().map(|r| r.log_offset).max());
@@ -95,7 +98,6 @@ impl EpisodeStore {
                     .or_default() += 1;
             }
         }
-        *self.dataset.write().unwrap() = Some(Arc::new(ds));
         self.maintain_locked().await?;
         Ok(rows.len())
     }

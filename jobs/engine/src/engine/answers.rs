@@ -67,11 +67,14 @@ impl Engine {
         user: &str,
         message_id: &str,
     ) -> Result<Option<StoredAnswer>, GdprError> {
+        // the watermark first: the store publishes rows before raising it, so a row at or
+        // below it is in the snapshot searched after
+        let stored_up_to = self.store.watermark();
         let id = engram_schemas::node_id(tenant, message_id).to_string();
         let rows = self.store.episodes_by_id(tenant, user, &[id]).await?;
         let within = match rows.iter().map(|r| r.log_offset).max() {
             Some(at) => at..at + 1,
-            None => self.store.watermark().map_or(0, |w| w + 1)..u64::MAX,
+            None => stored_up_to.map_or(0, |w| w + 1)..u64::MAX,
         };
         // the newest record of that id: a redacted stand-in (after a forget) is no answer
         let newest = self
