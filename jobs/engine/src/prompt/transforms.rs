@@ -50,14 +50,20 @@ pub fn transforms_asked(preferences: &[PreferenceUsed]) -> bool {
 }
 
 /// [`transform_answer`] of an answer that arrives in pieces, shown as it comes: each piece is
-/// held until a paragraph ends (a blank line outside code), and the paragraphs are transformed
-/// as they complete. Every transform works on lines, list runs and code spans, none of which
-/// crosses a blank line outside code, so what is shown, joined, equals [`transform_answer`] of
-/// the whole answer.
+/// held until a paragraph ends (a blank line outside code, followed by more text), and the
+/// paragraphs are transformed as they complete; the end is transformed without its trailing
+/// whitespace. Every transform works on lines, list runs and code spans, none of which crosses
+/// a blank line outside code, so what is shown, joined, equals [`transform_answer`] of the
+/// whole answer without its trailing whitespace (as a relayed answer is, trimmed).
 #[derive(Debug, Default)]
 pub struct StreamedTransform {
     preferences: Vec<PreferenceUsed>,
     held: String,
+    /// How far `held` has been read, and whether that point is in a fenced block or an inline
+    /// code span: each piece is read once.
+    scanned: usize,
+    in_fence: bool,
+    in_span: bool,
     applied: Vec<AppliedTransform>,
 }
 
@@ -72,46 +78,56 @@ impl StreamedTransform {
     /// What to show now of `piece`: the transformed paragraphs it completes (often nothing).
     pub fn push(&mut self, piece: &str) -> String {
         self.held.push_str(piece);
-        let Some(cut) = last_paragraph_end(&self.held) else {
+        let Some(cut) = self.last_paragraph_end() else {
             return String::new();
         };
         let rest = self.held.split_off(cut);
         let done = std::mem::replace(&mut self.held, rest);
+        self.scanned -= cut;
         transform_into(&done, &self.preferences, &mut self.applied)
     }
 
     /// The rest, transformed, once the answer is complete.
     pub fn finish(&mut self) -> String {
         let done = std::mem::take(&mut self.held);
-        transform_into(&done, &self.preferences, &mut self.applied)
+        transform_into(done.trim_end(), &self.preferences, &mut self.applied)
     }
 
     /// The transforms that changed something so far, in the order first applied.
     pub fn applied(&self) -> &[AppliedTransform] {
         &self.applied
     }
-}
 
-/// The end of the last blank line of `text` that lies outside code (neither in a fenced
-/// block nor in an inline span): a place where the transforms' state is empty.
-fn last_paragraph_end(text: &str) -> Option<usize> {
-    let bytes = text.as_bytes();
-    let (mut in_fence, mut in_span, mut last) = (false, false, None);
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i..].starts_with(b"```") {
-            in_fence = !in_fence;
-            i += 3;
-            continue;
+    /// Reads `held` on from where the last piece left off (three bytes short of its end, which
+    /// may begin a fence or a paragraph's end): the end of the last blank line outside code
+    /// that more text follows. A span's backticks pair up within the text between fences, as
+    /// [`outside_code`] splits it.
+    fn last_paragraph_end(&mut self) -> Option<usize> {
+        let bytes = self.held.as_bytes();
+        let mut last = None;
+        let mut i = self.scanned;
+        while i + 3 <= bytes.len() {
+            if bytes[i..].starts_with(b"```") {
+                self.in_fence = !self.in_fence;
+                self.in_span = false;
+                i += 3;
+                continue;
+            }
+            if !self.in_fence && bytes[i] == b'`' {
+                self.in_span = !self.in_span;
+            } else if !self.in_fence
+                && !self.in_span
+                && bytes[i..].starts_with(b"\n\n")
+                && !bytes[i + 2].is_ascii_whitespace()
+            {
+                last = Some(i + 2);
+            }
+            i += 1;
         }
-        if !in_fence && bytes[i] == b'`' {
-            in_span = !in_span;
-        } else if !in_fence && !in_span && bytes[i..].starts_with(b"\n\n") {
-            last = Some(i + 2);
-        }
-        i += 1;
+        // the byte between a cut and where reading stopped is the blank line's second newline
+        self.scanned = last.map_or(i, |cut| i.max(cut));
+        last
     }
-    last
 }
 
 /// `answer` after the transforms `preferences` ask for; those that changed it are added to
@@ -700,9 +716,15 @@ mod tests {
             "Use this:\n\n```\n- keep 5 miles\n\n# not a heading 🎉\n```\n\n- then `a\n\nb` 🎉\n- done",
             "one paragraph, no breaks, 10 pounds 🎉",
             "\n\n\n- a\n\n\n\n- b\n\n",
+            // an odd backtick before a fence: spans pair up again after it
+            "a`b\n```\nc\n```\n`\n\n🎉`",
+            "Enjoy, sir\n",
+            "Take 5 miles 🎉\n\n\n",
+            "press the ` key 🎉\n\nthen `x` 🎉\n\n````\n🎉\n````\n\nsir, done 🎉",
         ];
         for answer in answers {
-            let (whole, applied) = transform_answer(answer, &all);
+            // as relayed: without trailing whitespace
+            let (whole, applied) = transform_answer(answer.trim_end(), &all);
             // every cut into two pieces, and one character at a time
             let bounds: Vec<usize> = (0..=answer.len())
                 .filter(|&i| answer.is_char_boundary(i))
@@ -729,7 +751,13 @@ mod tests {
         let mut stream = StreamedTransform::new(all.clone());
         assert_eq!(stream.push("- a 🎉\n- b"), "");
         assert_eq!(stream.push("\n\nnext"), "A. B.\n\n");
-        assert_eq!(stream.finish(), "next");
+        assert_eq!(
+            stream.push(" one\n\n"),
+            "",
+            "a blank line is an end once text follows"
+        );
+        assert_eq!(stream.push("two"), "next one\n\n");
+        assert_eq!(stream.finish(), "two");
         assert!(transforms_asked(&all));
         assert!(!transforms_asked(&[preference(
             "c9",

@@ -73,11 +73,11 @@ pub(super) fn memory_json_by_hand(views: &MemoryViews, tenant: &str, user: &str)
         })
         .collect();
     let (edges, summaries) = edges_and_summaries(memory);
-    // corrections below 0.25 confidence, oldest first
+    // corrections held for clarification when they were read, oldest first
     let mut held: Vec<(i64, &String)> = memory
         .corrections
         .values()
-        .filter(|n| n.confidence_milli < 250)
+        .filter(|n| n.held)
         .map(|n| (n.ts_micros, &n.correction_id))
         .collect();
     held.sort();

@@ -319,7 +319,8 @@ impl Exchange {
 }
 
 /// The streamed chat answer: `prompt` (ids, tokens, provenance), a `delta` per piece of the
-/// answer shown (thinking left out), then `done` (the whole answer, once stored) or `error`
+/// answer shown (thinking left out; a paragraph at a time when the preferences ask for
+/// transforms), then `done` (the whole answer and its transforms, once stored) or `error`
 /// (nothing stored). The exchange is stored even if the client has gone.
 fn stream_chat(
     engine: Arc<Engine>,

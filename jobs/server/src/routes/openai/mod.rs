@@ -236,7 +236,8 @@ fn choice(delta: Value, finish_reason: Option<&str>) -> Value {
 }
 
 /// The streamed completion: a first chunk (the assistant's role and `engram`'s provenance), a
-/// chunk per piece of the answer (thinking left out), the last chunk (`finish_reason`, and
+/// chunk per piece of the answer (thinking left out; a paragraph at a time when the preferences
+/// ask for transforms), the last chunk (`finish_reason`, and
 /// `engram.stored` once the exchange is stored), the usage chunk when asked, `[DONE]`. A
 /// failure of the chat server or of the store ends the stream with an OpenAI error object and
 /// no `[DONE]`. The exchange is stored even if the client has gone.
