@@ -151,7 +151,15 @@ pub enum RetrievalTrait {
     Content(ContentType),
     /// The tenant's shared domain memory (`true`) or the user's own (`false`).
     Domain(bool),
+    /// Made less than [`RECENT_SECS`] before the answer it went into, or the recall that
+    /// weighs it (`true`), or longer before (`false`): whether a user is served by fresh
+    /// memories or old ones (seed 000 §4.3, recency weighting).
+    Recent(bool),
 }
+
+/// How old a memory may be and still count as [`RetrievalTrait::Recent`]: a week, the scale of
+/// SPEC §5's recency e^(−age/7 days).
+pub const RECENT_SECS: i64 = 7 * 86_400;
 
 impl RetrievalTrait {
     /// A memory's traits: its role (assistant or not), its content type and its origin.
@@ -163,7 +171,14 @@ impl RetrievalTrait {
         ]
     }
 
-    /// `"assistant"`, `"user"`, `"content:list"`, `"domain"`, `"own"`.
+    /// The age trait of a memory made at `made_secs`, used or weighed at `at_secs` (event
+    /// times, seconds): recent when less than [`RECENT_SECS`] lie between (a memory dated after
+    /// the moment is recent too).
+    pub fn age(made_secs: i64, at_secs: i64) -> RetrievalTrait {
+        RetrievalTrait::Recent(at_secs.saturating_sub(made_secs) < RECENT_SECS)
+    }
+
+    /// `"assistant"`, `"user"`, `"content:list"`, `"domain"`, `"own"`, `"recent"`, `"older"`.
     pub fn label(&self) -> String {
         match self {
             RetrievalTrait::Assistant(true) => "assistant".into(),
@@ -171,6 +186,8 @@ impl RetrievalTrait {
             RetrievalTrait::Content(c) => format!("content:{}", c.as_str()),
             RetrievalTrait::Domain(true) => "domain".into(),
             RetrievalTrait::Domain(false) => "own".into(),
+            RetrievalTrait::Recent(true) => "recent".into(),
+            RetrievalTrait::Recent(false) => "older".into(),
         }
     }
 }
@@ -219,6 +236,17 @@ mod tests {
             t.map(|t| t.label()),
             ["user", "content:prose", "domain"].map(String::from)
         );
+        // a week is the line: 6 days 23 hours old is recent, 7 days is older
+        let made = 1_700_000_000;
+        assert_eq!(
+            RetrievalTrait::age(made, made + 7 * 86_400 - 3_600).label(),
+            "recent"
+        );
+        assert_eq!(
+            RetrievalTrait::age(made, made + 7 * 86_400).label(),
+            "older"
+        );
+        assert_eq!(RetrievalTrait::age(made, made - 86_400).label(), "recent");
     }
 
     #[test]

@@ -42,7 +42,8 @@ pub type TraitKey = (UserKey, RetrievalTrait);
 /// Input: the uses of memories joined to them, as [`crate::memories::used_memories`] gives
 /// them. Output: `(((tenant, user), trait), tally)`, multiplicity 1, for every user and trait
 /// with at least one voted answer (reward ≠ 0) that used a memory with that trait (a memory
-/// with traits: an episode) and counts (its multiplicity positive): `up` the number of
+/// with traits: an episode; its traits are [`crate::memories::RetrievalTrait::of`]'s and its
+/// age when the answer was given, [`crate::memories::RetrievalTrait::age`]) and counts (its multiplicity positive): `up` the number of
 /// distinct such answers with reward > 0, `down` with reward < 0.
 ///
 /// Cost: a vote or a use re-counts the user's answers of the traits concerned; only used
@@ -55,6 +56,9 @@ where
 {
     used.flat_map(|(_, (memory, used))| {
         let traits = memory.traits.filter(|_| used.reward != 0);
+        // an episode's own traits, and how old it was when the answer used it
+        let age = RetrievalTrait::age(memory.created_secs, used.at_secs);
+        let traits = traits.map(|t| t.into_iter().chain([age]));
         traits
             .into_iter()
             .flatten()

@@ -157,14 +157,17 @@ fn traces_from_scratch(
 
 /// The definition of `retrieval_preferences`: per answer `(user, message, reward)` with reward
 /// ≠ 0, the memories with traits its uses name; the answer counts once, by the sign of its
-/// reward, for every trait of any of them.
+/// reward, for every trait of any of them, and for the age each had when the answer came.
 fn preferences_from_scratch(
     used: &[(MemoryId, &Memory, &JudgedUse, isize)],
     seen: &mut Seen,
 ) -> BTreeSet<Preference> {
     let mut holders: BTreeMap<(TraitKey, &String, i8), BTreeSet<MemoryId>> = BTreeMap::new();
     for (id, memory, u, _) in used.iter().filter(|(_, _, u, _)| u.reward != 0) {
-        for kind in memory.traits.iter().flatten() {
+        // an episode's traits, and recent when the answer came less than a week after it
+        let recent = RetrievalTrait::Recent(u.at_secs - memory.created_secs < 7 * DAY);
+        let age = memory.traits.map(|_| recent);
+        for kind in memory.traits.iter().flatten().chain(age.iter()) {
             let answer = ((u.user.clone(), *kind), &u.message, u.reward);
             holders.entry(answer).or_default().insert(*id);
         }

@@ -18,24 +18,34 @@ use timely::dataflow::operators::probe::Handle;
 type MemoryRecord = (MemoryId, Memory);
 type Output = (TraitKey, TraitTally);
 
+/// When every memory here was made.
+const MADE: i64 = 1_700_000_000;
+
 /// An episode of `(tenant, user)` with the traits of `role` saying `text`.
 fn episode(owner: (&str, &str), role: &str, text: &str) -> Memory {
     Memory {
         owner: owner_key(owner.0, owner.1),
-        created_secs: 1_700_000_000,
+        created_secs: MADE,
         importance_milli: 500,
         traits: Some(RetrievalTrait::of(role, text, owner.1 == "_domain")),
     }
 }
 
-/// Updates of memories, updates of uses `(memory, (tenant, user), message, reward)`, and then
-/// the tallies `(tenant, user, trait, up, down)` of every user.
+/// A use `(memory, (tenant, user), message, reward, days)`: the answer given `days` after the
+/// memories were made.
+type Use = (
+    MemoryId,
+    (&'static str, &'static str),
+    &'static str,
+    i8,
+    i64,
+);
+
+/// Updates of memories, updates of uses, and then the tallies `(tenant, user, trait, up,
+/// down)` of every user.
 type Step = (
     Vec<(MemoryRecord, isize)>,
-    Vec<(
-        (MemoryId, (&'static str, &'static str), &'static str, i8),
-        isize,
-    )>,
+    Vec<(Use, isize)>,
     Vec<((&'static str, &'static str), RetrievalTrait, u64, u64)>,
 );
 
@@ -57,11 +67,11 @@ fn replay(steps: Vec<Step>) {
             for (record, diff) in memories {
                 memories_in.update(*record, *diff);
             }
-            for ((memory, (tenant, user), message, reward), diff) in uses {
+            for ((memory, (tenant, user), message, reward, days), diff) in uses {
                 let used = JudgedUse {
                     user: (tenant.to_string(), user.to_string()),
                     message: message.to_string(),
-                    at_secs: 1_700_000_000,
+                    at_secs: MADE + days * 86_400,
                     reward: *reward,
                 };
                 uses_in.update((*memory, used), *diff);
@@ -90,7 +100,7 @@ const ANN: (&str, &str) = ("t1", "ann");
 #[test]
 fn an_answer_counts_once_for_a_trait_of_several_of_its_memories() {
     use ContentType::{List, Prose};
-    use RetrievalTrait::{Assistant, Content, Domain};
+    use RetrievalTrait::{Assistant, Content, Domain, Recent};
     let (list1, list2, prose1) = (1u128, u128::MAX / 2, u128::MAX);
     let domain = ("t1", "_domain");
     let list2_was = (list2, episode(domain, "assistant", TEXTS[3]));
@@ -100,13 +110,13 @@ fn an_answer_counts_once_for_a_trait_of_several_of_its_memories() {
         ((prose1, episode(ANN, "user", TEXTS[0])), 1),
     ];
     let uses = vec![
-        ((list1, ANN, "m1", 1), 1),
-        ((list2, ANN, "m1", 1), 1),
-        ((prose1, ANN, "m1", 1), 1),
-        ((list1, ANN, "m2", -1), 1),
-        ((list2, ANN, "m2", -1), 1),
+        ((list1, ANN, "m1", 1, 0), 1),
+        ((list2, ANN, "m1", 1, 0), 1),
+        ((prose1, ANN, "m1", 1, 0), 1),
+        ((list1, ANN, "m2", -1, 0), 1),
+        ((list2, ANN, "m2", -1, 0), 1),
         // neutral: counts for nothing
-        ((prose1, ANN, "m3", 0), 1),
+        ((prose1, ANN, "m3", 0, 0), 1),
     ];
     let list2_now = (list2, episode(domain, "assistant", TEXTS[0]));
     // both answers used assistant memories and a domain one, only m1 a user's one
@@ -118,9 +128,11 @@ fn an_answer_counts_once_for_a_trait_of_several_of_its_memories() {
             (ANN, Content(Prose), prose.0, prose.1),
             (ANN, Domain(false), own.0, own.1),
             (ANN, Domain(true), 1, 1),
+            // both answers came the day the memories were made
+            (ANN, Recent(true), 1, 1),
         ]
     };
-    let unused = ((list1, ANN, "m2", -1), -1);
+    let unused = ((list1, ANN, "m2", -1, 0), -1);
     let changed = [(list2_was, -1), (list2_now, 1)];
     replay(vec![
         (memories, uses, tallies((1, 1), (1, 0), (1, 1))),
@@ -136,7 +148,7 @@ fn an_answer_counts_once_for_a_trait_of_several_of_its_memories() {
 /// whose multiplicity is negative counts for nothing.
 #[test]
 fn only_the_owner_and_the_tenant_count_a_memory() {
-    use RetrievalTrait::{Assistant, Content, Domain};
+    use RetrievalTrait::{Assistant, Content, Domain, Recent};
     let (own, shared, list) = (1u128, 2u128, 3u128);
     let (bob, other_ann) = (("t1", "bob"), ("t2", "ann"));
     let memories = vec![
@@ -148,16 +160,46 @@ fn only_the_owner_and_the_tenant_count_a_memory() {
         ((list, episode(ANN, "assistant", TEXTS[2])), 1),
     ];
     let uses = vec![
-        ((own, bob, "m1", 1), 1),
-        ((own, other_ann, "m2", 1), 1),
-        ((shared, bob, "m3", -1), 1),
-        ((shared, other_ann, "m4", 1), 1),
-        ((list, ANN, "m5", 1), -1),
+        ((own, bob, "m1", 1, 0), 1),
+        ((own, other_ann, "m2", 1, 0), 1),
+        ((shared, bob, "m3", -1, 0), 1),
+        ((shared, other_ann, "m4", 1, 0), 1),
+        ((list, ANN, "m5", 1, 0), -1),
     ];
     let tallies = vec![
         (bob, Assistant(true), 0, 1),
         (bob, Content(ContentType::Link), 0, 1),
         (bob, Domain(true), 0, 1),
+        (bob, Recent(true), 0, 1),
     ];
     replay(vec![(memories, uses, tallies)]);
+}
+
+/// A memory counts for the age it had when each answer used it: recent for an answer 3 days
+/// after it was made, older for answers 7 and 30 days after; a later vote moves the tally.
+#[test]
+fn an_answer_counts_for_the_age_its_memories_had() {
+    use RetrievalTrait::{Assistant, Content, Domain, Recent};
+    let note = 1u128;
+    let memories = vec![((note, episode(ANN, "user", TEXTS[0])), 1)];
+    let uses = vec![
+        ((note, ANN, "m1", 1, 3), 1),
+        ((note, ANN, "m2", -1, 7), 1),
+        ((note, ANN, "m3", 1, 30), 1),
+    ];
+    let tallies = |older: (u64, u64)| {
+        vec![
+            (ANN, Assistant(false), 1 + older.0, older.1),
+            (ANN, Content(ContentType::Prose), 1 + older.0, older.1),
+            (ANN, Domain(false), 1 + older.0, older.1),
+            (ANN, Recent(true), 1, 0),
+            (ANN, Recent(false), older.0, older.1),
+        ]
+    };
+    // m2's vote turns from down to up
+    let revote = vec![((note, ANN, "m2", -1, 7), -1), ((note, ANN, "m2", 1, 7), 1)];
+    replay(vec![
+        (memories, uses, tallies((1, 1))),
+        (vec![], revote, tallies((2, 0))),
+    ]);
 }

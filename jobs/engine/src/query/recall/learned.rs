@@ -29,13 +29,22 @@ impl LearnedBoosts {
         LearnedBoosts { by_trait }
     }
 
-    /// The product of the boosts of a turn's traits; `None` when the user has none of them.
-    pub fn of_turn(&self, role: &str, content: &str, domain: bool) -> Option<f64> {
+    /// The product of the boosts of a turn's traits, its age at the recall's moment (`made`
+    /// and `at`, seconds) among them; `None` when the user has none of them.
+    pub fn of_turn(
+        &self,
+        role: &str,
+        content: &str,
+        domain: bool,
+        (made, at): (i64, i64),
+    ) -> Option<f64> {
         if self.by_trait.is_empty() {
             return None;
         }
+        let age = RetrievalTrait::age(made, at);
         let boosts: Vec<f64> = RetrievalTrait::of(role, content, domain)
             .iter()
+            .chain([&age])
             .filter_map(|t| self.by_trait.get(t).copied())
             .collect();
         (!boosts.is_empty()).then(|| boosts.iter().product())
@@ -60,14 +69,28 @@ mod tests {
             .retrieval
             .insert(assistant, TraitTally { up: 0, down: 2 });
         let boosts = LearnedBoosts::of(Some(&memory), 0.3);
-        let both = boosts.of_turn("assistant", "- a\n- b", false).unwrap();
+        let now = (1_700_000_000, 1_700_000_000);
+        let both = boosts.of_turn("assistant", "- a\n- b", false, now).unwrap();
         assert!((both - 1.1 * 0.85).abs() < 1e-12);
-        let list_only = boosts.of_turn("user", "- a\n- b", false).unwrap();
+        let list_only = boosts.of_turn("user", "- a\n- b", false, now).unwrap();
         assert!((list_only - 1.1).abs() < 1e-12);
         // no trait it has was taught: no boost
-        assert_eq!(boosts.of_turn("user", "plain words", true), None);
+        assert_eq!(boosts.of_turn("user", "plain words", true, now), None);
         assert_eq!(
-            LearnedBoosts::of(None, 0.3).of_turn("user", "x", false),
+            LearnedBoosts::of(None, 0.3).of_turn("user", "x", false, now),
+            None
+        );
+        // older memories served well twice: 1 + 0.3·2/4 = 1.15 for a turn of 10 days, not
+        // for one of 2 days
+        memory
+            .retrieval
+            .insert(RetrievalTrait::Recent(false), TraitTally { up: 2, down: 0 });
+        let boosts = LearnedBoosts::of(Some(&memory), 0.3);
+        let day = 86_400;
+        let old = boosts.of_turn("user", "plain words", true, (0, 10 * day));
+        assert!((old.unwrap() - 1.15).abs() < 1e-12);
+        assert_eq!(
+            boosts.of_turn("user", "plain words", true, (0, 2 * day)),
             None
         );
     }

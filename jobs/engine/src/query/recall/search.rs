@@ -380,8 +380,10 @@ impl Recall {
         });
         let views = self.views.read();
         let domain = user == super::DOMAIN_USER;
+        let at = as_of.map_or(views.engine_time_secs as i64, |t| t.timestamp());
         for h in &mut hits {
-            h.why.learned = learned.of_turn(&h.role, &h.content, domain);
+            let age = (h.made().0, at);
+            h.why.learned = learned.of_turn(&h.role, &h.content, domain, age);
         }
         let neighbours = |id: &str| (views.prev_id(id), views.next_id(id));
         let weights = TurnWeights {
