@@ -125,8 +125,8 @@ impl Engine {
         let index = self.ingestor.user_offsets().clone();
         let (tenant, user) = (tenant.to_string(), user.to_string());
         let events = tokio::task::spawn_blocking(move || {
-            let mut offsets = index.offsets(&tenant, Some(&user), log.end_offset());
-            offsets.retain(|o| within.contains(o));
+            let end = within.end.min(log.end_offset());
+            let offsets = index.user_offsets_in(&tenant, &user, within.start..end);
             let records = index.read(&log, &offsets)?;
             Ok::<_, engram_connectors::LogError>(
                 records

@@ -10,6 +10,7 @@
 
 use engram_connectors::{EventLog, LogError};
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 
@@ -54,6 +55,17 @@ impl UserOffsets {
         };
         out.sort_unstable();
         out
+    }
+
+    /// The offsets of `user`'s events within `range`, ascending: only those are copied.
+    pub fn user_offsets_in(&self, tenant: &str, user: &str, range: Range<u64>) -> Vec<u64> {
+        let map = self.by_tenant.read().unwrap_or_else(|p| p.into_inner());
+        let Some(offsets) = map.get(tenant).and_then(|users| users.get(user)) else {
+            return Vec::new();
+        };
+        let from = offsets.partition_point(|x| *x < range.start);
+        let to = offsets.partition_point(|x| *x < range.end);
+        offsets[from..to.max(from)].to_vec()
     }
 
     /// Forgets the offsets below `below` of the tenant (of `user` only, when given): their
@@ -134,6 +146,11 @@ mod tests {
         assert_eq!(index.offsets("t", None, 300), [3, 5, 7, 200, 299]);
         assert!(index.offsets("t", Some("nobody"), 300).is_empty());
         assert!(index.offsets("nobody", None, 300).is_empty());
+        assert_eq!(index.user_offsets_in("t", "a", 4..200), [5]);
+        assert_eq!(index.user_offsets_in("t", "a", 5..300), [5, 200, 299]);
+        assert!(index.user_offsets_in("t", "a", 6..6).is_empty());
+        assert!(index.user_offsets_in("t", "a", 9..4).is_empty());
+        assert!(index.user_offsets_in("t", "nobody", 0..300).is_empty());
         let read = index.read(&log, &[3, 5, 200, 299]).unwrap();
         let got: Vec<u64> = read.iter().map(|(o, _)| *o).collect();
         // 3..=5 as one span; 200 and 299 alone
