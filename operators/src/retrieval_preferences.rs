@@ -43,8 +43,9 @@ pub type TraitKey = (UserKey, RetrievalTrait);
 /// them. Output: `(((tenant, user), trait), tally)`, multiplicity 1, for every user and trait
 /// with at least one voted answer (reward ≠ 0) that used a memory with that trait (a memory
 /// with traits: an episode; its traits are [`crate::memories::RetrievalTrait::of`]'s and its
-/// age when the answer was given, [`crate::memories::RetrievalTrait::age`]) and counts (its multiplicity positive): `up` the number of
-/// distinct such answers with reward > 0, `down` with reward < 0.
+/// age when the answer was given, [`crate::memories::RetrievalTrait::age`]) and counts (its
+/// multiplicity positive): `up` the number of distinct such answers with reward > 0, `down`
+/// with reward < 0.
 ///
 /// Cost: a vote or a use re-counts the user's answers of the traits concerned; only used
 /// memories are read.

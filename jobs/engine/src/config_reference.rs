@@ -132,7 +132,7 @@ const KEYS: &[KeyDoc] = &[
     key("recall.rank_by", None, "result order: `fusion` (the turn score), `relevance` (SPEC §5: 0.7·similarity + 0.2·recency + 0.1·importance) or `mrs` (MARK's memory relevance score)"),
     key("recall.recency_scale_days", None, "recency time scale of the §5 score, in days"),
     key("recall.retention_weight", None, "w: each turn's score is multiplied by 1 − w + w·R, R its retention now (0: retention only decides what is archived)"),
-    key("recall.learned_boost", None, "s: a turn's score is multiplied, for each of its traits (role, content type, own or domain) the user's voted answers taught, by 1 + s·(up − down)/(up + down + 2); 0 turns retrieval preference learning off"),
+    key("recall.learned_boost", None, "s: a turn's score is multiplied, for each of its traits (role, content type, own or domain, recent or older than 7 days) the user's voted answers taught, by 1 + s·(up − down)/(up + down + 2); 0 turns retrieval preference learning off"),
     key("recall.mrs_weights", None, "the MARK weight preset `rank_by = \"mrs\"` uses: `default`, `core_blend`, `similarity_freshness`, `popularity_similarity`, `feedback_freshness`, `similarity_feedback`, `balanced`, `similarity_only`"),
     key("recall.graph.neighbours", None, "heaviest co-mentioned neighbours taken per query entity; `0` turns graph expansion off"),
     key("recall.graph.depth", None, "longest path followed, in edges (1–3)"),

@@ -98,7 +98,7 @@ impl StreamedTransform {
         &self.applied
     }
 
-    /// Reads `held` on from where the last piece left off (three bytes short of its end, which
+    /// Reads `held` on from where the last piece left off (two bytes short of its end, which
     /// may begin a fence or a paragraph's end): the end of the last blank line outside code
     /// that more text follows. A span's backticks pair up within the text between fences, as
     /// [`outside_code`] splits it.
@@ -118,6 +118,8 @@ impl StreamedTransform {
             } else if !self.in_fence
                 && !self.in_span
                 && bytes[i..].starts_with(b"\n\n")
+                // ASCII text follows (a character beyond ASCII may be whitespace: no cut)
+                && bytes[i + 2].is_ascii()
                 && !bytes[i + 2].is_ascii_whitespace()
             {
                 last = Some(i + 2);
@@ -720,6 +722,7 @@ mod tests {
             "a`b\n```\nc\n```\n`\n\n🎉`",
             "Enjoy, sir\n",
             "Take 5 miles 🎉\n\n\n",
+            "ends in a wide space\n\n\u{3000}",
             "press the ` key 🎉\n\nthen `x` 🎉\n\n````\n🎉\n````\n\nsir, done 🎉",
         ];
         for answer in answers {

@@ -360,9 +360,9 @@ impl Recall {
             gather_candidates(by_vector, by_text, by_passage, found, by_graph, &expansion);
         // each turn's retention and archived state from one read, at the recall's moment (as of
         // `as_of`, else the engine's time): a turn kept as not archived is never marked archived
+        let at = as_of.map_or(self.views.read().engine_time_secs as i64, |t| t.timestamp());
         {
             let views = self.views.read();
-            let at = as_of.map_or(views.engine_time_secs as i64, |t| t.timestamp());
             for h in &mut hits {
                 let (created, importance) = h.made();
                 let trace = views.memory_trace(&h.id, created, importance);
@@ -380,7 +380,6 @@ impl Recall {
         });
         let views = self.views.read();
         let domain = user == super::DOMAIN_USER;
-        let at = as_of.map_or(views.engine_time_secs as i64, |t| t.timestamp());
         for h in &mut hits {
             let age = (h.made().0, at);
             h.why.learned = learned.of_turn(&h.role, &h.content, domain, age);
