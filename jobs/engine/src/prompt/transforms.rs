@@ -29,13 +29,18 @@ pub struct AppliedTransform {
 }
 
 /// The answer after the mechanical transforms the active `preferences` ask for, and those that
-/// changed it (in the order applied). A transform that changes nothing is not listed.
+/// changed it (in the order applied). A transform that changes nothing is not listed. An answer
+/// the transforms would leave empty ("👍" without emoji) is kept as it was, none listed: an
+/// empty answer serves nobody, and cannot be stored.
 pub fn transform_answer(
     answer: &str,
     preferences: &[PreferenceUsed],
 ) -> (String, Vec<AppliedTransform>) {
     let mut applied = Vec::new();
     let text = transform_into(answer, preferences, &mut applied);
+    if text.trim().is_empty() && !answer.trim().is_empty() {
+        return (answer.to_string(), Vec::new());
+    }
     (text, applied)
 }
 
@@ -65,12 +70,16 @@ pub struct StreamedTransform {
     in_fence: bool,
     in_span: bool,
     applied: Vec<AppliedTransform>,
+    /// The untransformed text of the paragraphs shown while none showed more than whitespace,
+    /// to show at the end if the transforms would leave the whole answer empty.
+    raw_while_blank: Option<String>,
 }
 
 impl StreamedTransform {
     pub fn new(preferences: Vec<PreferenceUsed>) -> Self {
         Self {
             preferences,
+            raw_while_blank: Some(String::new()),
             ..Self::default()
         }
     }
@@ -84,13 +93,34 @@ impl StreamedTransform {
         let rest = self.held.split_off(cut);
         let done = std::mem::replace(&mut self.held, rest);
         self.scanned -= cut;
-        transform_into(&done, &self.preferences, &mut self.applied)
+        let shown = transform_into(&done, &self.preferences, &mut self.applied);
+        if let Some(raw) = &mut self.raw_while_blank {
+            raw.push_str(&done);
+        }
+        if !shown.trim().is_empty() {
+            self.raw_while_blank = None;
+        }
+        shown
     }
 
-    /// The rest, transformed, once the answer is complete.
+    /// The rest, transformed, once the answer is complete. When the transforms would leave the
+    /// whole answer empty, the answer untransformed instead, none listed (as
+    /// [`transform_answer`] keeps it); only whitespace was shown before.
     pub fn finish(&mut self) -> String {
         let done = std::mem::take(&mut self.held);
-        transform_into(done.trim_end(), &self.preferences, &mut self.applied)
+        let shown = transform_into(done.trim_end(), &self.preferences, &mut self.applied);
+        if let Some(mut raw) = self
+            .raw_while_blank
+            .take()
+            .filter(|_| shown.trim().is_empty())
+        {
+            raw.push_str(done.trim_end());
+            if !raw.trim().is_empty() {
+                self.applied.clear();
+                return raw;
+            }
+        }
+        shown
     }
 
     /// The transforms that changed something so far, in the order first applied.
@@ -761,6 +791,21 @@ mod tests {
         );
         assert_eq!(stream.push("two"), "next one\n\n");
         assert_eq!(stream.finish(), "two");
+        // an answer the transforms would empty is kept, whole or streamed, none listed
+        for answer in ["👍", "🎉🎉\n\n👍 ", "\n\n👍\n\n"] {
+            assert_eq!(
+                transform_answer(answer, &all),
+                (answer.to_string(), Vec::new())
+            );
+            let mut stream = StreamedTransform::new(all.clone());
+            let mut shown: String = answer
+                .chars()
+                .map(|c| stream.push(&c.to_string()))
+                .collect();
+            shown.push_str(&stream.finish());
+            assert_eq!(shown.trim(), answer.trim(), "{answer:?}");
+            assert!(stream.applied().is_empty(), "{answer:?}");
+        }
         assert!(transforms_asked(&all));
         assert!(!transforms_asked(&[preference(
             "c9",
