@@ -234,7 +234,7 @@ const CLAUSE_BOUNDARIES: &[&str] = &[
     "where", "which", "who", "whose", "that", "if", "unless", "until", "than", "rather", "instead",
     "over", "now", "anymore", "too", "also", "again", "lately", "nowadays", "currently", "today",
     "yesterday", "tomorrow", "originally", "these", "this", "last", "next", "every", "ago", "very",
-    "either",
+    "either", "lol", "lmao", "haha", "hahaha", "rofl", "tbh", "btw", "imo", "imho", "fyi", "jk",
 ];
 
 /// Also ends a value of a place, an employer or an occupation: "Berlin *in* 2019", "Google *as*

@@ -42,6 +42,12 @@ fn my_x_is_y() {
         extracted("My office is in Berlin near the station."),
         vec![fact("office", "Berlin")]
     );
+    // chat fillers end a value: "I live in Berlin lol"
+    assert_eq!(
+        extracted("Also, pls use celsius, I live in Berlin lol"),
+        extracted("I live in Berlin.")
+    );
+    assert!(!extracted("I live in Berlin.").is_empty());
     assert_eq!(
         extracted("My cat is called Luna."),
         vec![fact("cat_name", "Luna")]

@@ -83,33 +83,98 @@ pub fn stated_requests(text: &str) -> RequestSet {
     // "tl;dr" is one word, not two sentences
     let lower = text.to_lowercase().replace("tl;dr", "tldr");
     for sentence in lower.split_inclusive(['.', '!', '?', ';', '\n']) {
+        let question = sentence.trim_end().ends_with('?');
         // Most sentences people write are not requests to the assistant: their first words
         // tell, before the sentence is read for cues (this runs on every message the user
         // sends).
-        let head: Vec<String> = sentence
-            .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '\u{2019}'))
-            .filter(|w| !w.is_empty())
-            .take(HEAD_WORDS)
-            .map(|w| w.replace(['\'', '\u{2019}'], ""))
-            .collect();
-        if !is_directive(&head, sentence.trim_end().ends_with('?')) {
+        let head = head_words(sentence);
+        let first_clause = sentence.split([',', ':']).next().unwrap_or_default();
+        if is_directive(&head, question) || asks_for_answers(&head_words(first_clause)) {
+            requests.extend(standing_requests(sentence, false));
             continue;
         }
-        let Some(words) = sentence_texts(sentence).into_iter().next().map(|(w, _)| w) else {
-            continue;
+        // "I read your answers on my phone, so keep them short": a directive after a comma or
+        // a colon, standing by its own words or by the sentence naming the answers; not after
+        // words that report speech ("my boss says, keep it short")
+        let has = |text: &str, names: &[&str]| {
+            let mut words = text.split(|c: char| !c.is_alphanumeric());
+            words.any(|x| names.contains(&x))
         };
-        let standing = (0..words.len()).any(|i| STANDING.iter().any(|p| matches_at(&words, i, p)));
-        for request in requests_of(sentence).0 {
-            let stands_alone = matches!(
-                request.aspect,
-                Aspect::Language | Aspect::Units | Aspect::Spelling | Aspect::Titles
-            );
-            if standing || stands_alone {
-                requests.push(request);
+        let names_answers = has(sentence, ANSWERS_NAMED);
+        let mut before = String::new();
+        for clause in sentence.split_inclusive([',', ':']) {
+            if !before.is_empty()
+                && !has(&before, REPORTED)
+                && is_directive(&head_words(clause), question)
+            {
+                requests.extend(standing_requests(clause, names_answers));
             }
+            before.push_str(clause);
         }
     }
     RequestSet::from_requests(requests)
+}
+
+/// Words that name the assistant's answers, making a directive in the same sentence standing
+/// even in another clause.
+const ANSWERS_NAMED: &[&str] = &["answers", "responses", "replies"];
+
+/// Words that report someone's speech: a directive in a clause after them was said to someone
+/// else.
+const REPORTED: &[&str] = &[
+    "say", "says", "said", "tell", "tells", "told", "ask", "asks", "asked", "write", "writes",
+    "wrote", "text", "texted", "yell", "yelled",
+];
+
+/// Comparatives a request without a verb starts with: "shorter answers, please".
+const COMPARATIVE_STARTS: &[&str] = &["shorter", "longer", "briefer", "simpler", "clearer"];
+
+/// Whether a clause of words `clause` asks for answers of some kind without a verb: past
+/// lead-ins, a comparative, at most one more word, answers, replies or responses, and then
+/// only "please" or lead-ins ("shorter answers plz" does; "shorter days make me sad" and
+/// "longer answers on the exam got better marks" do not).
+fn asks_for_answers(clause: &[String]) -> bool {
+    let is = |list: &[&str], w: &String| list.contains(&w.as_str());
+    let start = clause.iter().take_while(|w| is(LEAD_INS, w)).count();
+    if !clause.get(start).is_some_and(|w| is(COMPARATIVE_STARTS, w)) {
+        return false;
+    }
+    let within = start + 1..clause.len().min(start + 3);
+    let Some(named) = within.into_iter().find(|&i| is(ANSWERS_NAMED, &clause[i])) else {
+        return false;
+    };
+    clause[named + 1..]
+        .iter()
+        .all(|w| is(LEAD_INS, w) || w == "plz")
+}
+
+/// The first [`HEAD_WORDS`] words of `text`, lowercase, apostrophes dropped.
+fn head_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '\u{2019}'))
+        .filter(|w| !w.is_empty())
+        .take(HEAD_WORDS)
+        .map(|w| w.replace(['\'', '\u{2019}'], ""))
+        .collect()
+}
+
+/// The [`requests_of`] `directive` that stand: all of them when it says so ("from now on",
+/// "answers", "me", …) or `standing` already holds, else those that only ever stand
+/// (language, units, spelling, form of address).
+fn standing_requests(directive: &str, standing: bool) -> Vec<Request> {
+    let Some(words) = sentence_texts(directive).into_iter().next().map(|(w, _)| w) else {
+        return Vec::new();
+    };
+    let standing =
+        standing || (0..words.len()).any(|i| STANDING.iter().any(|p| matches_at(&words, i, p)));
+    let stands_alone = |r: &Request| {
+        matches!(
+            r.aspect,
+            Aspect::Language | Aspect::Units | Aspect::Spelling | Aspect::Titles
+        )
+    };
+    (requests_of(directive).0.into_iter())
+        .filter(|r| standing || stands_alone(r))
+        .collect()
 }
 
 /// How many words of a sentence [`is_directive`] looks at.
@@ -209,6 +274,22 @@ mod tests {
             stated("ok so from now on be more casual with me"),
             ["FormalityLess"]
         );
+        // a directive after a comma or a colon, standing by the sentence's "answers"
+        assert_eq!(
+            stated("Hi! Quick thing: I read your answers on my phone, so keep them short please."),
+            ["LengthLess"]
+        );
+        assert_eq!(
+            stated("btw, answer in German from now on"),
+            ["LanguageValue(1)"]
+        );
+        assert_eq!(
+            stated("Your replies are fine, but skip the emoji"),
+            ["EmojiLess"]
+        );
+        // no verb: a comparative and the answers
+        assert_eq!(stated("shorter answers plz, im on mobile"), ["LengthLess"]);
+        assert_eq!(stated("pls simpler replies"), ["TechnicalLess"]);
         for text in [
             "My boss wants short reports.",
             "I read short stories on the train",
@@ -217,6 +298,12 @@ mod tests {
             "We watched a long movie about German history",
             "Why are bullet points popular?",
             "You never know the difference a kind gesture can make.",
+            // a directive in another clause, said to someone else or about something else
+            "My boss always says, keep it short",
+            "The exam answers were long, so keep studying",
+            "I told my son, never call me sir",
+            "Shorter days make me sad.",
+            "Longer answers on the exam got better marks",
         ] {
             assert_eq!(stated(text), Vec::<String>::new(), "{text:?}");
         }
