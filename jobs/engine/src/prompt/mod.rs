@@ -20,6 +20,7 @@ mod explanation;
 mod preferences;
 mod sections;
 mod skills;
+mod streamed_transform;
 mod transforms;
 
 pub use explanation::{explain, stored_provenance};
@@ -29,7 +30,8 @@ pub use preferences::{
 };
 pub use sections::{few_shot_example, full_context, instruction_line, shorten, time_of_day};
 pub use skills::select_skill;
-pub use transforms::{transform_answer, transforms_asked, AppliedTransform, StreamedTransform};
+pub use streamed_transform::StreamedTransform;
+pub use transforms::{transform_answer, transforms_asked, AppliedTransform};
 
 use crate::config::PromptConfig;
 use crate::engine::Engine;
