@@ -323,12 +323,19 @@ fn facts_supersede_and_entities_accumulate_per_user() {
     let found = loop {
         // the facts table is written beside the episodes, a moment after the views
         let found = facts_for(server.recall("acme", "alice", "which city is my home now?", 5));
-        if found.len() >= 3 || std::time::Instant::now() > deadline {
+        if found.len() >= 4 || std::time::Instant::now() > deadline {
             break found;
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    assert_eq!(found.len(), 3, "{found:?}");
+    // both homes, the colour, and who Jana is ("with my sister Jana")
+    assert_eq!(found.len(), 4, "{found:?}");
+    assert!(
+        found
+            .iter()
+            .any(|f| f["attribute"] == "sister:jana" && f["value"] == "Jana"),
+        "{found:?}"
+    );
     assert_eq!(found[0]["value"], "Porto", "{found:?}");
     assert_eq!(found[0]["current"], true);
     assert_eq!(found[0]["fact_id"], porto["id"]);

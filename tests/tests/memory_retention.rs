@@ -118,8 +118,10 @@ fn recalled_facts(server: &Server, extra: Value) -> Vec<String> {
     }
     let (status, body) = server.post("/v1/recall", &req);
     assert_eq!(status, 200, "{body}");
+    // the two facts above (the turns state some too: "My sister Nora …")
     let facts = body["facts"].as_array().unwrap().iter();
-    let mut values: Vec<String> = facts.map(|f| f["value"].as_str().unwrap().into()).collect();
+    let ours = facts.filter(|f| FACTS.iter().any(|(_, _, value)| f["value"] == *value));
+    let mut values: Vec<String> = ours.map(|f| f["value"].as_str().unwrap().into()).collect();
     values.sort();
     values
 }

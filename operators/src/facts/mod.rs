@@ -386,6 +386,7 @@ const FIRST_PERSON_RULES: &[FirstPersonRule] = &[
 /// | I am called Y · I go by Y · call me Y (Y capitalised) | `name` | one |
 /// | I am N years old · I (have) turned N | `age` | one |
 /// | I have (got) a/an X named/called Y | `X_name` | one |
+/// | my R Name (R a relation: sister, boss, …; [`kin`]) | R | many |
 /// | I prefer Y · I'd prefer Y | `prefers` | many |
 /// | I like/love/enjoy Y | `likes` | many |
 /// | I don't like/enjoy Y · I dislike/hate Y · I can't stand Y | `dislikes` | many |
@@ -415,7 +416,8 @@ pub fn extract_facts(text: &str) -> Vec<ExtractedFact> {
                     break;
                 }
                 let found = match clause[start].lower.as_str() {
-                    "my" => my_statement(&clause, start + 1),
+                    "my" => kin::named_relation(&clause, start + 1)
+                        .or_else(|| my_statement(&clause, start + 1)),
                     "i" => first_person_statement(&clause, start + 1),
                     "call" => call_me_statement(&clause, start + 1),
                     _ => None,
@@ -819,3 +821,5 @@ pub fn fact_as_of(versions: &[FactVersion], t: i64) -> Option<&FactVersion> {
 
 #[cfg(test)]
 mod tests;
+
+mod kin;

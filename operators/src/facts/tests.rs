@@ -345,3 +345,37 @@ fn as_of() {
     assert_eq!(value_at(i64::MAX), Some("f5"));
     assert_eq!(fact_as_of(&[], 0), None);
 }
+
+#[test]
+fn people_named_beside_my_are_who_they_are_to_the_user() {
+    assert_eq!(
+        extracted("My sister Mara lives in Lisbon."),
+        vec![fact("sister", "Mara")]
+    );
+    assert_eq!(
+        extracted("Last saturday my brother Tom visited, we went to the Pergamon museum."),
+        vec![fact("brother", "Tom")]
+    );
+    assert_eq!(
+        extracted("my boss Sarah Jones wants the report by Friday"),
+        vec![fact("boss", "Sarah Jones")]
+    );
+    // two sisters are two facts
+    let both = extract_facts("My sister Ana and my sister Eva came over.");
+    assert_eq!(both.len(), 2);
+    assert!(both.iter().all(|f| f.cardinality == Cardinality::Many));
+    // no name after the relation, or a question: no such fact ("my sister is …" is the "my X
+    // is Y" rule's, one-valued)
+    for text in [
+        "my sister is sick today",
+        "My son I think is tired.",
+        "my mom said hi",
+        "Is my brother Tom coming?",
+    ] {
+        let many = extract_facts(text)
+            .into_iter()
+            .filter(|f| f.cardinality == Cardinality::Many)
+            .count();
+        assert_eq!(many, 0, "{text:?}: {:?}", extracted(text));
+    }
+}
