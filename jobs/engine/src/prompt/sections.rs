@@ -336,11 +336,12 @@ pub(super) fn pieces(
     }
     for (i, h) in c.memories.iter().enumerate() {
         let text = plain(format!(
-            "- [{}] {}{}: {}\n",
+            "- [{}] {}{}: {}{}\n",
             h.ts.format("%Y-%m-%d %H:%M"),
             if h.domain { "shared knowledge, " } else { "" },
             h.role,
-            shorten(&h.content, max_memory_chars)
+            shorten(&h.content, max_memory_chars),
+            days_meant(&h.content, h.ts)
         ));
         pieces.push(Piece {
             kind: "memories",
@@ -352,6 +353,20 @@ pub(super) fn pieces(
         });
     }
     Ok(pieces)
+}
+
+/// The days a memory's relative words meant when they were said, for the model to read dates
+/// off: " (last saturday = 2026-11-21)"; empty when it names none.
+fn days_meant(content: &str, said: chrono::DateTime<chrono::Utc>) -> String {
+    let named = crate::query::time_window::days_named(content, said);
+    if named.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = named
+        .iter()
+        .map(|(phrase, day)| format!("{phrase} = {}", day.format("%Y-%m-%d")))
+        .collect();
+    format!(" ({})", each.join("; "))
 }
 
 /// A fact's attribute as a prompt shows it: a many-valued fact is keyed `attribute:value`

@@ -252,6 +252,47 @@ pub fn time_window(question: &str, asked: DateTime<Utc>) -> Option<TimeWindow> {
 }
 
 /// The most recent `day` strictly before the day of `asked`.
+/// The calendar days a message's relative expressions name, measured from when it was `said`:
+/// "yesterday" / "last night", "the day before yesterday", "last Saturday" / "this past
+/// Saturday" (the latest Saturday before that day), "three days ago". Each with its words, in
+/// order, once each. Weeks and months ("last week") name no one day and are left out.
+pub fn days_named(message: &str, said: DateTime<Utc>) -> Vec<(String, NaiveDate)> {
+    let words = question_words(message);
+    let w = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
+    let today = said.date_naive();
+    let mut named: Vec<(String, NaiveDate)> = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let found = match (w(i), w(i + 1)) {
+            ("day", "before") if w(i + 2) == "yesterday" => Some((3, today - Duration::days(2))),
+            ("yesterday", _) if w(i.wrapping_sub(1)) != "before" => {
+                Some((1, today - Duration::days(1)))
+            }
+            ("last", "night") => Some((2, today - Duration::days(1))),
+            ("last", d) => weekday(d).and_then(|d| Some((2, last_weekday(said, d)?))),
+            ("this", "past") => weekday(w(i + 2)).and_then(|d| Some((3, last_weekday(said, d)?))),
+            // a number of days, not "a few" or "a couple of", which name no one day
+            (n, "days" | "day") if w(i + 2) == "ago" && !matches!(n, "few" | "several") => {
+                number(n)
+                    .filter(|n| n.fract() == 0.0)
+                    .map(|n| (3, today - Duration::days(n as i64)))
+            }
+            _ => None,
+        };
+        match found {
+            Some((len, day)) => {
+                let phrase = words[i..(i + len).min(words.len())].join(" ");
+                if !named.iter().any(|(p, _)| *p == phrase) {
+                    named.push((phrase, day));
+                }
+                i += len;
+            }
+            None => i += 1,
+        }
+    }
+    named
+}
+
 fn last_weekday(asked: DateTime<Utc>, day: Weekday) -> Option<NaiveDate> {
     let today = asked.date_naive();
     (1..=7)
@@ -262,6 +303,43 @@ fn last_weekday(asked: DateTime<Utc>, day: Weekday) -> Option<NaiveDate> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_names_days_relative_to_when_it_was_said() {
+        // said on Tuesday 24 Nov 2026
+        let said = Utc.with_ymd_and_hms(2026, 11, 24, 8, 0, 0).unwrap();
+        let day = |d: u32| NaiveDate::from_ymd_opt(2026, 11, d).unwrap();
+        let named = |text: &str| days_named(text, said);
+        assert_eq!(
+            named("Last saturday my brother Tom visited."),
+            [("last saturday".to_string(), day(21))]
+        );
+        assert_eq!(
+            named("I was sick yesterday, and three days ago too"),
+            [
+                ("yesterday".to_string(), day(23)),
+                ("three days ago".to_string(), day(21))
+            ]
+        );
+        assert_eq!(
+            named("the day before yesterday, and this past Tuesday"),
+            [
+                ("day before yesterday".to_string(), day(22)),
+                ("this past tuesday".to_string(), day(17)),
+            ]
+        );
+        assert_eq!(
+            named("we met last night"),
+            [("last night".to_string(), day(23))]
+        );
+        for text in [
+            "last week was busy",
+            "a few days ago",
+            "I saw the last movie",
+        ] {
+            assert_eq!(named(text), [], "{text:?}");
+        }
+    }
 
     #[test]
     fn a_named_calendar_day_is_read_in_either_order() {
