@@ -183,12 +183,7 @@ impl MemoryViews {
     /// with importance `importance_milli` (thousandths): the one recalls reinforced, when the
     /// views hold it, else the closed form of a memory no answer recalled.
     pub fn memory_trace(&self, id: &str, created_secs: i64, importance_milli: u16) -> MemoryTrace {
-        let key = engram_operators::episode_key(id);
-        self.memory_traces.get(&key).copied().unwrap_or_else(|| {
-            let params = self.retention.stability();
-            let thresholds = LifecycleThresholds::default();
-            MemoryTrace::unrecalled(created_secs, importance_milli, &params, &thresholds)
-        })
+        self.memory_state(id, created_secs, importance_milli).0
     }
 
     /// Whether memory `id` (as for [`MemoryViews::memory_trace`]) is archived as of the engine
@@ -197,13 +192,30 @@ impl MemoryViews {
     /// lifecycle dataflow would have scheduled: its updates at times up to `engine_time_secs`
     /// are applied).
     pub fn is_archived(&self, id: &str, created_secs: i64, importance_milli: u16) -> bool {
+        self.memory_state(id, created_secs, importance_milli).1
+    }
+
+    /// [`MemoryViews::memory_trace`] and [`MemoryViews::is_archived`] of one memory, its key
+    /// hashed and looked up once (recall asks both of every turn).
+    pub fn memory_state(
+        &self,
+        id: &str,
+        created_secs: i64,
+        importance_milli: u16,
+    ) -> (MemoryTrace, bool) {
         let key = engram_operators::episode_key(id);
-        if self.memory_traces.contains_key(&key) {
-            return self.archived_memories.contains_key(&key);
+        let thresholds = LifecycleThresholds::default();
+        match self.memory_traces.get(&key) {
+            Some(trace) => (*trace, self.archived_memories.contains_key(&key)),
+            None => {
+                let params = self.retention.stability();
+                let trace =
+                    MemoryTrace::unrecalled(created_secs, importance_milli, &params, &thresholds);
+                let from = trace.archived_from(&thresholds);
+                let archived = from.is_some_and(|from| from <= self.engine_time_secs as i64);
+                (trace, archived)
+            }
         }
-        let trace = self.memory_trace(id, created_secs, importance_milli);
-        let from = trace.archived_from(&LifecycleThresholds::default());
-        from.is_some_and(|from| from <= self.engine_time_secs as i64)
     }
 
     /// The id of the episode before episode `id` in its session (see [`MemoryViews::next_id`]).

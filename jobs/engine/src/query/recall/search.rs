@@ -365,9 +365,9 @@ impl Recall {
             let views = self.views.read();
             for h in &mut hits {
                 let (created, importance) = h.made();
-                let trace = views.memory_trace(&h.id, created, importance);
+                let (trace, archived) = views.memory_state(&h.id, created, importance);
                 h.why.retention = Some(trace.retention_at(at));
-                h.why.archived = views.is_archived(&h.id, created, importance);
+                h.why.archived = archived;
             }
         }
         if !keep_archived {
