@@ -79,6 +79,12 @@ impl CorrectionConfidence {
     pub fn needs_clarification(&self, confidence_milli: u16) -> bool {
         f64::from(confidence_milli) < self.clarify_below * 1000.0
     }
+
+    /// The confidence of `correction` in thousandths ([`correction_confidence_with`] these
+    /// weights), as notes and points keep it.
+    pub fn milli_of(&self, correction: &Correction) -> u16 {
+        (correction_confidence_with(correction, &self.weights) * 1000.0).round() as u16
+    }
 }
 
 /// The confidence of a correction stated without one, in thousandths.
@@ -225,8 +231,7 @@ impl InputRecord {
         let Body::Correction(c) = &event.body else {
             return None;
         };
-        let confidence_milli =
-            (correction_confidence_with(c, &confidence.weights) * 1000.0).round() as u16;
+        let confidence_milli = confidence.milli_of(c);
         if confidence.needs_clarification(confidence_milli) {
             return None;
         }
@@ -319,8 +324,7 @@ impl InputRecord {
                 std::iter::once(vote).chain(note).collect()
             }
             Body::Correction(c) => {
-                let confidence_milli =
-                    (correction_confidence_with(c, &confidence.weights) * 1000.0).round() as u16;
+                let confidence_milli = confidence.milli_of(c);
                 vec![InputRecord::CorrectionNote(
                     (h.tenant.clone(), h.user.clone()),
                     CorrectionNote {
