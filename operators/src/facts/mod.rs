@@ -177,6 +177,15 @@ impl ExtractedFact {
     }
 }
 
+/// The attribute of a fact key ([`ExtractedFact::key_attribute`]): a many-valued key without
+/// its `:value` (a colon no space follows; "preference: units" is an attribute of its own).
+pub fn attribute_of_key(key: &str) -> &str {
+    let keyed = key
+        .match_indices(':')
+        .find(|(at, _)| !key[at + 1..].starts_with(' '));
+    keyed.map_or(key, |(at, _)| &key[..at])
+}
+
 /// Lowercase; a possessive `'s` dropped; every run of other characters than letters and digits
 /// becomes one `_`, none at either end. `"Dog's Name"` → `"dog_name"`, `"favorite  color"` →
 /// `"favorite_color"`.

@@ -379,3 +379,29 @@ fn people_named_beside_my_are_who_they_are_to_the_user() {
         assert_eq!(many, 0, "{text:?}: {:?}", extracted(text));
     }
 }
+
+#[test]
+fn a_many_valued_key_gives_back_its_attribute() {
+    let key = |attribute: &str, value: &str, cardinality| {
+        let fact = ExtractedFact {
+            subject: USER_SUBJECT.into(),
+            attribute: attribute.into(),
+            value: value.into(),
+            cardinality,
+        };
+        fact.key_attribute()
+    };
+    assert_eq!(
+        attribute_of_key(&key("brother", "Tom", Cardinality::Many)),
+        "brother"
+    );
+    assert_eq!(
+        attribute_of_key(&key("likes", "the Beatles", Cardinality::Many)),
+        "likes"
+    );
+    assert_eq!(
+        attribute_of_key(&key("lives_in", "Lisbon", Cardinality::One)),
+        "lives_in"
+    );
+    assert_eq!(attribute_of_key("preference: units"), "preference: units");
+}

@@ -305,7 +305,7 @@ pub(super) fn pieces(
             "- {}{} {}: {} (since {})\n",
             if f.domain { "shared knowledge: " } else { "" },
             f.subject,
-            shown_attribute(&f.attribute),
+            engram_operators::facts::attribute_of_key(&f.attribute),
             f.value,
             f.valid_from.format("%Y-%m-%d")
         ));
@@ -367,28 +367,4 @@ fn days_meant(content: &str, said: chrono::DateTime<chrono::Utc>) -> String {
         .map(|(phrase, day)| format!("{phrase} = {}", day.format("%Y-%m-%d")))
         .collect();
     format!(" ({})", each.join("; "))
-}
-
-/// A fact's attribute as a prompt shows it: a many-valued fact is keyed `attribute:value`
-/// (`brother:tom`, the value's identity after a colon with no space), which would say the
-/// value twice ("brother:tom: Tom"); the key's value is left out. (`preference: units` is an
-/// attribute of its own.)
-fn shown_attribute(attribute: &str) -> &str {
-    let keyed = attribute
-        .match_indices(':')
-        .find(|(at, _)| !attribute[at + 1..].starts_with(' '));
-    keyed.map_or(attribute, |(at, _)| &attribute[..at])
-}
-
-#[cfg(test)]
-mod shown_attribute_tests {
-    use super::shown_attribute;
-
-    #[test]
-    fn a_many_valued_key_shows_its_attribute_once() {
-        assert_eq!(shown_attribute("brother:tom"), "brother");
-        assert_eq!(shown_attribute("likes:jazz music"), "likes");
-        assert_eq!(shown_attribute("lives_in"), "lives_in");
-        assert_eq!(shown_attribute("preference: units"), "preference: units");
-    }
 }
