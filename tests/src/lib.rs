@@ -30,6 +30,23 @@ pub fn engram_bin() -> PathBuf {
     bin
 }
 
+/// `engram produce --brokers BROKERS FILE` (each event to its kind's topic); what it printed
+/// (`{sent, invalid}`).
+pub fn produce_file(brokers: &str, file: &Path) -> Value {
+    let out = Command::new(engram_bin())
+        .args(["produce", "--brokers", brokers])
+        .arg(file)
+        .env("ENGRAM_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// Where `scripts/setup --tests` installed the Python packages the tests drive engram with
 /// (`scripts/python_clients.txt`): a `PYTHONPATH` entry.
 pub fn python_clients_dir() -> PathBuf {
@@ -362,6 +379,22 @@ impl Server {
         let value = text.lines().find_map(|l| l.strip_prefix(&prefix));
         let value = value.unwrap_or_else(|| panic!("{name} missing from /metrics:\n{text}"));
         value.trim().parse().unwrap()
+    }
+
+    /// Waits until the log holds exactly `end` events (Kafka input arrives on its own time).
+    pub fn wait_for_log_end(&self, end: u64, within: Duration) {
+        let start = Instant::now();
+        loop {
+            let status = self.status();
+            if status["log_end"] == end {
+                return;
+            }
+            assert!(
+                start.elapsed() < within,
+                "log_end never reached {end}: {status}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Waits until every accepted event is in the views and every episode is in Lance.

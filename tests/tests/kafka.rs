@@ -6,7 +6,7 @@
 //! nothing.
 
 use engram_tests::tansu::Tansu;
-use engram_tests::{engram_bin, events_in_lance, interaction, Server};
+use engram_tests::{events_in_lance, interaction, Server};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
@@ -16,18 +16,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 fn produce(brokers: &str, file: &Path) -> Value {
-    let out = std::process::Command::new(engram_bin())
-        .args(["produce", "--brokers", brokers])
-        .arg(file)
-        .env("ENGRAM_LOG", "warn")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    engram_tests::produce_file(brokers, file)
 }
 
 /// Every DLQ message as (payload, headers), reading until `want` arrived or 30 s passed.
@@ -96,18 +85,7 @@ fn short_session_config(dir: &Path) -> std::path::PathBuf {
 }
 
 fn wait_for_log_end(server: &Server, end: u64) {
-    let start = Instant::now();
-    loop {
-        let status = server.status();
-        if status["log_end"] == end {
-            return;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "log_end never reached {end}: {status}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    server.wait_for_log_end(end, Duration::from_secs(60));
 }
 
 /// The good events of the first file: alice's and bob's interactions, a feedback, and one event

@@ -96,18 +96,7 @@ fn enqueue(producer: &ThreadedProducer<DefaultProducerContext>, events: &[Value]
 }
 
 fn wait_for_log_end(server: &Server, end: usize, within: Duration) {
-    let start = Instant::now();
-    loop {
-        let status = server.status();
-        if status["log_end"] == end as u64 {
-            return;
-        }
-        assert!(
-            start.elapsed() < within,
-            "log_end never reached {end}: {status}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    server.wait_for_log_end(end as u64, within);
 }
 
 /// Each user's memory as the views hold it (without the view offset, which differs by run).

@@ -7,7 +7,7 @@
 
 use chrono::{Duration as Days, Utc};
 use engram_tests::tansu::Tansu;
-use engram_tests::{engram_bin, Server};
+use engram_tests::Server;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -16,17 +16,7 @@ fn produce(brokers: &str, dir: &Path, name: &str, events: &[Value]) {
     let file = dir.join(name);
     let lines: Vec<String> = events.iter().map(Value::to_string).collect();
     std::fs::write(&file, lines.join("\n")).unwrap();
-    let out = std::process::Command::new(engram_bin())
-        .args(["produce", "--brokers", brokers])
-        .arg(&file)
-        .env("ENGRAM_LOG", "warn")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    engram_tests::produce_file(brokers, &file);
 }
 
 /// An interaction of `user` in acme, `days` ago.
@@ -38,15 +28,7 @@ fn message(id: &str, user: &str, days: i64, role: &str, content: &str) -> Value 
 
 /// Waits until the log holds `end` events and the views and Lance have caught up with them.
 fn wait_for(server: &Server, end: u64) {
-    let start = Instant::now();
-    while server.status()["log_end"] != end {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "log_end never reached {end}: {}",
-            server.status()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    server.wait_for_log_end(end, Duration::from_secs(60));
     server.wait_caught_up(Duration::from_secs(60));
 }
 
