@@ -3,6 +3,7 @@
 
 pub mod browser;
 pub mod correction_sets;
+pub mod stated_sets;
 pub mod tansu;
 
 use serde_json::{json, Value};
