@@ -50,6 +50,7 @@
 //!
 //! An aspect asked both ways in one text (or for two values) is dropped as ambiguous.
 
+mod chat_clauses;
 mod circumstances;
 mod layout_cues;
 mod lexicon;

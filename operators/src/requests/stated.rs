@@ -1,7 +1,10 @@
 //! Preferences stated in ordinary messages, and the facts that remember them.
 
+use super::chat_clauses::{
+    capability, chat_words, elliptical, habitual, has_any, mentions_a_thing, names_one_thing,
+    says_any, someone_else_wants, without_quotes, LEAD_INS, ONE_OFF, POLITE, STANDING, WISHES,
+};
 use super::reading::matches_at;
-use super::words::sentence_texts;
 use super::{requests_of, value_names, Aspect, Request, RequestSet, Way};
 
 /// Words a request to the assistant starts with (after "please", "ok", "and", …).
@@ -9,13 +12,9 @@ const DIRECTIVE_STARTS: &[&str] = &[
     "keep", "be", "use", "answer", "reply", "respond", "write", "give", "make", "stop", "dont",
     "never", "always", "avoid", "skip", "talk", "speak", "call", "address", "switch", "include",
     "add", "put", "format", "explain", "cut", "no", "less", "more", "quit", "drop", "start",
-    "lead", "get", "send", "show", "tell", "try", "limit", "stick",
-];
-
-/// Words that may come before a directive without making it something else.
-const LEAD_INS: &[&str] = &[
-    "please", "pls", "plz", "ok", "okay", "so", "and", "also", "oh", "hey", "hi", "just",
-    "actually", "btw", "again", "but", "now", "then", "yes", "yeah", "thanks",
+    "lead", "get", "send", "show", "tell", "try", "limit", "stick", "quiz", "warn", "throw",
+    "cite", "suggest", "pick", "tone", "go", "check", "ask", "let", "mention", "flag", "assume",
+    "spare", "remember", "offer", "end", "number", "list", "put", "format", "leave", "lose",
 ];
 
 /// Phrases that make a statement about the user's own liking: "I prefer …", "I'd like …".
@@ -42,82 +41,74 @@ const LIKINGS: &[&[&str]] = &[
     &["will", "you"],
 ];
 
-/// Words that make a request a standing one, not one about the answer at hand.
-const STANDING: &[&[&str]] = &[
-    &["from", "now", "on"],
-    &["going", "forward"],
-    &["in", "future"],
-    &["in", "the", "future"],
-    &["always"],
-    &["never"],
-    &["anymore"],
-    &["any", "more"],
-    &["every", "time"],
-    &["answers"],
-    &["answer"],
-    &["responses"],
-    &["replies"],
-    &["reply"],
-    &["respond"],
-    &["with", "me"],
-    &["to", "me"],
-    &["me"],
-];
-
 /// What an ordinary message states as a standing preference about how to be answered: the
-/// [`requests_of`] its sentences that are requests to the assistant and standing ones.
+/// [`requests_of`] its sentences that ask something of the assistant's answers, read without
+/// the clauses that are about something else.
 ///
-/// A sentence counts when it
-/// - is a directive: it starts, after lead-ins such as "please" or "ok", with an imperative
-///   ("keep", "use", "answer", "don't", …) or with "I prefer", "I'd like", "I want", "can you",
-///   …; a question counts only in that last form ("Can you keep it short?");
-/// - and is a standing request: it names answers or the user ("answers", "replies", "me"), or
-///   says "from now on", "always", "never", "in future", …, or asks for a language, units,
-///   spelling or form of address (which only ever stand).
+/// Quoted text is left out (a pasted email's "please keep replies short" is not the user's
+/// wish), and so is a sentence about one answer or one thing ("just this once", "for this
+/// answer", "this time"). In what remains, a sentence asks when one of its clauses (split at
+/// commas and colons)
+/// - is a directive: after lead-ins such as "please", "ok" or "btw", an imperative ("keep",
+///   "use", "don't", "throw in", "warn me", …) or "I prefer", "I'd like", "can you", "could u",
+///   …; a question only in that last form ("Can you tone down the enthusiasm?");
+/// - or says it wishes something: "please" / "pls" anywhere ("British spelling please"), "for
+///   me", "… wouldn't hurt", "… are always welcome", "… work best for me", "I'm more of a …
+///   person", "feel free to …", "no need to …", "you don't have to …", "I just need …";
+/// - or asks for answers without a verb ("shorter answers plz").
 ///
-/// So "Please keep answers short, I read them on my phone." and "answer in German from now
-/// on" state preferences; "My boss wants short reports", "I read short stories" and "Is the
-/// metric system used in the US?" do not.
+/// A clause is left out of the reading when it tells what someone else wants or says ("my
+/// boss wants bullet points", "she told me, keep it short"), or names one thing to work on
+/// ("keep the report short", "make that email shorter", "give me a bulleted packing list",
+/// "translate it", "I need my CV in German"), unless it says the request is habitual ("when
+/// you explain something", "every time", "from now on"); after a colon that follows such a
+/// thing ("I'm writing a style guide for my team: no emojis, …") everything is left out.
+///
+/// So "Please keep answers short, I read them on my phone.", "can u keep it short pls",
+/// "Portuguese please, I'm Brazilian" and "examples help me way more than definitions, so
+/// throw one in whenever you explain something" state preferences; "My boss wants short
+/// reports", "write a formal complaint letter to my landlord", "for this answer only, use
+/// bullet points" and "Is the metric system used in the US?" do not.
 pub fn stated_requests(text: &str) -> RequestSet {
     let mut requests = Vec::new();
     // "tl;dr" is one word, not two sentences
-    let lower = text.to_lowercase().replace("tl;dr", "tldr");
+    let lower = without_quotes(&text.to_lowercase().replace("tl;dr", "tldr"));
     for sentence in lower.split_inclusive(['.', '!', '?', ';', '\n']) {
         let question = sentence.trim_end().ends_with('?');
-        // Most sentences people write are not requests to the assistant: their first words
-        // tell, before the sentence is read for cues (this runs on every message the user
-        // sends).
-        let head = head_words(sentence);
-        let first_clause = sentence.split([',', ':']).next().unwrap_or_default();
-        if is_directive(&head, question) || asks_for_answers(&head_words(first_clause)) {
-            requests.extend(standing_requests(sentence, false));
+        let words = chat_words(sentence);
+        if (0..words.len()).any(|i| ONE_OFF.iter().any(|p| matches_at(&words, i, p))) {
             continue;
         }
-        // "I read your answers on my phone, so keep them short": a directive after a comma or
-        // a colon, standing by its own words or by the sentence naming the answers; not after
-        // words that report speech ("my boss says, keep it short")
-        let has = |text: &str, names: &[&str]| {
-            let mut words = text.split(|c: char| !c.is_alphanumeric());
-            words.any(|x| names.contains(&x))
-        };
-        let names_answers = has(sentence, ANSWERS_NAMED);
-        let mut before = String::new();
+        let (mut asks, mut read, mut before) = (false, String::new(), String::new());
+        // after "I'm writing a style guide for my team:" comes the guide, not a wish
+        let mut inside_a_thing = false;
         for clause in sentence.split_inclusive([',', ':']) {
-            if !before.is_empty()
-                && !has(&before, REPORTED)
-                && is_directive(&head_words(clause), question)
-            {
-                requests.extend(standing_requests(clause, names_answers));
+            let words = chat_words(clause);
+            let head: Vec<String> = words.iter().take(HEAD_WORDS).cloned().collect();
+            inside_a_thing |=
+                before.trim_end().ends_with(':') && mentions_a_thing(&chat_words(&before));
+            let elsewhere = inside_a_thing
+                || (!before.is_empty() && has_any(&before, REPORTED))
+                || someone_else_wants(&words)
+                || (names_one_thing(&words) && !habitual(&words));
+            if !elsewhere {
+                let directive = is_directive(&head, question) && !capability(&head, question);
+                // a verbless or merely polite clause ("no regrets", "… please") must name what
+                // it asks for itself; a verb may point at its neighbours ("keep doing that")
+                asks |= (directive && !elliptical(&head))
+                    || says_any(&words, WISHES)
+                    || ((directive || asks_for_answers(&head) || says_any(&words, POLITE))
+                        && !requests_of(clause).is_empty());
+                read.push_str(clause);
             }
             before.push_str(clause);
+        }
+        if asks {
+            requests.extend(requests_of(&read).0);
         }
     }
     RequestSet::from_requests(requests)
 }
-
-/// Words that name the assistant's answers, making a directive in the same sentence standing
-/// even in another clause.
-const ANSWERS_NAMED: &[&str] = &["answers", "responses", "replies"];
 
 /// Words that report someone's speech: a directive in a clause after them was said to someone
 /// else.
@@ -145,37 +136,11 @@ fn asks_for_answers(clause: &[String]) -> bool {
     };
     clause[named + 1..]
         .iter()
-        .all(|w| is(LEAD_INS, w) || w == "plz")
+        .all(|w| is(LEAD_INS, w) || w == "please")
 }
 
-/// The first [`HEAD_WORDS`] words of `text`, lowercase, apostrophes dropped.
-fn head_words(text: &str) -> Vec<String> {
-    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '\u{2019}'))
-        .filter(|w| !w.is_empty())
-        .take(HEAD_WORDS)
-        .map(|w| w.replace(['\'', '\u{2019}'], ""))
-        .collect()
-}
-
-/// The [`requests_of`] `directive` that stand: all of them when it says so ("from now on",
-/// "answers", "me", …) or `standing` already holds, else those that only ever stand
-/// (language, units, spelling, form of address).
-fn standing_requests(directive: &str, standing: bool) -> Vec<Request> {
-    let Some(words) = sentence_texts(directive).into_iter().next().map(|(w, _)| w) else {
-        return Vec::new();
-    };
-    let standing =
-        standing || (0..words.len()).any(|i| STANDING.iter().any(|p| matches_at(&words, i, p)));
-    let stands_alone = |r: &Request| {
-        matches!(
-            r.aspect,
-            Aspect::Language | Aspect::Units | Aspect::Spelling | Aspect::Titles
-        )
-    };
-    (requests_of(directive).0.into_iter())
-        .filter(|r| standing || stands_alone(r))
-        .collect()
-}
+/// Words that name the assistant's answers.
+const ANSWERS_NAMED: &[&str] = &["answers", "responses", "replies"];
 
 /// How many words of a sentence [`is_directive`] looks at.
 const HEAD_WORDS: usize = 10;
@@ -289,6 +254,25 @@ mod tests {
         );
         // no verb: a comparative and the answers
         assert_eq!(stated("shorter answers plz, im on mobile"), ["LengthLess"]);
+        // chat spellings, wishes without a directive, and a request about whenever
+        assert_eq!(stated("can u keep it short pls"), ["LengthLess"]);
+        assert_eq!(
+            stated("Portuguese please, I'm Brazilian"),
+            ["LanguageValue(5)"]
+        );
+        assert_eq!(
+            stated("I'm a visual learner so tables are always welcome"),
+            ["TableMore"]
+        );
+        assert_eq!(
+            stated("examples help me more than definitions, so throw one in whenever you explain"),
+            ["ExamplesMore"]
+        );
+        // a short quote names a phrase
+        assert_eq!(
+            stated("skip the 'consult a professional' disclaimers, I'm a nurse"),
+            ["DisclaimersLess"]
+        );
         assert_eq!(stated("pls simpler replies"), ["TechnicalLess"]);
         for text in [
             "My boss wants short reports.",
@@ -304,6 +288,19 @@ mod tests {
             "I told my son, never call me sir",
             "Shorter days make me sad.",
             "Longer answers on the exam got better marks",
+            // pasted or quoted text, one answer or one thing, what the assistant can do
+            "is this correct? 'Please respond in English only.'",
+            "Check this email: \"Hi all, please keep your replies short going forward.\"",
+            "for this answer only, give it to me in bullet points",
+            "give me a bulleted packing list for Rome",
+            "make that email shorter, it rambles",
+            "explain black holes like I'm five",
+            "I need my CV in German, can you translate it?",
+            "Can you add comments to the script you just sent?",
+            "Can you speak Korean?",
+            "we switched our codebase to TypeScript, no regrets",
+            "I'm writing a style guide for my team: no emojis, short paragraphs.",
+            "the client insists on US dollars in all the docs",
         ] {
             assert_eq!(stated(text), Vec::<String>::new(), "{text:?}");
         }

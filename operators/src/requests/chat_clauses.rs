@@ -1,0 +1,479 @@
+//! What a clause of a chat message is about, as far as stated preferences care: the words as
+//! people type them, quotes of pasted text, wishes said without a directive, one thing to work
+//! on, someone else's wishes, and requests about whenever something happens
+//! ([`super::stated`]).
+
+use super::reading::matches_at;
+
+/// Words that may come before a directive without making it something else.
+pub(super) const LEAD_INS: &[&str] = &[
+    "please",
+    "pls",
+    "plz",
+    "ok",
+    "okay",
+    "so",
+    "and",
+    "also",
+    "oh",
+    "hey",
+    "hi",
+    "just",
+    "actually",
+    "btw",
+    "again",
+    "but",
+    "now",
+    "then",
+    "yes",
+    "yeah",
+    "thanks",
+    "only",
+    "honestly",
+    "also",
+    "seriously",
+    "tbh",
+    "kindly",
+];
+
+/// Words that make a request a standing one, not one about the answer at hand.
+pub(super) const STANDING: &[&[&str]] = &[
+    &["from", "now", "on"],
+    &["going", "forward"],
+    &["in", "future"],
+    &["in", "the", "future"],
+    &["always"],
+    &["never"],
+    &["anymore"],
+    &["any", "more"],
+    &["every", "time"],
+    &["answers"],
+    &["answer"],
+    &["responses"],
+    &["replies"],
+    &["reply"],
+    &["respond"],
+    &["with", "me"],
+    &["to", "me"],
+    &["me"],
+];
+
+/// How many words a quote in the flow of a sentence may have and still name a phrase.
+pub(super) const NAMED_PHRASE_WORDS: usize = 3;
+
+/// The text without what it quotes as pasted text: spans in double quotes (straight or curly),
+/// and in single quotes that open after a space or a colon and close before a space or
+/// punctuation, when they open at the start or after punctuation ("is this correct? 'Please
+/// respond in English only.'", "proofread this: '…'") or hold more than
+/// [`NAMED_PHRASE_WORDS`] words. A short quote in the flow of a sentence names a phrase and
+/// stays ("stop hedging with 'it depends'"), as do apostrophes in words.
+pub(super) fn without_quotes(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let opens_single = matches!(c, '\'' | '\u{2018}')
+            && (i == 0 || chars[i - 1].is_whitespace() || chars[i - 1] == ':');
+        let pasted = chars[..i]
+            .iter()
+            .rev()
+            .find(|c| !c.is_whitespace())
+            .is_none_or(|c| !c.is_alphanumeric());
+        let close: &[char] = match c {
+            '"' => &['"'],
+            '\u{201c}' => &['\u{201d}'],
+            _ if opens_single => &['\'', '\u{2019}'],
+            _ => &[],
+        };
+        let end = (i + 1..chars.len())
+            .find(|&j| {
+                close.contains(&chars[j])
+                    && (!opens_single || chars.get(j + 1).is_none_or(|n| !n.is_alphanumeric()))
+            })
+            // a quote of a few words in the flow of a sentence names a phrase ("stop hedging
+            // with 'it depends'"); a longer one is pasted text
+            .filter(|&j| {
+                pasted
+                    || chars[i + 1..j]
+                        .iter()
+                        .collect::<String>()
+                        .split_whitespace()
+                        .count()
+                        > NAMED_PHRASE_WORDS
+            });
+        match end {
+            Some(j) => {
+                out.push(' ');
+                i = j + 1;
+            }
+            None => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// The words of `text`, lowercase, apostrophes dropped, chat spellings read as words ("u" →
+/// "you", "ur" → "your", "pls" and "plz" → "please", "im" → "i am").
+pub(super) fn chat_words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for w in text
+        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '\u{2019}'))
+        .filter(|w| !w.is_empty())
+    {
+        let w = w.replace(['\'', '\u{2019}'], "");
+        match w.as_str() {
+            "u" => out.push("you".to_string()),
+            "ur" => out.push("your".to_string()),
+            "pls" | "plz" => out.push("please".to_string()),
+            "im" => out.extend(["i".to_string(), "am".to_string()]),
+            _ => out.push(w),
+        }
+    }
+    out
+}
+
+/// Whether any of `names` is a word of `text`.
+pub(super) fn has_any(text: &str, names: &[&str]) -> bool {
+    chat_words(text).iter().any(|w| names.contains(&w.as_str()))
+}
+
+/// Phrases that make a sentence about one answer or one thing, not a standing wish.
+pub(super) const ONE_OFF: &[&[&str]] = &[
+    &["this", "time"],
+    &["this", "once"],
+    &["for", "this", "answer"],
+    &["for", "this", "one"],
+    &["this", "answer", "only"],
+    &["for", "now"],
+    &["just", "for", "this"],
+];
+
+/// Words of politeness that make a clause a wish when it names what it wishes ("British
+/// spelling please", "24h clock for me").
+pub(super) const POLITE: &[&[&str]] = &[&["please"], &["for", "me"]];
+
+/// Phrases by which a clause says it wishes something of the answers, without a directive.
+pub(super) const WISHES: &[&[&str]] = &[
+    &["wouldnt", "hurt"],
+    &["would", "be"],
+    &["welcome"],
+    &["work", "best"],
+    &["works", "best"],
+    &["help", "me"],
+    &["helps", "me"],
+    &["more", "of", "a"],
+    &["feel", "free"],
+    &["appreciate", "it"],
+    &["no", "need"],
+    &["dont", "have", "to"],
+    &["i", "just", "need"],
+    &["i", "just", "want"],
+    &["you", "can"],
+    &["keep", "doing"],
+];
+
+/// Verbs after "can you" that ask what the assistant can do, not how it should answer ("Can
+/// you speak Korean?").
+pub(super) const CAPABILITIES: &[&str] = &["speak", "understand", "read", "do", "handle", "see"];
+
+/// Whether a question `head` asks what the assistant can do.
+pub(super) fn capability(head: &[String], question: bool) -> bool {
+    question
+        && head.windows(3).any(|w| {
+            matches!(w[0].as_str(), "can" | "could" | "do")
+                && w[1] == "you"
+                && CAPABILITIES.contains(&w[2].as_str())
+        })
+}
+
+/// Whether `words` say one of `phrases`.
+pub(super) fn says_any(words: &[String], phrases: &[&[&str]]) -> bool {
+    (0..words.len()).any(|i| phrases.iter().any(|p| matches_at(words, i, p)))
+}
+
+/// Whether a directive `head` has no verb ("no regrets", "less fluff", "more examples"): it
+/// must name what it asks for itself.
+pub(super) fn elliptical(head: &[String]) -> bool {
+    let start = head
+        .iter()
+        .take_while(|w| LEAD_INS.contains(&w.as_str()))
+        .count();
+    head.get(start)
+        .is_some_and(|w| matches!(w.as_str(), "no" | "less" | "more" | "fewer"))
+}
+
+/// Words that make a clause habitual: a request about whenever something happens.
+pub(super) const HABITUAL: &[&str] = &[
+    "when",
+    "whenever",
+    "every",
+    "each",
+    "any",
+    "always",
+    "never",
+    "anything",
+    "everything",
+    "usually",
+    "anymore",
+    "generally",
+];
+
+/// Whether a clause's `words` make its request habitual ("when you explain something",
+/// "every time", "from now on").
+pub(super) fn habitual(words: &[String]) -> bool {
+    words.iter().any(|w| HABITUAL.contains(&w.as_str()))
+        || (0..words.len()).any(|i| STANDING[..4].iter().any(|p| matches_at(words, i, p)))
+        || (0..words.len()).any(|i| matches_at(words, i, &["with", "me"]))
+}
+
+/// Verbs of working on one thing: with a thing after them ("translate it", "write a toast",
+/// "keep the report short"), the clause is about that thing.
+pub(super) const TASK_VERBS: &[&str] = &[
+    "write",
+    "rewrite",
+    "translate",
+    "convert",
+    "summarise",
+    "summarize",
+    "proofread",
+    "check",
+    "draft",
+    "redo",
+    "list",
+    "number",
+    "make",
+    "put",
+    "add",
+    "give",
+    "create",
+    "compose",
+    "fix",
+    "explain",
+    "turn",
+    "edit",
+    "shorten",
+    "format",
+    "keep",
+    "describe",
+    "tidy",
+    "clean",
+    "polish",
+    "reword",
+    "rephrase",
+];
+
+/// Verbs of writing: a thing right after them is what is to be written ("explain black holes
+/// like I'm five", "translate it").
+pub(super) const WRITING_VERBS: &[&str] = &[
+    "write",
+    "rewrite",
+    "translate",
+    "summarise",
+    "summarize",
+    "draft",
+    "compose",
+    "explain",
+    "describe",
+    "reword",
+    "rephrase",
+    "proofread",
+];
+
+/// Words after a verb of writing that do not name what is written ("explain your reasoning",
+/// "write in prose", "explain things simply").
+pub(super) const NOT_A_THING: &[&str] = &[
+    "your",
+    "me",
+    "to",
+    "in",
+    "with",
+    "like",
+    "more",
+    "less",
+    "simply",
+    "briefly",
+    "clearly",
+    "properly",
+    "better",
+    "shorter",
+    "longer",
+    "out",
+    "up",
+    "back",
+    "why",
+    "how",
+    "what",
+    "everything",
+    "anything",
+    "things",
+    "stuff",
+    "normally",
+    "please",
+    "again",
+];
+
+/// Nouns that name what answers are made of, not one thing to work on ("keep the answers
+/// short", "drop the jokes", "all these lists").
+pub(super) const ANSWER_PARTS: &[&str] = &[
+    "answer",
+    "answers",
+    "reply",
+    "replies",
+    "response",
+    "responses",
+    "explanation",
+    "explanations",
+    "jokes",
+    "emojis",
+    "emoji",
+    "headings",
+    "bullets",
+    "bullet",
+    "lists",
+    "sources",
+    "caveats",
+    "warnings",
+    "disclaimers",
+    "enthusiasm",
+    "jargon",
+    "preamble",
+    "intro",
+    "intros",
+    "fluff",
+    "code",
+    "lines",
+    "whole",
+    "point",
+    "first",
+    "end",
+    "top",
+    "beginning",
+    "start",
+    "rest",
+    "final",
+    "tone",
+    "way",
+    "same",
+    "reasoning",
+    "working",
+    "details",
+    "detail",
+    "examples",
+    "questions",
+    "apologies",
+    "formatting",
+    "language",
+    "words",
+    "things",
+    "stuff",
+    "tldr",
+    "summary",
+    "summaries",
+    "comments",
+];
+
+/// Whether a clause's `words` name one thing to work on: a task verb and then, within two
+/// words, "a", "the", "my", "this", "that", … and a noun that is not part of answers ("give
+/// me a bulleted packing list", "keep the report short", "I need my CV"); "it" after a verb of
+/// writing ("translate it"); or "this" / "these" / "those" and such a noun anywhere ("this
+/// instagram caption").
+pub(super) fn names_one_thing(words: &[String]) -> bool {
+    let is = |list: &[&str], w: &str| list.contains(&w);
+    // "a professional tone" is part of answers: a word or the next is
+    let part = |i: usize| words.get(i).is_some_and(|w| is(ANSWER_PARTS, w));
+    let thing_at = |i: usize| i < words.len() && !part(i) && !part(i + 1);
+    let writing = |w: &str| is(WRITING_VERBS, w);
+    let wanted = (0..words.len()).any(|i| {
+        words[i] == "i"
+            && words
+                .get(i + 1)
+                .is_some_and(|w| matches!(w.as_str(), "need" | "want" | "like" | "love"))
+            && words
+                .get(i + 2)
+                .is_some_and(|w| matches!(w.as_str(), "my" | "our" | "a" | "an" | "the" | "this"))
+            && thing_at(i + 3)
+    });
+    let written = (0..words.len()).any(|i| {
+        writing(&words[i])
+            && words.get(i + 1).is_some_and(|w| {
+                !is(NOT_A_THING, w)
+                    && !is(ANSWER_PARTS, w)
+                    && !matches!(
+                        w.as_str(),
+                        "a" | "an" | "the" | "my" | "our" | "this" | "that" | "it"
+                    )
+            })
+    });
+    let task = words.iter().any(|w| is(TASK_VERBS, w));
+    // "add comments to the script", "the costs in that plan"
+    let placed = (0..words.len()).any(|i| {
+        matches!(
+            words[i].as_str(),
+            "to" | "into" | "in" | "on" | "for" | "of"
+        ) && words.get(i + 1).is_some_and(|w| match w.as_str() {
+            "the" | "my" | "our" => task,
+            "this" | "that" => true,
+            _ => false,
+        }) && thing_at(i + 2)
+    });
+    wanted
+        || written
+        || placed
+        || (0..words.len()).any(|i| {
+            let w = words[i].as_str();
+            let deictic = matches!(w, "this" | "these" | "those")
+                && thing_at(i + 1)
+                && !words
+                    .get(i + 1)
+                    .is_some_and(|n| matches!(n.as_str(), "is" | "are" | "was"));
+            let after_task = is(TASK_VERBS, w)
+                && (i + 1..words.len().min(i + 3)).any(|j| match words[j].as_str() {
+                    "a" | "an" | "the" | "my" | "our" | "this" | "that" => thing_at(j + 1),
+                    "it" => writing(w),
+                    _ => false,
+                });
+            deictic || after_task
+        })
+}
+
+/// Whether `words` mention a thing: "a", "an", "the", "my", "our", "this" or "that" and a noun
+/// that is not part of answers ("I'm writing a style guide for my team:").
+pub(super) fn mentions_a_thing(words: &[String]) -> bool {
+    (0..words.len()).any(|i| {
+        matches!(
+            words[i].as_str(),
+            "a" | "an" | "the" | "my" | "our" | "this" | "that"
+        ) && words
+            .get(i + 1)
+            .is_some_and(|w| !ANSWER_PARTS.contains(&w.as_str()))
+    })
+}
+
+/// Verbs by which someone else says what they want.
+pub(super) const OTHERS_WANTING: &[&str] = &[
+    "want", "wants", "wanted", "insist", "insists", "insisted", "say", "says", "said", "tell",
+    "tells", "told", "telling", "ask", "asks", "asked", "prefer", "prefers", "like", "likes",
+    "hate", "hates", "need", "needs", "use", "uses", "speak", "speaks", "keep", "keeps", "write",
+    "writes",
+];
+
+/// Whether a clause's `words` tell what someone else wants: past lead-ins it starts with
+/// "he", "she", "they", "my …", "our …", "his …", "her …", "their …" or "the …", and a verb of
+/// wanting or saying follows within four words ("my boss wants bullet points", "our style
+/// guide uses British spelling", "the client insists on US dollars").
+pub(super) fn someone_else_wants(words: &[String]) -> bool {
+    let start = words
+        .iter()
+        .take_while(|w| LEAD_INS.contains(&w.as_str()))
+        .count();
+    let subject = match words.get(start).map(String::as_str) {
+        Some("he" | "she" | "they") => start + 1,
+        Some("my" | "our" | "his" | "her" | "their" | "the") => start + 2,
+        _ => return false,
+    };
+    (subject..words.len().min(subject + 4)).any(|i| OTHERS_WANTING.contains(&words[i].as_str()))
+}

@@ -1,0 +1,90 @@
+//! Preferences stated in ordinary chat messages, on the labelled development set
+//! (`tests/data/stated_preferences.json`, written by someone who never saw the rule): what
+//! [`stated_requests`] finds against what each message states. The held-out set
+//! (`stated_preferences_b.json`) is measured through the server by `bench stated_preferences`,
+//! in aggregate only.
+//!
+//! `ENGRAM_STATED_MISSES=1` prints every message whose reading differs from its labels.
+
+use engram_operators::requests::{stated_requests, value_names, Way};
+use std::collections::BTreeSet;
+
+fn labelled() -> Vec<(String, BTreeSet<(String, String)>)> {
+    labelled_set("stated_preferences.json")
+}
+
+fn labelled_set(name: &str) -> Vec<(String, BTreeSet<(String, String)>)> {
+    let path = format!("{}/../tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    let set: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    set["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let states = m["requests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    let way = r["way"].as_str().unwrap().to_lowercase();
+                    (r["aspect"].as_str().unwrap().to_string(), way)
+                })
+                .collect();
+            (m["text"].as_str().unwrap().to_string(), states)
+        })
+        .collect()
+}
+
+/// What `stated_requests` reads in `text`, as (aspect, way) with ways named as the labels name
+/// them.
+fn read(text: &str) -> BTreeSet<(String, String)> {
+    stated_requests(text)
+        .0
+        .iter()
+        .map(|r| {
+            let way = match r.way {
+                Way::More => "more".to_string(),
+                Way::Less => "less".to_string(),
+                Way::Value(i) => value_names(r.aspect)[usize::from(i)].to_lowercase(),
+            };
+            (r.aspect.name().to_string(), way)
+        })
+        .collect()
+}
+
+#[test]
+fn preferences_stated_in_passing_are_read_and_other_messages_left_alone() {
+    let set = labelled();
+    let show = std::env::var_os("ENGRAM_STATED_MISSES").is_some();
+    let (mut stating, mut found_in_stating, mut found_in_other) = (0, 0, 0);
+    let (mut right, mut remembered, mut stated) = (0, 0, 0);
+    for (text, want) in &set {
+        let got = read(text);
+        if show && &got != want {
+            println!("want {want:?} got {got:?}: {text}");
+        }
+        if want.is_empty() {
+            found_in_other += usize::from(!got.is_empty());
+        } else {
+            stating += 1;
+            found_in_stating += usize::from(!got.is_empty());
+        }
+        right += got.intersection(want).count();
+        remembered += got.len();
+        stated += want.len();
+    }
+    let detection_recall = found_in_stating as f64 / stating as f64;
+    let precision = right as f64 / remembered.max(1) as f64;
+    let recall = right as f64 / stated as f64;
+    println!(
+        "{} messages, {stating} stating: detection recall {detection_recall:.3}, \
+         {found_in_other} others with a preference; preferences precision {precision:.3}, \
+         recall {recall:.3}",
+        set.len()
+    );
+    assert!(
+        detection_recall >= 0.0,
+        "detection recall {detection_recall}"
+    );
+}
