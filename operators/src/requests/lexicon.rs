@@ -470,6 +470,8 @@ pub(super) const CUES: &[Cue] = &[
     cue(&["gentle"], A::Bluntness, L, G),
     cue(&["gentler"], A::Bluntness, L, G),
     cue(&["gently"], A::Bluntness, L, G),
+    cue(&["go", "easy"], A::Bluntness, L, T),
+    cue(&["easy", "on", "me"], A::Bluntness, L, T),
     cue(&["tact"], A::Bluntness, L, T),
     cue(&["tactful*"], A::Bluntness, L, G),
     cue(&["diplomatic*"], A::Bluntness, L, G),

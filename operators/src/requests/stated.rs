@@ -103,8 +103,10 @@ pub fn stated_requests(text: &str) -> RequestSet {
             }
             before.push_str(clause);
         }
-        if asks {
-            requests.extend(requests_of(&read).0);
+        let read = requests_of(&read).0;
+        // how to address the user stands however it is said ("I use she/her btw")
+        if asks || read.iter().any(|r| r.aspect == Aspect::Pronouns) {
+            requests.extend(read);
         }
     }
     RequestSet::from_requests(requests)
@@ -167,7 +169,24 @@ fn is_directive(head: &[String], question: bool) -> bool {
         && head
             .get(start)
             .is_some_and(|w| DIRECTIVE_STARTS.contains(&w.as_str()));
-    liking || imperative
+    liking || imperative || (!question && conditional_directive(&head[start..]))
+}
+
+/// Whether `head` opens with when it applies and then directs, without a comma: "when u talk
+/// money use pounds", "if something is unclear just check with me first". The directive's
+/// verb must not follow a subject ("when I use your code it breaks" directs nothing).
+fn conditional_directive(head: &[String]) -> bool {
+    let opens = head
+        .first()
+        .is_some_and(|w| matches!(w.as_str(), "when" | "whenever" | "if"));
+    opens
+        && (2..head.len()).any(|i| {
+            DIRECTIVE_STARTS.contains(&head[i].as_str())
+                && !matches!(
+                    head[i - 1].as_str(),
+                    "i" | "you" | "we" | "he" | "she" | "they" | "it" | "to" | "ill" | "youll"
+                )
+        })
 }
 
 impl Request {
@@ -268,6 +287,12 @@ mod tests {
             stated("examples help me more than definitions, so throw one in whenever you explain"),
             ["ExamplesMore"]
         );
+        // when it applies, then what to do; how to address the user stands however said
+        assert_eq!(
+            stated("if something is unclear just check with me first"),
+            ["QuestionsMore"]
+        );
+        assert_eq!(stated("I use she/her btw"), ["PronounsValue(1)"]);
         // a short quote names a phrase
         assert_eq!(
             stated("skip the 'consult a professional' disclaimers, I'm a nurse"),
@@ -301,6 +326,7 @@ mod tests {
             "we switched our codebase to TypeScript, no regrets",
             "I'm writing a style guide for my team: no emojis, short paragraphs.",
             "the client insists on US dollars in all the docs",
+            "when I use your code in German projects it breaks",
         ] {
             assert_eq!(stated(text), Vec::<String>::new(), "{text:?}");
         }
