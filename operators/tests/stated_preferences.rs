@@ -83,8 +83,15 @@ fn preferences_stated_in_passing_are_read_and_other_messages_left_alone() {
          recall {recall:.3}",
         set.len()
     );
+    // measured at 0.922, 0, 0.879 and 0.870 when the rule was last changed
     assert!(
-        detection_recall >= 0.0,
+        detection_recall >= 0.9,
         "detection recall {detection_recall}"
     );
+    assert_eq!(
+        found_in_other, 0,
+        "messages stating nothing read as preferences"
+    );
+    assert!(precision >= 0.86, "precision {precision}");
+    assert!(recall >= 0.85, "recall {recall}");
 }

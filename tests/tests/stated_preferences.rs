@@ -18,9 +18,9 @@ fn preferences_stated_in_ordinary_messages_are_remembered_through_the_api() {
     let found = send_and_read(&server, "acme", "sp", &set, Duration::from_secs(120));
     let s = score(&set, &found);
     assert_eq!((s.messages, s.stating), (180, 90));
-    // measured at 1.000, 0.867, 0.892 and 0.830 when the rule was last changed
+    // measured at 1.000, 0.922, 0.879 and 0.870 when the rule was last changed
     assert_eq!(s.false_preferences, 0, "{s:?}");
     assert_eq!(s.detection_precision, 1.0, "{s:?}");
-    assert!(s.detection_recall >= 0.85, "{s:?}");
-    assert!(s.precision >= 0.87 && s.recall >= 0.8, "{s:?}");
+    assert!(s.detection_recall >= 0.9, "{s:?}");
+    assert!(s.precision >= 0.86 && s.recall >= 0.85, "{s:?}");
 }
