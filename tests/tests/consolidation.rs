@@ -250,6 +250,18 @@ fn a_preference_stated_in_a_message_is_remembered_and_steers_the_next_prompt() {
         .filter(|p| p["stated_in"] == "m1")
         .collect();
     assert_eq!(stated.len(), 1, "{p}");
+    // said once, in the system message: not again among the facts of the memory message
+    let said_again = p["messages"].as_array().unwrap()[1..].iter().any(|m| {
+        m["content"]
+            .as_str()
+            .unwrap()
+            .contains("preference: length")
+    });
+    assert!(!said_again, "{p}");
+    assert!(
+        p["provenance"]["facts"].as_array().unwrap().is_empty(),
+        "{p}"
+    );
     let skill = &p["provenance"]["skill"];
     assert_ne!(skill["skill_id"], "detailed", "{skill}");
     let candidates = skill["candidates"].as_array().unwrap();

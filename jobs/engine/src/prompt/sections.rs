@@ -92,7 +92,8 @@ pub(super) const FACT_SHORTLIST: usize = 64;
 /// The user's current facts: first those among `found` (recall's search of the facts table, by
 /// vector and full text: it finds a fact that shares no word with the query among thousands),
 /// in its order; then those sharing the most words with the query; then the most recently
-/// learned. Each once; at most `limit`.
+/// learned. Each once; at most `limit`; not the stated preferences (`preference: …`), which the
+/// system message gives.
 pub(super) fn ranked_facts(
     memory: &UserMemory,
     query: &str,
@@ -114,6 +115,11 @@ pub(super) fn ranked_facts(
     let mut facts: Vec<(_, FactUsed)> = memory
         .facts
         .iter()
+        // a stated preference is a fact too, but the system message already says it (as an
+        // instruction, with where it was stated): not again among the facts
+        .filter(|((_, attribute), _)| {
+            !attribute.starts_with(engram_operators::requests::PREFERENCE_ATTRIBUTE_PREFIX)
+        })
         .filter_map(|((subject, attribute), versions)| {
             let current = versions.iter().find(|v| v.valid_to.is_none())?;
             let text = format!("{subject} {attribute} {}", current.value);
