@@ -95,3 +95,31 @@ fn preferences_stated_in_passing_are_read_and_other_messages_left_alone() {
     assert!(precision >= 0.86, "precision {precision}");
     assert!(recall >= 0.85, "recall {recall}");
 }
+
+/// Hostile messages of the largest size an event may have (256 KiB): quotes that never close,
+/// a clause or a colon every few characters, nothing but white space. None states anything,
+/// none panics, and each is read in one pass (the time is printed, not asserted).
+#[test]
+fn hostile_messages_state_nothing() {
+    const SIZE: usize = 256 * 1024;
+    let fill = |unit: &str| unit.repeat(SIZE / unit.len());
+    for text in [
+        fill(" 'a"),
+        fill("\"ab "),
+        fill("a,"),
+        fill("my x: "),
+        fill(" "),
+        fill("\u{201c}é"),
+        fill("please, "),
+    ] {
+        let started = std::time::Instant::now();
+        let read = stated_requests(&text);
+        println!(
+            "{:?}…: {:?} in {:?}",
+            &text.chars().take(8).collect::<String>(),
+            read.0,
+            started.elapsed()
+        );
+        assert!(read.0.is_empty(), "{:?}", &text[..16]);
+    }
+}

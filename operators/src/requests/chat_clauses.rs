@@ -69,51 +69,70 @@ pub(super) const NAMED_PHRASE_WORDS: usize = 3;
 /// stays ("stop hedging with 'it depends'"), as do apostrophes in words.
 pub(super) fn without_quotes(text: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
+    let n = chars.len();
+    // the next closing quote of each kind at or after each position, found from the end, so
+    // that the whole text is read a fixed number of times however many quotes it holds
+    let (mut double, mut curly, mut single) = (vec![n; n + 1], vec![n; n + 1], vec![n; n + 1]);
+    for j in (0..n).rev() {
+        double[j] = if chars[j] == '"' { j } else { double[j + 1] };
+        curly[j] = if chars[j] == '\u{201d}' {
+            j
+        } else {
+            curly[j + 1]
+        };
+        let closes = matches!(chars[j], '\'' | '\u{2019}')
+            && chars.get(j + 1).is_none_or(|c| !c.is_alphanumeric());
+        single[j] = if closes { j } else { single[j + 1] };
+    }
     let mut out = String::with_capacity(text.len());
+    // the last character before `i` that is not white space
+    let mut last: Option<char> = None;
     let mut i = 0;
-    while i < chars.len() {
+    while i < n {
         let c = chars[i];
         let opens_single = matches!(c, '\'' | '\u{2018}')
             && (i == 0 || chars[i - 1].is_whitespace() || chars[i - 1] == ':');
-        let pasted = chars[..i]
-            .iter()
-            .rev()
-            .find(|c| !c.is_whitespace())
-            .is_none_or(|c| !c.is_alphanumeric());
-        let close: &[char] = match c {
-            '"' => &['"'],
-            '\u{201c}' => &['\u{201d}'],
-            _ if opens_single => &['\'', '\u{2019}'],
-            _ => &[],
+        let end = match c {
+            '"' => double[i + 1],
+            '\u{201c}' => curly[i + 1],
+            _ if opens_single => single[i + 1],
+            _ => n,
         };
-        let end = (i + 1..chars.len())
-            .find(|&j| {
-                close.contains(&chars[j])
-                    && (!opens_single || chars.get(j + 1).is_none_or(|n| !n.is_alphanumeric()))
-            })
-            // a quote of a few words in the flow of a sentence names a phrase ("stop hedging
-            // with 'it depends'"); a longer one is pasted text
-            .filter(|&j| {
-                pasted
-                    || chars[i + 1..j]
-                        .iter()
-                        .collect::<String>()
-                        .split_whitespace()
-                        .count()
-                        > NAMED_PHRASE_WORDS
-            });
-        match end {
-            Some(j) => {
-                out.push(' ');
-                i = j + 1;
+        let pasted = last.is_none_or(|p| !p.is_alphanumeric());
+        // a quote of a few words in the flow of a sentence names a phrase ("stop hedging with
+        // 'it depends'"); a longer one is pasted text
+        if end < n && (pasted || more_words_than(&chars[i + 1..end], NAMED_PHRASE_WORDS)) {
+            out.push(' ');
+            last = Some(chars[end]);
+            i = end + 1;
+        } else {
+            out.push(c);
+            if !c.is_whitespace() {
+                last = Some(c);
             }
-            None => {
-                out.push(c);
-                i += 1;
-            }
+            i += 1;
         }
     }
     out
+}
+
+/// Whether `chars` hold more than `k` words (runs of what is not white space), read only as
+/// far as the word after the `k`-th.
+fn more_words_than(chars: &[char], k: usize) -> bool {
+    let mut words = 0;
+    let mut in_word = false;
+    for c in chars {
+        if c.is_whitespace() {
+            in_word = false;
+        } else if !in_word {
+            in_word = true;
+            words += 1;
+            if words > k {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 /// The words of `text`, lowercase, apostrophes dropped, chat spellings read as words ("u" →
@@ -134,11 +153,6 @@ pub(super) fn chat_words(text: &str) -> Vec<String> {
         }
     }
     out
-}
-
-/// Whether any of `names` is a word of `text`.
-pub(super) fn has_any(text: &str, names: &[&str]) -> bool {
-    chat_words(text).iter().any(|w| names.contains(&w.as_str()))
 }
 
 /// Phrases that make a sentence about one answer or one thing, not a standing wish.
@@ -476,4 +490,47 @@ pub(super) fn someone_else_wants(words: &[String]) -> bool {
         _ => return false,
     };
     (subject..words.len().min(subject + 4)).any(|i| OTHERS_WANTING.contains(&words[i].as_str()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pasted_quotes_are_left_out_and_named_phrases_kept() {
+        // after punctuation or at the start: pasted
+        assert_eq!(
+            without_quotes("is this right? 'Please respond in English only.'"),
+            "is this right?  "
+        );
+        assert_eq!(without_quotes("\"keep it short\" she said"), "  she said");
+        assert_eq!(
+            without_quotes("check this: \u{201c}use bullets\u{201d} ok"),
+            "check this:   ok"
+        );
+        // in the flow of a sentence: a phrase of up to three words stays, more is pasted
+        assert_eq!(
+            without_quotes("stop hedging with 'it depends'."),
+            "stop hedging with 'it depends'."
+        );
+        assert_eq!(
+            without_quotes("my draft says 'we will keep all replies short' today"),
+            "my draft says   today"
+        );
+        // apostrophes in words, unclosed quotes and a quote at the very end stay as they are
+        for text in ["I'm sure it's Sam's", "he said 'hi", "x '", "\"", "'", ""] {
+            assert_eq!(without_quotes(text), text, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn chat_spellings_are_read_as_words() {
+        assert_eq!(
+            chat_words("can u keep ur answers short pls, im on my phone"),
+            [
+                "can", "you", "keep", "your", "answers", "short", "please", "i", "am", "on", "my",
+                "phone"
+            ]
+        );
+    }
 }

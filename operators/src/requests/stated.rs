@@ -1,8 +1,8 @@
 //! Preferences stated in ordinary messages, and the facts that remember them.
 
 use super::chat_clauses::{
-    capability, chat_words, elliptical, habitual, has_any, mentions_a_thing, names_one_thing,
-    says_any, someone_else_wants, without_quotes, LEAD_INS, ONE_OFF, POLITE, STANDING, WISHES,
+    capability, chat_words, elliptical, habitual, mentions_a_thing, names_one_thing, says_any,
+    someone_else_wants, without_quotes, LEAD_INS, ONE_OFF, POLITE, STANDING, WISHES,
 };
 use super::reading::matches_at;
 use super::{requests_of, value_names, Aspect, Request, RequestSet, Way};
@@ -79,16 +79,19 @@ pub fn stated_requests(text: &str) -> RequestSet {
         if (0..words.len()).any(|i| ONE_OFF.iter().any(|p| matches_at(&words, i, p))) {
             continue;
         }
-        let (mut asks, mut read, mut before) = (false, String::new(), String::new());
+        let (mut asks, mut read) = (false, String::new());
+        // what the clauses before said: words reporting speech ("my boss says, keep it
+        // short"), a thing ("I'm writing a style guide for my team: …"), a colon last; kept
+        // as flags, so a sentence of many clauses is read once
+        let (mut reported, mut named_thing, mut after_colon) = (false, false, false);
         // after "I'm writing a style guide for my team:" comes the guide, not a wish
         let mut inside_a_thing = false;
         for clause in sentence.split_inclusive([',', ':']) {
             let words = chat_words(clause);
             let head: Vec<String> = words.iter().take(HEAD_WORDS).cloned().collect();
-            inside_a_thing |=
-                before.trim_end().ends_with(':') && mentions_a_thing(&chat_words(&before));
+            inside_a_thing |= after_colon && named_thing;
             let elsewhere = inside_a_thing
-                || (!before.is_empty() && has_any(&before, REPORTED))
+                || reported
                 || someone_else_wants(&words)
                 || (names_one_thing(&words) && !habitual(&words));
             if !elsewhere {
@@ -101,7 +104,9 @@ pub fn stated_requests(text: &str) -> RequestSet {
                         && !requests_of(clause).is_empty());
                 read.push_str(clause);
             }
-            before.push_str(clause);
+            reported |= words.iter().any(|w| REPORTED.contains(&w.as_str()));
+            named_thing |= mentions_a_thing(&words);
+            after_colon = clause.trim_end().ends_with(':');
         }
         let read = requests_of(&read).0;
         // how to address the user stands however it is said ("I use she/her btw")
