@@ -8,8 +8,6 @@ use super::reading::matches_at;
 /// Words that may come before a directive without making it something else.
 pub(super) const LEAD_INS: &[&str] = &[
     "please",
-    "pls",
-    "plz",
     "ok",
     "okay",
     "so",
@@ -30,32 +28,18 @@ pub(super) const LEAD_INS: &[&str] = &[
     "thanks",
     "only",
     "honestly",
-    "also",
     "seriously",
     "tbh",
     "kindly",
 ];
 
-/// Words that make a request a standing one, not one about the answer at hand.
-pub(super) const STANDING: &[&[&str]] = &[
+/// Phrases that say a request holds from now on; said first, they lead in to it ("from now on,
+/// answer in German").
+pub(super) const FROM_NOW_ON: &[&[&str]] = &[
     &["from", "now", "on"],
     &["going", "forward"],
     &["in", "future"],
     &["in", "the", "future"],
-    &["always"],
-    &["never"],
-    &["anymore"],
-    &["any", "more"],
-    &["every", "time"],
-    &["answers"],
-    &["answer"],
-    &["responses"],
-    &["replies"],
-    &["reply"],
-    &["respond"],
-    &["with", "me"],
-    &["to", "me"],
-    &["me"],
 ];
 
 /// How many words a quote in the flow of a sentence may have and still name a phrase.
@@ -92,7 +76,9 @@ pub(super) fn without_quotes(text: &str) -> String {
         let c = chars[i];
         let opens_single = matches!(c, '\'' | '\u{2018}')
             && (i == 0 || chars[i - 1].is_whitespace() || chars[i - 1] == ':');
+        let inches = c == '"' && i > 0 && chars[i - 1].is_ascii_digit();
         let end = match c {
+            '"' if inches => n,
             '"' => double[i + 1],
             '\u{201c}' => curly[i + 1],
             _ if opens_single => single[i + 1],
@@ -102,7 +88,8 @@ pub(super) fn without_quotes(text: &str) -> String {
         // a quote of a few words in the flow of a sentence names a phrase ("stop hedging with
         // 'it depends'"); a longer one is pasted text
         if end < n && (pasted || more_words_than(&chars[i + 1..end], NAMED_PHRASE_WORDS)) {
-            out.push(' ');
+            // what was pasted ends a sentence: the text around it is not one
+            out.push('\n');
             last = Some(chars[end]);
             i = end + 1;
         } else {
@@ -220,28 +207,39 @@ pub(super) fn elliptical(head: &[String]) -> bool {
         .is_some_and(|w| matches!(w.as_str(), "no" | "less" | "more" | "fewer"))
 }
 
-/// Words that make a clause habitual: a request about whenever something happens.
-pub(super) const HABITUAL: &[&str] = &[
-    "when",
-    "whenever",
-    "every",
-    "each",
-    "any",
-    "always",
-    "never",
-    "anything",
-    "everything",
-    "usually",
-    "anymore",
-    "generally",
+/// Phrases that make a clause habitual: a request about whenever something happens
+/// ("whenever you explain something", "every time", "with any code you give me"); not
+/// "every" alone ("explain every step of the proof").
+const HABITUAL: &[&[&str]] = &[
+    &["whenever"],
+    &["when", "you"],
+    &["when", "it"],
+    &["if", "you"],
+    &["every", "time"],
+    &["each", "time"],
+    &["any", "time"],
+    &["always"],
+    &["never"],
+    &["anymore"],
+    &["usually"],
+    &["generally"],
+    &["in", "general"],
+    &["any", "code"],
+    &["with", "me"],
+    &["in", "every"],
+    &["on", "every"],
+    &["every", "answer"],
+    &["every", "reply"],
 ];
 
-/// Whether a clause's `words` make its request habitual ("when you explain something",
-/// "every time", "from now on").
+/// Whether a clause's `words` make its request habitual.
 pub(super) fn habitual(words: &[String]) -> bool {
-    words.iter().any(|w| HABITUAL.contains(&w.as_str()))
-        || (0..words.len()).any(|i| STANDING[..4].iter().any(|p| matches_at(words, i, p)))
-        || (0..words.len()).any(|i| matches_at(words, i, &["with", "me"]))
+    (0..words.len()).any(|i| {
+        HABITUAL
+            .iter()
+            .chain(FROM_NOW_ON)
+            .any(|p| matches_at(words, i, p))
+    })
 }
 
 /// Verbs of working on one thing: with a thing after them ("translate it", "write a toast",
@@ -278,6 +276,13 @@ pub(super) const TASK_VERBS: &[&str] = &[
     "polish",
     "reword",
     "rephrase",
+    "plan",
+    "organise",
+    "organize",
+    "recommend",
+    "find",
+    "book",
+    "choose",
 ];
 
 /// Verbs of writing: a thing right after them is what is to be written ("explain black holes
@@ -328,6 +333,16 @@ pub(super) const NOT_A_THING: &[&str] = &[
     "normally",
     "please",
     "again",
+    "case",
+    "matter",
+    "note",
+    "regard",
+    "sense",
+    "moment",
+    "concepts",
+    "ideas",
+    "terms",
+    "topics",
 ];
 
 /// Nouns that name what answers are made of, not one thing to work on ("keep the answers
@@ -390,16 +405,22 @@ pub(super) const ANSWER_PARTS: &[&str] = &[
     "comments",
 ];
 
-/// Whether a clause's `words` name one thing to work on: a task verb and then, within two
-/// words, "a", "the", "my", "this", "that", … and a noun that is not part of answers ("give
-/// me a bulleted packing list", "keep the report short", "I need my CV"); "it" after a verb of
-/// writing ("translate it"); or "this" / "these" / "those" and such a noun anywhere ("this
-/// instagram caption").
+/// Whether a clause's `words` name one thing to work on:
+/// - a task verb and then, within two words, "a", "the", "my", "this", "that", … and a noun
+///   that is not part of answers ("give me a bulleted packing list", "keep the report short");
+/// - "I need / want / like / love" and "my", "a", "the", … and such a noun ("I need my CV");
+/// - a verb of writing and right after it a word that is not part of answers, a kind (a bare
+///   plural: "explain concepts") or "your", "me", "simply", … ("explain black holes like I'm
+///   five"), or "it" ("translate it");
+/// - "to", "in", "of", … and "this" or "that" and such a noun ("the costs in that plan"), or
+///   "the", "my" or "our" when the clause has a task verb ("add comments to the script");
+/// - or "this", "these" or "those" and such a noun anywhere ("this instagram caption").
 pub(super) fn names_one_thing(words: &[String]) -> bool {
     let is = |list: &[&str], w: &str| list.contains(&w);
     // "a professional tone" is part of answers: a word or the next is
     let part = |i: usize| words.get(i).is_some_and(|w| is(ANSWER_PARTS, w));
-    let thing_at = |i: usize| i < words.len() && !part(i) && !part(i + 1);
+    let thing_at =
+        |i: usize| i < words.len() && !part(i) && !part(i + 1) && !is(NOT_A_THING, &words[i]);
     let writing = |w: &str| is(WRITING_VERBS, w);
     let wanted = (0..words.len()).any(|i| {
         words[i] == "i"
@@ -416,6 +437,8 @@ pub(super) fn names_one_thing(words: &[String]) -> bool {
             && words.get(i + 1).is_some_and(|w| {
                 !is(NOT_A_THING, w)
                     && !is(ANSWER_PARTS, w)
+                    // a bare plural is a kind, not one thing ("explain concepts simply")
+                    && !(w.ends_with('s') && !w.ends_with("ss"))
                     && !matches!(
                         w.as_str(),
                         "a" | "an" | "the" | "my" | "our" | "this" | "that" | "it"
@@ -454,17 +477,17 @@ pub(super) fn names_one_thing(words: &[String]) -> bool {
         })
 }
 
-/// Whether `words` mention a thing: "a", "an", "the", "my", "our", "this" or "that" and a noun
-/// that is not part of answers ("I'm writing a style guide for my team:").
+/// Whether `words` name a thing that what follows a colon is part of: "my", "our", "this",
+/// "that" or "these" and a noun that is not part of answers, or one thing to work on ("I'm
+/// writing a style guide for my team:", "proofread this:"); not "just a heads up:".
 pub(super) fn mentions_a_thing(words: &[String]) -> bool {
-    (0..words.len()).any(|i| {
-        matches!(
-            words[i].as_str(),
-            "a" | "an" | "the" | "my" | "our" | "this" | "that"
-        ) && words
-            .get(i + 1)
-            .is_some_and(|w| !ANSWER_PARTS.contains(&w.as_str()))
-    })
+    names_one_thing(words)
+        || (0..words.len()).any(|i| {
+            matches!(words[i].as_str(), "my" | "our" | "this" | "that" | "these")
+                && words.get(i + 1).is_some_and(|w| {
+                    !ANSWER_PARTS.contains(&w.as_str()) && !NOT_A_THING.contains(&w.as_str())
+                })
+        })
 }
 
 /// Verbs by which someone else says what they want.
@@ -501,12 +524,12 @@ mod tests {
         // after punctuation or at the start: pasted
         assert_eq!(
             without_quotes("is this right? 'Please respond in English only.'"),
-            "is this right?  "
+            "is this right? \n"
         );
-        assert_eq!(without_quotes("\"keep it short\" she said"), "  she said");
+        assert_eq!(without_quotes("\"keep it short\" she said"), "\n she said");
         assert_eq!(
             without_quotes("check this: \u{201c}use bullets\u{201d} ok"),
-            "check this:   ok"
+            "check this: \n ok"
         );
         // in the flow of a sentence: a phrase of up to three words stays, more is pasted
         assert_eq!(
@@ -515,7 +538,7 @@ mod tests {
         );
         assert_eq!(
             without_quotes("my draft says 'we will keep all replies short' today"),
-            "my draft says   today"
+            "my draft says \n today"
         );
         // apostrophes in words, unclosed quotes and a quote at the very end stay as they are
         for text in ["I'm sure it's Sam's", "he said 'hi", "x '", "\"", "'", ""] {

@@ -2,7 +2,7 @@
 
 use super::chat_clauses::{
     capability, chat_words, elliptical, habitual, mentions_a_thing, names_one_thing, says_any,
-    someone_else_wants, without_quotes, LEAD_INS, ONE_OFF, POLITE, STANDING, WISHES,
+    someone_else_wants, without_quotes, FROM_NOW_ON, LEAD_INS, ONE_OFF, POLITE, WISHES,
 };
 use super::reading::matches_at;
 use super::{requests_of, value_names, Aspect, Request, RequestSet, Way};
@@ -45,24 +45,33 @@ const LIKINGS: &[&[&str]] = &[
 /// [`requests_of`] its sentences that ask something of the assistant's answers, read without
 /// the clauses that are about something else.
 ///
-/// Quoted text is left out (a pasted email's "please keep replies short" is not the user's
-/// wish), and so is a sentence about one answer or one thing ("just this once", "for this
-/// answer", "this time"). In what remains, a sentence asks when one of its clauses (split at
-/// commas and colons)
+/// Pasted text is left out: a quote after punctuation or at the start, or of more than three
+/// words ("check this: 'please keep replies short …'"); it ends its sentence. A short quote in
+/// the flow of a sentence names a phrase and stays ("stop hedging with 'it depends'"). A
+/// sentence about one answer is left out ("just this once", "for this answer", "this time").
+/// In what remains, a sentence asks when one of its clauses (split at commas and colons)
 /// - is a directive: after lead-ins such as "please", "ok" or "btw", an imperative ("keep",
-///   "use", "don't", "throw in", "warn me", …) or "I prefer", "I'd like", "can you", "could u",
-///   …; a question only in that last form ("Can you tone down the enthusiasm?");
-/// - or says it wishes something: "please" / "pls" anywhere ("British spelling please"), "for
-///   me", "… wouldn't hurt", "… are always welcome", "… work best for me", "I'm more of a …
-///   person", "feel free to …", "no need to …", "you don't have to …", "I just need …";
-/// - or asks for answers without a verb ("shorter answers plz").
+///   "use", "don't", "throw in", "warn me", …), "can you" / "could u", or when it applies and
+///   then an imperative ("when u talk money use pounds", "if something is unclear just check
+///   with me"); a question only as "can you …", and not "can you speak Korean?"; a liking of
+///   the user's own ("I prefer", "I love", "I don't need") only when its sentence names the
+///   answers or the assistant, it is a habit, or it asks for what only ever concerns answers
+///   ("I prefer metric units"; not "I love short stories");
+/// - or, not in a question, says it wishes something: "… wouldn't hurt", "… are always
+///   welcome", "… work best for me", "I'm more of a … person", "feel free to …", "no need to
+///   …", "you don't have to …", "I just need …";
+/// - or says "please" / "for me" ("British spelling please", "24h clock for me"), or asks for
+///   answers without a verb ("shorter answers plz"), and names what it asks for itself (so do
+///   verbless directives: "no regrets" asks nothing).
 ///
 /// A clause is left out of the reading when it tells what someone else wants or says ("my
 /// boss wants bullet points", "she told me, keep it short"), or names one thing to work on
-/// ("keep the report short", "make that email shorter", "give me a bulleted packing list",
-/// "translate it", "I need my CV in German"), unless it says the request is habitual ("when
-/// you explain something", "every time", "from now on"); after a colon that follows such a
-/// thing ("I'm writing a style guide for my team: no emojis, …") everything is left out.
+/// ("keep the report short", "give me a bulleted packing list", "explain black holes like I'm
+/// five", "translate it", "I need my CV in German") unless it is habitual ("whenever you
+/// explain something", "in every reply", "from now on"); so are the clauses after it in its
+/// sentence ("summarise this article, keep it brief"), and those after a colon that follows
+/// a thing ("I'm writing a style guide for my team: no emojis, …"). The user's pronouns stand
+/// however the user says them ("I use she/her btw"), not someone else's.
 ///
 /// So "Please keep answers short, I read them on my phone.", "can u keep it short pls",
 /// "Portuguese please, I'm Brazilian" and "examples help me way more than definitions, so
@@ -80,38 +89,69 @@ pub fn stated_requests(text: &str) -> RequestSet {
             continue;
         }
         let (mut asks, mut read) = (false, String::new());
+        let names_answers = words.iter().any(|w| {
+            matches!(
+                w.as_str(),
+                "you" | "your" | "answers" | "replies" | "responses"
+            )
+        });
         // what the clauses before said: words reporting speech ("my boss says, keep it
         // short"), a thing ("I'm writing a style guide for my team: …"), a colon last; kept
         // as flags, so a sentence of many clauses is read once
         let (mut reported, mut named_thing, mut after_colon) = (false, false, false);
-        // after "I'm writing a style guide for my team:" comes the guide, not a wish
-        let mut inside_a_thing = false;
+        // after "I'm writing a style guide for my team:" comes the guide, not a wish; after
+        // "summarise this article," the rest is about the article ("keep it brief")
+        let (mut inside_a_thing, mut one_thing) = (false, false);
         for clause in sentence.split_inclusive([',', ':']) {
             let words = chat_words(clause);
             let head: Vec<String> = words.iter().take(HEAD_WORDS).cloned().collect();
             inside_a_thing |= after_colon && named_thing;
+            let thing = names_one_thing(&words);
             let elsewhere = inside_a_thing
                 || reported
                 || someone_else_wants(&words)
-                || (names_one_thing(&words) && !habitual(&words));
+                || ((thing || one_thing) && !habitual(&words));
+            one_thing |= thing && !habitual(&words);
             if !elsewhere {
                 let directive = is_directive(&head, question) && !capability(&head, question);
+                let asking = directive || asks_for_answers(&head) || says_any(&words, POLITE);
+                let own = if asking {
+                    requests_of(clause).0
+                } else {
+                    Vec::new()
+                };
+                // "I love short stories": a liking is about answers only when its sentence names
+                // them or the assistant, it is a habit ("I don't need a comment on every line
+                // of code"), or what it asks for only ever concerns answers ("I prefer metric
+                // units")
+                let about_answers = !liking_only(&head)
+                    || names_answers
+                    || habitual(&words)
+                    || (!own.is_empty() && own.iter().all(|r| about_answers_only(r.aspect)));
                 // a verbless or merely polite clause ("no regrets", "… please") must name what
-                // it asks for itself; a verb may point at its neighbours ("keep doing that")
-                asks |= (directive && !elliptical(&head))
-                    || says_any(&words, WISHES)
-                    || ((directive || asks_for_answers(&head) || says_any(&words, POLITE))
-                        && !requests_of(clause).is_empty());
+                // it asks for itself; a verb may point at its neighbours ("keep doing that"); a
+                // question asks only as "can you …" ("what would be a good short name?")
+                asks |= (directive && about_answers && !elliptical(&head))
+                    || (!question && says_any(&words, WISHES))
+                    || ((directive && about_answers
+                        || asks_for_answers(&head)
+                        || says_any(&words, POLITE))
+                        && !own.is_empty());
                 read.push_str(clause);
             }
             reported |= words.iter().any(|w| REPORTED.contains(&w.as_str()));
             named_thing |= mentions_a_thing(&words);
             after_colon = clause.trim_end().ends_with(':');
         }
-        let read = requests_of(&read).0;
-        // how to address the user stands however it is said ("I use she/her btw")
-        if asks || read.iter().any(|r| r.aspect == Aspect::Pronouns) {
-            requests.extend(read);
+        // the user's pronouns stand however the user says them ("I use she/her btw"), but
+        // not someone else's ("our new manager, Priya (she/her)")
+        let own_pronouns =
+            (0..words.len()).any(|i| OWN_PRONOUNS.iter().any(|p| matches_at(&words, i, p)));
+        if asks {
+            requests.extend(requests_of(&read).0);
+        } else if own_pronouns {
+            let read = requests_of(&read).0;
+            requests.extend(read.into_iter().filter(|r| r.aspect == Aspect::Pronouns));
         }
     }
     RequestSet::from_requests(requests)
@@ -149,6 +189,48 @@ fn asks_for_answers(clause: &[String]) -> bool {
 /// Words that name the assistant's answers.
 const ANSWERS_NAMED: &[&str] = &["answers", "responses", "replies"];
 
+/// Whether what is asked of `aspect` can only be about answers: the language, units, spelling,
+/// formats and currency to answer in, and how to address the user.
+fn about_answers_only(aspect: Aspect) -> bool {
+    matches!(
+        aspect,
+        Aspect::Language
+            | Aspect::Units
+            | Aspect::Spelling
+            | Aspect::Titles
+            | Aspect::TimeFormat
+            | Aspect::DateFormat
+            | Aspect::Currency
+            | Aspect::Pronouns
+    )
+}
+
+/// Phrases by which the user says what their own pronouns are.
+const OWN_PRONOUNS: &[&[&str]] = &[
+    &["i", "use"],
+    &["my", "pronouns"],
+    &["i", "go", "by"],
+    &["call", "me"],
+    &["refer", "to", "me"],
+];
+
+/// Whether `head` is a directive only by a liking of the user's own ("I love …", "I need …",
+/// "I don't want …"), not by an imperative or a request to the assistant ("can you …", "I'd
+/// like …").
+fn liking_only(head: &[String]) -> bool {
+    let start = head
+        .iter()
+        .take_while(|w| LEAD_INS.contains(&w.as_str()))
+        .count();
+    matches!(head.get(start).map(String::as_str), Some("i"))
+        && head.get(start + 1).is_some_and(|w| {
+            matches!(
+                w.as_str(),
+                "like" | "love" | "hate" | "need" | "want" | "dont" | "prefer"
+            )
+        })
+}
+
 /// How many words of a sentence [`is_directive`] looks at.
 const HEAD_WORDS: usize = 10;
 
@@ -163,7 +245,7 @@ fn is_directive(head: &[String], question: bool) -> bool {
             start += 2;
         } else if LEAD_INS.contains(&head[start].as_str()) {
             start += 1;
-        } else if let Some(p) = STANDING[..4].iter().find(|p| matches_at(head, start, p)) {
+        } else if let Some(p) = FROM_NOW_ON.iter().find(|p| matches_at(head, start, p)) {
             start += p.len();
         } else {
             break;
@@ -181,9 +263,16 @@ fn is_directive(head: &[String], question: bool) -> bool {
 /// money use pounds", "if something is unclear just check with me first". The directive's
 /// verb must not follow a subject ("when I use your code it breaks" directs nothing).
 fn conditional_directive(head: &[String]) -> bool {
+    // "when the kids go to bed I read them short stories" is about someone else
     let opens = head
         .first()
-        .is_some_and(|w| matches!(w.as_str(), "when" | "whenever" | "if"));
+        .is_some_and(|w| matches!(w.as_str(), "when" | "whenever" | "if"))
+        && head.get(1).is_some_and(|w| {
+            matches!(
+                w.as_str(),
+                "you" | "i" | "it" | "something" | "anything" | "theres"
+            )
+        });
     opens
         && (2..head.len()).any(|i| {
             DIRECTIVE_STARTS.contains(&head[i].as_str())
@@ -298,6 +387,11 @@ mod tests {
             ["QuestionsMore"]
         );
         assert_eq!(stated("I use she/her btw"), ["PronounsValue(1)"]);
+        // pasted text ends its sentence: what follows it still counts
+        assert_eq!(
+            stated("Fix this sentence: \"I has went there.\" Always use British spelling."),
+            ["SpellingValue(0)"]
+        );
         // a short quote names a phrase
         assert_eq!(
             stated("skip the 'consult a professional' disclaimers, I'm a nurse"),
@@ -332,6 +426,16 @@ mod tests {
             "I'm writing a style guide for my team: no emojis, short paragraphs.",
             "the client insists on US dollars in all the docs",
             "when I use your code in German projects it breaks",
+            // likings of other things, questions, someone else's habits and pronouns, one task
+            "I love short stories",
+            "I need detailed directions to the airport",
+            "What would be a good short name for my cat?",
+            "Can you help me plan a casual dinner party?",
+            "Is it true that you can speak German?",
+            "When the kids go to bed I read them short stories",
+            "Explain every step of the proof in detail",
+            "Our new manager, Priya (she/her), starts Monday",
+            "Summarise this article, keep it brief",
         ] {
             assert_eq!(stated(text), Vec::<String>::new(), "{text:?}");
         }
