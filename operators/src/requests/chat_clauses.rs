@@ -52,6 +52,14 @@ pub(super) const NAMED_PHRASE_WORDS: usize = 3;
 /// [`NAMED_PHRASE_WORDS`] words. A short quote in the flow of a sentence names a phrase and
 /// stays ("stop hedging with 'it depends'"), as do apostrophes in words.
 pub(super) fn without_quotes(text: &str) -> String {
+    // most messages quote nothing: no tables for them (this runs on every user message)
+    let may_open = text.contains(['"', '\u{201c}'])
+        || text
+            .match_indices(['\'', '\u{2018}'])
+            .any(|(i, _)| text[..i].ends_with(|c: char| c.is_whitespace() || c == ':') || i == 0);
+    if !may_open {
+        return text.to_string();
+    }
     let chars: Vec<char> = text.chars().collect();
     let n = chars.len();
     // the next closing quote of each kind at or after each position, found from the end, so
@@ -191,6 +199,14 @@ pub(super) fn capability(head: &[String], question: bool) -> bool {
         })
 }
 
+/// How many of `words`' first words are lead-ins ("ok", "please", "btw", …).
+pub(super) fn past_lead_ins(words: &[String]) -> usize {
+    words
+        .iter()
+        .take_while(|w| LEAD_INS.contains(&w.as_str()))
+        .count()
+}
+
 /// Whether `words` say one of `phrases`.
 pub(super) fn says_any(words: &[String], phrases: &[&[&str]]) -> bool {
     (0..words.len()).any(|i| phrases.iter().any(|p| matches_at(words, i, p)))
@@ -199,10 +215,7 @@ pub(super) fn says_any(words: &[String], phrases: &[&[&str]]) -> bool {
 /// Whether a directive `head` has no verb ("no regrets", "less fluff", "more examples"): it
 /// must name what it asks for itself.
 pub(super) fn elliptical(head: &[String]) -> bool {
-    let start = head
-        .iter()
-        .take_while(|w| LEAD_INS.contains(&w.as_str()))
-        .count();
+    let start = past_lead_ins(head);
     head.get(start)
         .is_some_and(|w| matches!(w.as_str(), "no" | "less" | "more" | "fewer"))
 }
@@ -503,10 +516,7 @@ pub(super) const OTHERS_WANTING: &[&str] = &[
 /// wanting or saying follows within four words ("my boss wants bullet points", "our style
 /// guide uses British spelling", "the client insists on US dollars").
 pub(super) fn someone_else_wants(words: &[String]) -> bool {
-    let start = words
-        .iter()
-        .take_while(|w| LEAD_INS.contains(&w.as_str()))
-        .count();
+    let start = past_lead_ins(words);
     let subject = match words.get(start).map(String::as_str) {
         Some("he" | "she" | "they") => start + 1,
         Some("my" | "our" | "his" | "her" | "their" | "the") => start + 2,

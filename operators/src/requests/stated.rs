@@ -1,8 +1,8 @@
 //! Preferences stated in ordinary messages, and the facts that remember them.
 
 use super::chat_clauses::{
-    capability, chat_words, elliptical, habitual, mentions_a_thing, names_one_thing, says_any,
-    someone_else_wants, without_quotes, FROM_NOW_ON, LEAD_INS, ONE_OFF, POLITE, WISHES,
+    capability, chat_words, elliptical, habitual, mentions_a_thing, names_one_thing, past_lead_ins,
+    says_any, someone_else_wants, without_quotes, FROM_NOW_ON, LEAD_INS, ONE_OFF, POLITE, WISHES,
 };
 use super::reading::matches_at;
 use super::{requests_of, value_names, Aspect, Request, RequestSet, Way};
@@ -14,7 +14,7 @@ const DIRECTIVE_STARTS: &[&str] = &[
     "add", "put", "format", "explain", "cut", "no", "less", "more", "quit", "drop", "start",
     "lead", "get", "send", "show", "tell", "try", "limit", "stick", "quiz", "warn", "throw",
     "cite", "suggest", "pick", "tone", "go", "check", "ask", "let", "mention", "flag", "assume",
-    "spare", "remember", "offer", "end", "number", "list", "put", "format", "leave", "lose",
+    "spare", "remember", "offer", "end", "number", "list", "leave", "lose",
 ];
 
 /// Phrases that make a statement about the user's own liking: "I prefer …", "I'd like …".
@@ -89,12 +89,9 @@ pub fn stated_requests(text: &str) -> RequestSet {
             continue;
         }
         let (mut asks, mut read) = (false, String::new());
-        let names_answers = words.iter().any(|w| {
-            matches!(
-                w.as_str(),
-                "you" | "your" | "answers" | "replies" | "responses"
-            )
-        });
+        let names_answers = words
+            .iter()
+            .any(|w| ANSWERS_NAMED.contains(&w.as_str()) || matches!(w.as_str(), "you" | "your"));
         // what the clauses before said: words reporting speech ("my boss says, keep it
         // short"), a thing ("I'm writing a style guide for my team: …"), a colon last; kept
         // as flags, so a sentence of many clauses is read once
@@ -104,18 +101,20 @@ pub fn stated_requests(text: &str) -> RequestSet {
         let (mut inside_a_thing, mut one_thing) = (false, false);
         for clause in sentence.split_inclusive([',', ':']) {
             let words = chat_words(clause);
-            let head: Vec<String> = words.iter().take(HEAD_WORDS).cloned().collect();
+            let head = &words[..words.len().min(HEAD_WORDS)];
+            let habit = habitual(&words);
             inside_a_thing |= after_colon && named_thing;
             let thing = names_one_thing(&words);
             let elsewhere = inside_a_thing
                 || reported
                 || someone_else_wants(&words)
-                || ((thing || one_thing) && !habitual(&words));
-            one_thing |= thing && !habitual(&words);
+                || ((thing || one_thing) && !habit);
+            one_thing |= thing && !habit;
             if !elsewhere {
-                let directive = is_directive(&head, question) && !capability(&head, question);
-                let asking = directive || asks_for_answers(&head) || says_any(&words, POLITE);
-                let own = if asking {
+                let directive = is_directive(head, question) && !capability(head, question);
+                // verbless ("shorter answers plz") or merely polite ("… please")
+                let wishful = asks_for_answers(head) || says_any(&words, POLITE);
+                let own = if directive || wishful {
                     requests_of(clause).0
                 } else {
                     Vec::new()
@@ -124,19 +123,17 @@ pub fn stated_requests(text: &str) -> RequestSet {
                 // them or the assistant, it is a habit ("I don't need a comment on every line
                 // of code"), or what it asks for only ever concerns answers ("I prefer metric
                 // units")
-                let about_answers = !liking_only(&head)
+                let about_answers = !liking_only(head)
                     || names_answers
-                    || habitual(&words)
+                    || habit
                     || (!own.is_empty() && own.iter().all(|r| about_answers_only(r.aspect)));
+                let directs = directive && about_answers;
                 // a verbless or merely polite clause ("no regrets", "… please") must name what
                 // it asks for itself; a verb may point at its neighbours ("keep doing that"); a
                 // question asks only as "can you …" ("what would be a good short name?")
-                asks |= (directive && about_answers && !elliptical(&head))
+                asks |= (directs && !elliptical(head))
                     || (!question && says_any(&words, WISHES))
-                    || ((directive && about_answers
-                        || asks_for_answers(&head)
-                        || says_any(&words, POLITE))
-                        && !own.is_empty());
+                    || ((directs || wishful) && !own.is_empty());
                 read.push_str(clause);
             }
             reported |= words.iter().any(|w| REPORTED.contains(&w.as_str()));
@@ -173,7 +170,7 @@ const COMPARATIVE_STARTS: &[&str] = &["shorter", "longer", "briefer", "simpler",
 /// "longer answers on the exam got better marks" do not).
 fn asks_for_answers(clause: &[String]) -> bool {
     let is = |list: &[&str], w: &String| list.contains(&w.as_str());
-    let start = clause.iter().take_while(|w| is(LEAD_INS, w)).count();
+    let start = past_lead_ins(clause);
     if !clause.get(start).is_some_and(|w| is(COMPARATIVE_STARTS, w)) {
         return false;
     }
@@ -218,10 +215,7 @@ const OWN_PRONOUNS: &[&[&str]] = &[
 /// "I don't want …"), not by an imperative or a request to the assistant ("can you …", "I'd
 /// like …").
 fn liking_only(head: &[String]) -> bool {
-    let start = head
-        .iter()
-        .take_while(|w| LEAD_INS.contains(&w.as_str()))
-        .count();
+    let start = past_lead_ins(head);
     matches!(head.get(start).map(String::as_str), Some("i"))
         && head.get(start + 1).is_some_and(|w| {
             matches!(
