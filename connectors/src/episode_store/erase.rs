@@ -24,6 +24,7 @@ impl EpisodeStore {
                 .or_default();
             *at = (*at).max(before);
         }
+        self.staged.write().unwrap().erase(tenant, user, before);
         let filter = match user {
             Some(u) => user_filter(tenant, u),
             None => format!("{} = {}", col::TENANT, quote(tenant)),
@@ -49,6 +50,7 @@ impl EpisodeStore {
     pub async fn forget(&self, tenant: &str, user: &str, offset: u64) -> Result<usize, StoreError> {
         let _w = self.write.lock().await;
         self.forgotten.write().unwrap().insert(offset);
+        self.staged.write().unwrap().forget(offset);
         let filter = format!(
             "{} AND {} = {offset}",
             user_filter(tenant, user),

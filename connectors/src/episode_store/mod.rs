@@ -13,6 +13,7 @@ mod erase;
 mod layout;
 mod open;
 mod search;
+mod staged;
 mod write;
 
 use crate::durable_commits::SyncedCommits;
@@ -187,6 +188,8 @@ pub struct EpisodeStore {
     vectors: std::sync::Mutex<VectorCache>,
     /// Commits are durable when they return (an erase receipt follows them).
     commits: Arc<SyncedCommits>,
+    /// Rows embedded and not yet committed, visible to readers (`staged.rs`).
+    staged: RwLock<staged::StagedRows>,
 }
 
 #[derive(Default)]
@@ -210,14 +213,20 @@ fn quote(s: &str) -> String {
 /// scores are common (short texts, shared words): they are ordered by id, so a ranking does not
 /// depend on the order Lance happened to return them in.
 fn best_first(batch: &RecordBatch, score: impl Fn(usize) -> f32) -> Vec<EpisodeHit> {
-    let mut hits: Vec<EpisodeHit> = rows_of(batch)
-        .into_iter()
-        .enumerate()
-        .map(|(i, episode)| EpisodeHit {
-            episode,
-            score: score(i),
-        })
-        .collect();
+    sorted_best_first(
+        rows_of(batch)
+            .into_iter()
+            .enumerate()
+            .map(|(i, episode)| EpisodeHit {
+                episode,
+                score: score(i),
+            })
+            .collect(),
+    )
+}
+
+/// `hits` best first, equal scores by id (see [`best_first`]).
+fn sorted_best_first(mut hits: Vec<EpisodeHit>) -> Vec<EpisodeHit> {
     hits.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)

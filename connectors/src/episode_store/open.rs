@@ -22,6 +22,7 @@ impl EpisodeStore {
             state: RwLock::new(StoreState::default()),
             erased: RwLock::new(HashMap::new()),
             forgotten: RwLock::new(Default::default()),
+            staged: RwLock::new(Default::default()),
             vectors: std::sync::Mutex::new(VectorCache::new(cache_bytes)),
             session,
             commits: SyncedCommits::new(),

@@ -5,7 +5,10 @@ use super::*;
 
 impl EpisodeStore {
     /// The user's `k` episodes nearest to `query` (cosine), best first; with `as_of`, among
-    /// those with event time at or before it.
+    /// those with event time at or before it. Staged rows (`staged.rs`) are searched too.
+    /// Hits carry their vectors when the search was exact (the user's vectors in memory, and
+    /// staged rows), so a caller can compare them with each other; else their vectors are
+    /// empty.
     pub async fn search_vector(
         &self,
         tenant: &str,
@@ -14,9 +17,6 @@ impl EpisodeStore {
         k: usize,
         as_of: Option<DateTime<Utc>>,
     ) -> Result<Vec<EpisodeHit>, StoreError> {
-        let Some(ds) = self.snapshot() else {
-            return Ok(Vec::new());
-        };
         if query.len() != self.dim {
             return Err(StoreError::Dimension {
                 path: self.uri.clone(),
@@ -24,6 +24,35 @@ impl EpisodeStore {
                 found: query.len(),
             });
         }
+        // staged rows first, then the version (see `staged.rs`)
+        let staged = self.staged_of(tenant, user, staged::by(as_of));
+        let committed = self
+            .search_committed_vectors(tenant, user, query, k, as_of)
+            .await?;
+        Ok(staged::nearest_with_staged(
+            committed,
+            self.still_staged(staged),
+            query,
+            k,
+        ))
+    }
+
+    /// [`EpisodeStore::search_vector`] among committed rows.
+    async fn search_committed_vectors(
+        &self,
+        tenant: &str,
+        user: &str,
+        query: &[f32],
+        k: usize,
+        as_of: Option<DateTime<Utc>>,
+    ) -> Result<Vec<EpisodeHit>, StoreError> {
+        // a user with nothing committed (yet) costs no scan
+        let Some(ds) = self
+            .snapshot()
+            .filter(|_| self.user_row_count(tenant, user) > 0)
+        else {
+            return Ok(Vec::new());
+        };
         let q = Float32Array::from(query.to_vec());
         let mut scan = ds.scan();
         scan.filter(&scope_filter(tenant, user, as_of))
@@ -109,11 +138,20 @@ impl EpisodeStore {
             .downcast_ref::<Float32Array>()
             .expect("vectors of floats")
             .values();
-        let scores: Vec<f32> = values
-            .chunks_exact(self.dim)
-            .map(|v| cosine(query, v))
-            .collect();
-        let mut hits = best_first(&batch, |i| scores[i]);
+        // each hit keeps its vector: a recall may search again near its best hits
+        let mut hits = sorted_best_first(
+            rows_of(&batch)
+                .into_iter()
+                .zip(values.chunks_exact(self.dim))
+                .map(|(mut episode, v)| {
+                    episode.vector = v.to_vec();
+                    EpisodeHit {
+                        score: cosine(query, v),
+                        episode,
+                    }
+                })
+                .collect(),
+        );
         if hits
             .iter()
             .any(|h| h.episode.tenant != tenant || h.episode.user != user)
@@ -396,7 +434,8 @@ impl EpisodeStore {
         Ok(batches.iter().flat_map(rows_of).collect())
     }
 
-    /// The user's episodes with these ids (in no particular order; unknown ids are skipped).
+    /// The user's episodes with these ids, staged ones included (in no particular order;
+    /// unknown ids are skipped).
     pub async fn episodes_by_id(
         &self,
         tenant: &str,
@@ -406,6 +445,7 @@ impl EpisodeStore {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
+        let staged = self.staged_of(tenant, user, |r| ids.contains(&r.id));
         let list: Vec<String> = ids.iter().map(|i| quote(i)).collect();
         let filter = format!(
             "{} AND {} IN ({})",
@@ -413,11 +453,12 @@ impl EpisodeStore {
             col::ID,
             list.join(", ")
         );
-        self.scan_rows(&filter, "lookup by id").await
+        let committed = self.scan_rows(&filter, "lookup by id").await?;
+        Ok(staged::with_staged(committed, self.still_staged(staged)))
     }
 
-    /// The last `limit` episodes of one session of a user, oldest first (with `before`: only
-    /// episodes whose event time is earlier).
+    /// The last `limit` episodes of one session of a user, staged ones included, oldest first
+    /// (with `before`: only episodes whose event time is earlier).
     pub async fn session_tail(
         &self,
         tenant: &str,
@@ -426,6 +467,9 @@ impl EpisodeStore {
         limit: usize,
         before: Option<DateTime<Utc>>,
     ) -> Result<Vec<EpisodeRow>, StoreError> {
+        let staged = self.staged_of(tenant, user, |r| {
+            r.session.as_deref() == Some(session) && before.is_none_or(|t| r.ts < t)
+        });
         let mut filter = format!(
             "{} AND {} = {}",
             user_filter(tenant, user),
@@ -439,19 +483,22 @@ impl EpisodeStore {
                 t.format("%Y-%m-%d %H:%M:%S%.6f")
             ));
         }
-        let mut rows = self.scan_rows(&filter, "session tail").await?;
+        let committed = self.scan_rows(&filter, "session tail").await?;
+        let mut rows = staged::with_staged(committed, self.still_staged(staged));
         rows.sort_by_key(|r| (r.ts, r.log_offset));
         let skip = rows.len().saturating_sub(limit);
         Ok(rows.split_off(skip))
     }
 
-    /// Every episode of a user, oldest first (exports, tests).
+    /// Every episode of a user, staged ones included, oldest first (exports, tests).
     pub async fn user_episodes(
         &self,
         tenant: &str,
         user: &str,
     ) -> Result<Vec<EpisodeRow>, StoreError> {
-        let mut rows = self.scan_rows(&user_filter(tenant, user), "scan").await?;
+        let staged = self.staged_of(tenant, user, |_| true);
+        let committed = self.scan_rows(&user_filter(tenant, user), "scan").await?;
+        let mut rows = staged::with_staged(committed, self.still_staged(staged));
         rows.sort_by_key(|r| (r.ts, r.log_offset));
         Ok(rows)
     }

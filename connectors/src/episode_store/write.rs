@@ -8,23 +8,11 @@ impl EpisodeStore {
     pub async fn append(&self, rows: Vec<EpisodeRow>) -> Result<usize, StoreError> {
         let _w = self.write.lock().await;
         let watermark = self.watermark();
-        let erased = self.erased.read().unwrap();
-        let forgotten = self.forgotten.read().unwrap();
-        let is_erased = |r: &EpisodeRow| {
-            forgotten.contains(&r.log_offset)
-                || [r.user.as_str(), ""].iter().any(|u| {
-                    erased
-                        .get(&(r.tenant.clone(), u.to_string()))
-                        .is_some_and(|before| r.log_offset < *before)
-                })
-        };
         let mut rows: Vec<EpisodeRow> = rows
             .into_iter()
             .filter(|r| watermark.is_none_or(|w| r.log_offset > w))
-            .filter(|r| !is_erased(r))
+            .filter(|r| !self.covered(r))
             .collect();
-        drop(erased);
-        drop(forgotten);
         if rows.is_empty() {
             return Ok(0);
         }
@@ -97,6 +85,11 @@ impl EpisodeStore {
                     .entry((r.tenant.clone(), r.user.clone()))
                     .or_default() += 1;
             }
+        }
+        // after the version that holds them is published (see `staged.rs`); not under the
+        // state lock, which `stage` takes under this one
+        if let Some(w) = self.watermark() {
+            self.staged.write().unwrap().committed_to(w);
         }
         self.maintain_locked().await?;
         Ok(rows.len())
