@@ -1,7 +1,9 @@
 //! The ingest backlog: events accepted (appended to the log, from HTTP or Kafka) that are not
 //! yet recallable. Both ends are log offsets, so the backlog is one subtraction: the ingestor
 //! moves `accepted_end` on every append, the episode writer moves `recallable_end` once the
-//! views and Lance hold everything below a frontier. Over `limit`, writers are pushed back
+//! views hold everything below a frontier and its episodes are embedded and staged in the
+//! episode store (recall finds them; their Lance commit follows within a fraction of a
+//! second). Over `limit`, writers are pushed back
 //! (HTTP `429`, Kafka consumers waiting) until it falls to `resume_below` ([`next_over_limit`]).
 
 use std::collections::VecDeque;

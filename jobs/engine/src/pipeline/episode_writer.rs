@@ -2,8 +2,11 @@
 //! table of their own): embeds them in batches and appends them to Lance.
 //!
 //! Two stages on two threads, so the embedder never waits for a Lance commit or an index
-//! refresh: the embedding stage turns episodes into rows, the appending stage commits them (in
-//! the order they were embedded, which is log order). Rows at or below the store's watermark
+//! refresh: the embedding stage turns episodes into rows and stages them, with their passages,
+//! facts and summaries, in their stores (recall finds them from then on), the appending stage commits them (in the order they were
+//! embedded, which is log order), at most every [`MIN_COMMIT_INTERVAL`]: the event log already
+//! holds them durably, and a commit costs the same CPU for one row as for hundreds. Rows at or
+//! below the store's watermark
 //! (committed before a restart) are skipped before embedding, so a restart re-embeds nothing.
 //! A failed step is retried with the same rows until it succeeds or the writer is stopped:
 //! accepted input is never dropped here.
@@ -21,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The most rows taken from the dataflow at once.
 const MAX_PENDING: usize = 4096;
@@ -30,8 +33,17 @@ const MAX_PENDING: usize = 4096;
 const EMBED_CHUNK: usize = 512;
 /// The most rows committed to Lance together.
 const MAX_ROWS_PER_COMMIT: usize = 4096;
-/// Embedded chunks waiting for the appender before the embedding stage waits.
-const APPEND_QUEUE: usize = 4;
+/// Embedded chunks waiting for the appender before the embedding stage waits. Under a steady
+/// trickle a chunk holds a few rows: enough of them that a commit which also compacts or
+/// folds an index (hundreds of milliseconds) does not stop the embedder.
+const APPEND_QUEUE: usize = 32;
+/// Rows staged and not yet committed before the embedding stage waits for the appender: what
+/// bounds the queue above by rows (as four chunks and one commit did before staging).
+const MAX_STAGED_ROWS: usize = 4 * EMBED_CHUNK + MAX_ROWS_PER_COMMIT;
+/// The least time from one commit to the next. Episodes are recallable once staged, before
+/// their commit, so a commit is only the durable copy; on two cores, committing every few rows
+/// (tens of milliseconds of work each, often more) took the cores the embedder needed.
+const MIN_COMMIT_INTERVAL: Duration = Duration::from_millis(250);
 
 /// Where passages (sentences of long episodes, see `passages.rs`) are stored, and for which
 /// episodes.
@@ -61,9 +73,6 @@ struct Embedded {
     facts: Vec<EpisodeRow>,
     summaries: Vec<EpisodeRow>,
     episodes: Vec<EpisodeRow>,
-    /// Once this chunk and those before it are stored, every event below this offset is
-    /// recallable (set on the chunk that leaves nothing received waiting).
-    recallable_end: Option<u64>,
 }
 
 /// The role of a summary's row in the summaries table.
@@ -140,21 +149,23 @@ pub fn spawn_episode_writer(
         .name("episode-embedder".into())
         .spawn(move || {
             let (to_appender, embedded) = std::sync::mpsc::sync_channel(APPEND_QUEUE);
+            // set when the appender ends, so that nothing waits on it for room
+            let appender_done = Arc::new(AtomicBool::new(false));
             let appender = {
                 let (store, stop, passages) = (store.clone(), stop.clone(), passages.clone());
-                let side = side.clone();
+                let (side, done) = (side.clone(), appender_done.clone());
                 std::thread::Builder::new()
                     .name("episode-appender".into())
                     .spawn(move || {
-                        append_stage(
-                            embedded,
-                            &store,
-                            passages.as_deref(),
-                            &side,
-                            &rt,
-                            &stop,
-                            &backlog,
-                        )
+                        // also when it panics: the guard's drop runs while unwinding
+                        struct Done(Arc<AtomicBool>);
+                        impl Drop for Done {
+                            fn drop(&mut self) {
+                                self.0.store(true, Ordering::Release);
+                            }
+                        }
+                        let _done = Done(done);
+                        append_stage(embedded, &store, passages.as_deref(), &side, &rt, &stop)
                     })
                     .expect("spawn the episode appender")
             };
@@ -166,12 +177,15 @@ pub fn spawn_episode_writer(
                 &embedder,
                 &stop,
                 to_appender,
+                &backlog,
+                &appender_done,
             );
             let _ = appender.join();
         })
         .expect("spawn the episode writer")
 }
 
+#[allow(clippy::too_many_arguments)]
 fn embed_stage(
     rx: Receiver<EpisodeBatch>,
     store: &EpisodeStore,
@@ -180,6 +194,8 @@ fn embed_stage(
     embedder: &Embedder,
     stop: &AtomicBool,
     to_appender: SyncSender<Embedded>,
+    backlog: &Backlog,
+    appender_done: &AtomicBool,
 ) {
     let mut pending: Vec<(SessionKey, Episode)> = Vec::new();
     // rows of the side tables, not yet embedded (empty vectors), in log order
@@ -259,9 +275,14 @@ fn embed_stage(
             summaries,
             ..Embedded::default()
         };
-        for (pending_side, what, embedded) in [
-            (&mut pending_facts, "embedding facts", as_facts),
-            (&mut pending_summaries, "embedding summaries", as_summaries),
+        for (pending_side, table, what, embedded) in [
+            (&mut pending_facts, &side.facts, "embedding facts", as_facts),
+            (
+                &mut pending_summaries,
+                &side.summaries,
+                "embedding summaries",
+                as_summaries,
+            ),
         ] {
             if pending_side.is_empty() {
                 continue;
@@ -269,6 +290,9 @@ fn embed_stage(
             let Some(rows) = embed_side_chunk(pending_side, embedder, stop, what) else {
                 return;
             };
+            if let Some(table) = table {
+                table.stage(&rows);
+            }
             if to_appender.send(embedded(rows)).is_err() {
                 return;
             }
@@ -278,10 +302,10 @@ fn embed_stage(
         pending.retain(|(_, e)| !stored(e) || passages.is_some_and(|p| p.wants(e)));
         let take = pending.len().min(EMBED_CHUNK);
         let chunk: Vec<(SessionKey, Episode)> = pending.drain(..take).collect();
-        // once this chunk and those before it are stored, every event below the views'
-        // frontier and below the oldest row still waiting is recallable (under steady load
-        // rows are always waiting: marking only when none is would hold the mark back, and the
-        // backlog growing, until the writer catches up completely)
+        // once this chunk is staged, every event below the views' frontier and below the
+        // oldest row still waiting is recallable (under steady load rows are always waiting:
+        // marking only when none is would hold the mark back, and the backlog growing, until
+        // the writer catches up completely)
         let mark = recallable_mark(
             received_as_of,
             pending
@@ -296,18 +320,29 @@ fn embed_stage(
                 return;
             };
             rows = embedded;
+            while store.staged_row_count() + rows.episodes.len() > MAX_STAGED_ROWS {
+                if stop.load(Ordering::Acquire) || appender_done.load(Ordering::Acquire) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            // recall finds them from now on, not only once the commit below has run
+            if let Some(p) = passages {
+                p.store.stage(&rows.passages);
+            }
+            store.stage(&rows.episodes);
         }
         if mark > marked_as_of {
             marked_as_of = mark;
-            rows.recallable_end = Some(mark);
+            backlog.recallable(mark);
         }
-        if (!chunk.is_empty() || rows.recallable_end.is_some()) && to_appender.send(rows).is_err() {
+        if !chunk.is_empty() && to_appender.send(rows).is_err() {
             return;
         }
     }
 }
 
-/// Below which log offset every event is recallable once the rows sent on so far are stored:
+/// Below which log offset every event is recallable once the rows embedded so far are staged:
 /// the views' frontier of the batches received (`received_as_of`), or the offset of the oldest
 /// row received and still waiting (`waiting`) if that is lower.
 fn recallable_mark(received_as_of: u64, waiting: impl Iterator<Item = u64>) -> u64 {
@@ -420,26 +455,31 @@ fn append_stage(
     side: &SideTables,
     rt: &tokio::runtime::Handle,
     stop: &AtomicBool,
-    backlog: &Backlog,
 ) {
     // Ends when the embedding stage ends (its sender is dropped) and everything it sent is
     // committed. Passages are committed before their episodes; each store skips offsets it
     // already holds, so a crash between the two commits repeats nothing.
+    let mut last_commit: Option<Instant> = None;
     while let Ok(mut batch) = embedded.recv() {
         let rows =
             |b: &Embedded| b.episodes.len() + b.passages.len() + b.facts.len() + b.summaries.len();
+        // rows gathered until MIN_COMMIT_INTERVAL after the last commit (or MAX_ROWS_PER_COMMIT)
+        let due = last_commit.map(|t| t + MIN_COMMIT_INTERVAL);
         while rows(&batch) < MAX_ROWS_PER_COMMIT {
-            match embedded.try_recv() {
+            let wait = due.map_or(Duration::ZERO, |d| {
+                d.saturating_duration_since(Instant::now())
+            });
+            match embedded.recv_timeout(wait) {
                 Ok(more) => {
                     batch.episodes.extend(more.episodes);
                     batch.passages.extend(more.passages);
                     batch.facts.extend(more.facts);
                     batch.summaries.extend(more.summaries);
-                    batch.recallable_end = batch.recallable_end.max(more.recallable_end);
                 }
                 Err(_) => break,
             }
         }
+        last_commit = Some(Instant::now());
         for (table, rows, what) in [
             (&side.facts, &batch.facts, "storing facts"),
             (&side.summaries, &batch.summaries, "storing summaries"),
@@ -472,9 +512,6 @@ fn append_stage(
                 Some(written) => tracing::debug!(rows = written, "episodes stored"),
                 None => return,
             }
-        }
-        if let Some(end) = batch.recallable_end {
-            backlog.recallable(end);
         }
     }
 }
