@@ -121,7 +121,13 @@ impl EmbedderConfig {
 }
 
 pub struct Embedder {
+    /// Runs full batches. Its threads spin between calls, which batches coming back to back
+    /// (an ingest, a replay) need: about 20% more sentences/s than without.
     session: Mutex<Session>,
+    /// The same model for smaller calls (a query, a trickle of events), with threads that
+    /// sleep between calls: after each small call the spinning ones kept both cores busy for
+    /// nothing, and a trickle of events embedded at 3.9 ms a text instead of 3.3.
+    quiet: Mutex<Session>,
     tokenizer: Tokenizer,
     takes_token_types: bool,
     batch_size: usize,
@@ -172,11 +178,15 @@ impl Embedder {
                 "file not found (run the set-up script, or set embedder.model)".into(),
             ));
         }
-        let session = Session::builder()
-            .and_then(|b| b.with_optimization_level(GraphOptimizationLevel::Level3))
-            .and_then(|b| b.with_intra_threads(cfg.threads.max(1)))
-            .and_then(|b| b.commit_from_file(&cfg.model))
-            .map_err(|e| model_err(e.to_string()))?;
+        let session = |spinning: bool| {
+            Session::builder()
+                .and_then(|b| b.with_optimization_level(GraphOptimizationLevel::Level3))
+                .and_then(|b| b.with_intra_threads(cfg.threads.max(1)))
+                .and_then(|b| b.with_intra_op_spinning(spinning))
+                .and_then(|b| b.commit_from_file(&cfg.model))
+                .map_err(|e| model_err(e.to_string()))
+        };
+        let (session, quiet) = (session(true)?, session(false)?);
         let input_names: Vec<String> = session.inputs.iter().map(|i| i.name.clone()).collect();
         for required in ["input_ids", "attention_mask"] {
             if !input_names.iter().any(|n| n == required) {
@@ -206,6 +216,7 @@ impl Embedder {
 
         let mut embedder = Embedder {
             session: Mutex::new(session),
+            quiet: Mutex::new(quiet),
             tokenizer,
             takes_token_types,
             batch_size: cfg.batch_size.max(1),
@@ -383,7 +394,12 @@ impl Embedder {
         if self.takes_token_types {
             inputs.push(("token_type_ids".into(), tensor(types)?.into()));
         }
-        let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        let session = if batch >= self.batch_size {
+            &self.session
+        } else {
+            &self.quiet
+        };
+        let mut session = session.lock().unwrap_or_else(|p| p.into_inner());
         let started = Instant::now();
         let outputs = session.run(inputs).map_err(|e| fail(e.to_string()))?;
         let (out_shape, hidden) = outputs[0]
