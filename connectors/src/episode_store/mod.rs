@@ -213,20 +213,14 @@ fn quote(s: &str) -> String {
 /// scores are common (short texts, shared words): they are ordered by id, so a ranking does not
 /// depend on the order Lance happened to return them in.
 fn best_first(batch: &RecordBatch, score: impl Fn(usize) -> f32) -> Vec<EpisodeHit> {
-    sorted_best_first(
-        rows_of(batch)
-            .into_iter()
-            .enumerate()
-            .map(|(i, episode)| EpisodeHit {
-                episode,
-                score: score(i),
-            })
-            .collect(),
-    )
-}
-
-/// `hits` best first, equal scores by id (see [`best_first`]).
-fn sorted_best_first(mut hits: Vec<EpisodeHit>) -> Vec<EpisodeHit> {
+    let mut hits: Vec<EpisodeHit> = rows_of(batch)
+        .into_iter()
+        .enumerate()
+        .map(|(i, episode)| EpisodeHit {
+            episode,
+            score: score(i),
+        })
+        .collect();
     hits.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)

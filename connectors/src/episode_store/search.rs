@@ -6,9 +6,6 @@ use super::*;
 impl EpisodeStore {
     /// The user's `k` episodes nearest to `query` (cosine), best first; with `as_of`, among
     /// those with event time at or before it. Staged rows (`staged.rs`) are searched too.
-    /// Hits carry their vectors when the search was exact (the user's vectors in memory, and
-    /// staged rows), so a caller can compare them with each other; else their vectors are
-    /// empty.
     pub async fn search_vector(
         &self,
         tenant: &str,
@@ -138,20 +135,11 @@ impl EpisodeStore {
             .downcast_ref::<Float32Array>()
             .expect("vectors of floats")
             .values();
-        // each hit keeps its vector: a recall may search again near its best hits
-        let mut hits = sorted_best_first(
-            rows_of(&batch)
-                .into_iter()
-                .zip(values.chunks_exact(self.dim))
-                .map(|(mut episode, v)| {
-                    episode.vector = v.to_vec();
-                    EpisodeHit {
-                        score: cosine(query, v),
-                        episode,
-                    }
-                })
-                .collect(),
-        );
+        let scores: Vec<f32> = values
+            .chunks_exact(self.dim)
+            .map(|v| cosine(query, v))
+            .collect();
+        let mut hits = best_first(&batch, |i| scores[i]);
         if hits
             .iter()
             .any(|h| h.episode.tenant != tenant || h.episode.user != user)
