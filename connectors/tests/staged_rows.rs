@@ -65,6 +65,12 @@ async fn staged_rows_are_read_before_their_commit_and_once_after() {
         .collect();
     store.stage(&rows);
     assert_eq!(store.staged_row_count(), 4);
+    assert_eq!(store.user_rows_with_staged("acme", "alice"), 3);
+    assert_eq!(
+        store.user_row_count("acme", "alice"),
+        0,
+        "none committed yet"
+    );
 
     for committed in [false, true] {
         let hits = store
@@ -110,6 +116,7 @@ async fn staged_rows_are_read_before_their_commit_and_once_after() {
                 0,
                 "committed rows leave the stage"
             );
+            assert_eq!(store.user_rows_with_staged("acme", "alice"), 3);
         }
     }
     // rows at or below the watermark are never staged again (a replay after a restart)

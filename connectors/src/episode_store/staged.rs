@@ -113,6 +113,18 @@ impl EpisodeStore {
         self.staged.read().unwrap().len()
     }
 
+    /// The user's rows, committed and staged: what a reader of the user finds now.
+    pub fn user_rows_with_staged(&self, tenant: &str, user: &str) -> usize {
+        let staged = self
+            .staged
+            .read()
+            .unwrap()
+            .by_user
+            .get(&(tenant.to_string(), user.to_string()))
+            .map_or(0, Vec::len);
+        self.user_row_count(tenant, user) + staged
+    }
+
     /// The user's staged rows that `keep` accepts (vectors included).
     pub(super) fn staged_of(
         &self,

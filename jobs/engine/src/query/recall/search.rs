@@ -184,7 +184,7 @@ impl Recall {
         query: &str,
         as_of: Option<chrono::DateTime<chrono::Utc>>,
     ) -> Result<(Vec<f32>, Option<Vec<f32>>), RecallError> {
-        let rows = self.store.user_row_count(tenant, user);
+        let rows = self.store.user_rows_with_staged(tenant, user);
         let cached = as_of
             .is_none()
             .then(|| self.speakers.get(tenant, user, rows))
@@ -271,7 +271,7 @@ impl Recall {
         keep_archived: bool,
         learned: &LearnedBoosts,
     ) -> Result<Vec<RecallHit>, RecallError> {
-        let rows = self.store.user_row_count(tenant, user);
+        let rows = self.store.user_rows_with_staged(tenant, user);
         // every turn of the user is within reach of the vector search, or each search's best
         let complete = rows <= self.config.scored_turns;
         let depth = if complete {
@@ -414,7 +414,7 @@ pub(super) async fn search_both(
     let Some(store) = table.clone() else {
         return Ok(None);
     };
-    if store.user_row_count(tenant, user) == 0 {
+    if store.user_rows_with_staged(tenant, user) == 0 {
         return Ok(None);
     }
     let by_vector = {
