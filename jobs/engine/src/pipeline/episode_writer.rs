@@ -3,10 +3,10 @@
 //!
 //! Two stages on two threads, so the embedder never waits for a Lance commit or an index
 //! refresh: the embedding stage turns episodes into rows and stages them, with their passages,
-//! facts and summaries, in their stores (recall finds them from then on), the appending stage commits them (in the order they were
-//! embedded, which is log order), at most every [`MIN_COMMIT_INTERVAL`]: the event log already
-//! holds them durably, and a commit costs the same CPU for one row as for hundreds. Rows at or
-//! below the store's watermark
+//! facts and summaries, in their stores (recall finds them from then on), the appending stage
+//! commits them (in the order they were embedded, which is log order), at most every
+//! [`MIN_COMMIT_INTERVAL`]: the event log already holds them durably, and a commit costs the
+//! same CPU for one row as for hundreds. Rows at or below the store's watermark
 //! (committed before a restart) are skipped before embedding, so a restart re-embeds nothing.
 //! A failed step is retried with the same rows until it succeeds or the writer is stopped:
 //! accepted input is never dropped here.
