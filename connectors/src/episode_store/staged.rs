@@ -16,7 +16,6 @@ use super::*;
 #[derive(Default)]
 pub(super) struct StagedRows {
     by_user: HashMap<(String, String), Vec<EpisodeRow>>,
-    rows: usize,
 }
 
 impl StagedRows {
@@ -26,7 +25,6 @@ impl StagedRows {
             rows.retain(|r| r.log_offset > watermark);
             !rows.is_empty()
         });
-        self.count();
     }
 
     /// Drops every row of `tenant` (`user: None`) or of one of its users from log offsets
@@ -38,7 +36,6 @@ impl StagedRows {
             }
             !rows.is_empty()
         });
-        self.count();
     }
 
     /// Drops the rows of the event at log offset `offset`.
@@ -47,11 +44,6 @@ impl StagedRows {
             rows.retain(|r| r.log_offset != offset);
             !rows.is_empty()
         });
-        self.count();
-    }
-
-    fn count(&mut self) {
-        self.rows = self.by_user.values().map(Vec::len).sum();
     }
 
     pub(super) fn push(&mut self, row: EpisodeRow) {
@@ -59,11 +51,11 @@ impl StagedRows {
             .entry((row.tenant.clone(), row.user.clone()))
             .or_default()
             .push(row);
-        self.rows += 1;
     }
 
+    /// Rows staged, of all users (at most a few thousand: the writer bounds them).
     pub(super) fn len(&self) -> usize {
-        self.rows
+        self.by_user.values().map(Vec::len).sum()
     }
 }
 
@@ -148,17 +140,21 @@ pub(super) fn with_staged(
     mut committed: Vec<EpisodeRow>,
     staged: Vec<EpisodeRow>,
 ) -> Vec<EpisodeRow> {
-    let known: HashSet<String> = committed.iter().map(|r| r.id.clone()).collect();
-    committed.extend(
-        staged
-            .into_iter()
-            .filter(|r| !known.contains(&r.id))
-            .map(|mut r| {
-                r.vector = Vec::new();
-                r
-            }),
-    );
+    let unseen = unseen(staged, committed.iter().map(|r| r.id.as_str()));
+    committed.extend(unseen.into_iter().map(|mut r| {
+        r.vector = Vec::new();
+        r
+    }));
     committed
+}
+
+/// The rows of `staged` whose ids are not among `seen` (the committed rows win).
+fn unseen<'a>(staged: Vec<EpisodeRow>, seen: impl Iterator<Item = &'a str>) -> Vec<EpisodeRow> {
+    let seen: HashSet<&str> = seen.collect();
+    staged
+        .into_iter()
+        .filter(|r| !seen.contains(r.id.as_str()))
+        .collect()
 }
 
 /// The `k` best of `committed` hits and `staged` rows scored by cosine to `query`, each row
@@ -170,18 +166,16 @@ pub(super) fn nearest_with_staged(
     query: &[f32],
     k: usize,
 ) -> Vec<EpisodeHit> {
-    let known: HashSet<String> = committed.iter().map(|h| h.episode.id.clone()).collect();
-    let mut hits = committed;
-    hits.extend(
-        staged
-            .into_iter()
-            .filter(|r| !known.contains(&r.id))
-            .map(|mut r| {
-                let score = cosine(query, &r.vector);
-                r.vector = Vec::new();
-                EpisodeHit { episode: r, score }
-            }),
-    );
+    let unseen = unseen(staged, committed.iter().map(|h| h.episode.id.as_str()));
+    let mut hits: Vec<EpisodeHit> = unseen
+        .into_iter()
+        .map(|mut r| {
+            let score = cosine(query, &r.vector);
+            r.vector = Vec::new();
+            EpisodeHit { episode: r, score }
+        })
+        .collect();
+    hits.extend(committed);
     hits.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)

@@ -149,22 +149,12 @@ pub fn spawn_episode_writer(
         .name("episode-embedder".into())
         .spawn(move || {
             let (to_appender, embedded) = std::sync::mpsc::sync_channel(APPEND_QUEUE);
-            // set when the appender ends, so that nothing waits on it for room
-            let appender_done = Arc::new(AtomicBool::new(false));
             let appender = {
                 let (store, stop, passages) = (store.clone(), stop.clone(), passages.clone());
-                let (side, done) = (side.clone(), appender_done.clone());
+                let side = side.clone();
                 std::thread::Builder::new()
                     .name("episode-appender".into())
                     .spawn(move || {
-                        // also when it panics: the guard's drop runs while unwinding
-                        struct Done(Arc<AtomicBool>);
-                        impl Drop for Done {
-                            fn drop(&mut self) {
-                                self.0.store(true, Ordering::Release);
-                            }
-                        }
-                        let _done = Done(done);
                         append_stage(embedded, &store, passages.as_deref(), &side, &rt, &stop)
                     })
                     .expect("spawn the episode appender")
@@ -178,7 +168,7 @@ pub fn spawn_episode_writer(
                 &stop,
                 to_appender,
                 &backlog,
-                &appender_done,
+                &appender,
             );
             let _ = appender.join();
         })
@@ -195,7 +185,7 @@ fn embed_stage(
     stop: &AtomicBool,
     to_appender: SyncSender<Embedded>,
     backlog: &Backlog,
-    appender_done: &AtomicBool,
+    appender: &JoinHandle<()>,
 ) {
     let mut pending: Vec<(SessionKey, Episode)> = Vec::new();
     // rows of the side tables, not yet embedded (empty vectors), in log order
@@ -321,7 +311,8 @@ fn embed_stage(
             };
             rows = embedded;
             while store.staged_row_count() + rows.episodes.len() > MAX_STAGED_ROWS {
-                if stop.load(Ordering::Acquire) || appender_done.load(Ordering::Acquire) {
+                // an appender that ended (stopped, or panicked) frees no more room
+                if stop.load(Ordering::Acquire) || appender.is_finished() {
                     return;
                 }
                 std::thread::sleep(Duration::from_millis(5));
