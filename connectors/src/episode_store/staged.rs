@@ -57,6 +57,13 @@ impl StagedRows {
     pub(super) fn len(&self) -> usize {
         self.by_user.values().map(Vec::len).sum()
     }
+
+    /// One user's staged rows, in staging order.
+    fn of(&self, tenant: &str, user: &str) -> &[EpisodeRow] {
+        self.by_user
+            .get(&(tenant.to_string(), user.to_string()))
+            .map_or(&[], Vec::as_slice)
+    }
 }
 
 impl EpisodeStore {
@@ -105,16 +112,23 @@ impl EpisodeStore {
         self.staged.read().unwrap().len()
     }
 
-    /// The user's rows, committed and staged: what a reader of the user finds now.
+    /// The user's rows, committed and staged, each once: what a reader of the user finds now.
     pub fn user_rows_with_staged(&self, tenant: &str, user: &str) -> usize {
-        let staged = self
-            .staged
-            .read()
-            .unwrap()
-            .by_user
+        // the stage first, then the state, as readers do: a row committed in between is
+        // counted by the state, whose watermark then covers its staged copy
+        let staged: Vec<u64> = (self.staged.read().unwrap().of(tenant, user).iter())
+            .map(|r| r.log_offset)
+            .collect();
+        let st = self.state.read().unwrap();
+        let committed = (st.rows_per_user)
             .get(&(tenant.to_string(), user.to_string()))
-            .map_or(0, Vec::len);
-        self.user_row_count(tenant, user) + staged
+            .copied()
+            .unwrap_or(0);
+        let uncommitted = staged
+            .iter()
+            .filter(|&&o| st.watermark.is_none_or(|w| o > w))
+            .count();
+        committed + uncommitted
     }
 
     /// The user's staged rows that `keep` accepts (vectors included).
@@ -124,13 +138,13 @@ impl EpisodeStore {
         user: &str,
         keep: impl Fn(&EpisodeRow) -> bool,
     ) -> Vec<EpisodeRow> {
-        self.staged
-            .read()
-            .unwrap()
-            .by_user
-            .get(&(tenant.to_string(), user.to_string()))
-            .map(|rows| rows.iter().filter(|r| keep(r)).cloned().collect())
-            .unwrap_or_default()
+        let staged = self.staged.read().unwrap();
+        staged
+            .of(tenant, user)
+            .iter()
+            .filter(|r| keep(r))
+            .cloned()
+            .collect()
     }
 }
 

@@ -481,7 +481,8 @@ impl Engine {
     }
 
     /// Waits (at most `limit`) until the views reflect everything accepted before the call and
-    /// Lance holds every episode of `(tenant, user)` the views hold; true if that happened.
+    /// recall finds every episode of `(tenant, user)` the views hold (staged or committed: the
+    /// Lance commit that follows staging adds nothing a prompt reads); true if that happened.
     pub async fn wait_for_user(&self, tenant: &str, user: &str, limit: Duration) -> bool {
         let target = self.ingestor.log().end_offset();
         let key = (tenant.to_string(), user.to_string());
@@ -491,7 +492,7 @@ impl Engine {
                 let v = self.views.read();
                 (v.as_of, v.user_episodes.get(&key).copied().unwrap_or(0))
             };
-            if as_of >= target && self.store.user_row_count(tenant, user) >= in_views {
+            if as_of >= target && self.store.user_rows_with_staged(tenant, user) >= in_views {
                 return true;
             }
             if Instant::now() >= deadline {
