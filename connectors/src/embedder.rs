@@ -239,6 +239,13 @@ impl Embedder {
         self.dim
     }
 
+    /// Whether `word` is one token of the model's vocabulary: for a WordPiece model (the
+    /// default MiniLM's 30,522 tokens) a whole word common enough in English text to have a
+    /// token of its own, so not a misspelling.
+    pub fn knows_word(&self, word: &str) -> bool {
+        self.tokenizer.token_to_id(word).is_some()
+    }
+
     /// Forgets every text `tenant` cached (after an erase in the tenant, no text of the erased
     /// stays in memory here); other tenants' entries stay.
     pub fn forget_tenant(&self, tenant: &str) {

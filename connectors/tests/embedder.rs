@@ -111,6 +111,18 @@ fn the_prepared_model_varies_little_with_the_batch_a_text_is_in() {
 }
 
 #[test]
+fn the_models_vocabulary_knows_common_words_not_misspellings() {
+    let e = Embedder::load(&common::shipped_config()).unwrap();
+    for word in ["education", "festival", "house", "caroline", "would"] {
+        assert!(e.knows_word(word), "{word}");
+    }
+    // misspellings are split into pieces
+    for word in ["educaton", "fesetival", "funraiser", "duaghter"] {
+        assert!(!e.knows_word(word), "{word}");
+    }
+}
+
+#[test]
 fn long_inputs_are_truncated_not_refused() {
     let e = common::embedder();
     let long = "word ".repeat(5000);

@@ -8,6 +8,7 @@ pub mod bm25;
 mod graph;
 pub mod learned;
 mod ranking;
+pub mod respelling;
 mod search;
 pub mod speaker_cache;
 pub mod turn_scoring;

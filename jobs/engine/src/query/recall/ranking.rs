@@ -168,11 +168,14 @@ pub fn gather_candidates(
 pub struct InProcessText<'a> {
     pub words: &'a [std::sync::Arc<[String]>],
     pub expansion: &'a [(String, String)],
+    /// The question's misspelled words, searched as the terms they were read as.
+    pub respelled: &'a [super::respelling::Respelling],
 }
 
 /// Sets each hit's text and graph BM25 and ranks from [`bm25::scores`] among the hits: for the
 /// question's words, and for the expansion's entities (`graph_via`: the entities its text
-/// names), as the full-text searches would with the user's statistics; a hit matching none has
+/// names), as the full-text searches would with the user's statistics (a misspelled question
+/// word counts as the term it was read as, [`super::respelling`]); a hit matching none has
 /// neither.
 fn score_words_in_process(hits: &mut [RecallHit], question: &str, text: &InProcessText<'_>) {
     debug_assert_eq!(hits.len(), text.words.len());
@@ -185,7 +188,9 @@ fn score_words_in_process(hits: &mut [RecallHit], question: &str, text: &InProce
     for h in hits.iter_mut() {
         (h.why.text_rank, h.why.text_bm25) = (None, None);
     }
-    let (scores, matched) = ranked(&bm25::analyse(question));
+    let mut terms = bm25::analyse(question);
+    terms.extend(text.respelled.iter().map(|r| r.meant.clone()));
+    let (scores, matched) = ranked(&terms);
     for (rank, i) in matched.into_iter().enumerate() {
         hits[i].why.text_rank = Some(rank + 1);
         hits[i].why.text_bm25 = Some(scores[i] as f32);

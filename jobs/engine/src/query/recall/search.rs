@@ -389,9 +389,19 @@ impl Recall {
             retention: self.config.retention_weight,
             ..TurnWeights::default()
         };
+        // misspelled question words, read as the user's words they were likely meant to be
+        let respelled = words.as_deref().map_or_else(Vec::new, |words| {
+            super::respelling::respell(
+                query,
+                words,
+                |w| self.embedder.knows_word(w),
+                super::bm25::analyse,
+            )
+        });
         let in_process = words.as_deref().map(|words| InProcessText {
             words,
             expansion: &expansion,
+            respelled: &respelled,
         });
         let asked = as_of.unwrap_or_else(chrono::Utc::now);
         Ok(rank_turns(

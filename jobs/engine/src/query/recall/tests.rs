@@ -350,6 +350,7 @@ fn a_turn_is_lifted_by_its_reply_and_by_the_speaker_the_question_names() {
     let in_process = InProcessText {
         words: &words,
         expansion: &[],
+        respelled: &[],
     };
     let hits = rank_turns(
         gathered,
@@ -365,6 +366,64 @@ fn a_turn_is_lifted_by_its_reply_and_by_the_speaker_the_question_names() {
     assert!(hits[1..].iter().all(|h| h.why.text_bm25.is_none()));
     let score_of = |id: &str| hits.iter().find(|h| h.id == id).unwrap().score;
     assert!(score_of("c1") > score_of("m1"));
+}
+
+#[test]
+fn a_misspelled_question_word_scores_as_the_word_it_was_read_as() {
+    use super::respelling::respell;
+    let rows = [
+        row(
+            "a",
+            "Maria: The shelter fundraiser is on Saturday, a bake sale and a raffle.",
+        ),
+        row("b", "Maria: I volunteer at the shelter every week."),
+        row("c", "John: Planning a trip to the shelter's open day."),
+    ];
+    let rank = |respelled: &[super::respelling::Respelling]| {
+        let hits: Vec<EpisodeHit> = rows
+            .iter()
+            .map(|r| EpisodeHit {
+                episode: r.clone(),
+                score: 0.5,
+            })
+            .collect();
+        let gathered = gather_candidates(hits, Vec::new(), Vec::new(), Vec::new(), Vec::new(), &[]);
+        let words = analysed(&gathered);
+        let in_process = InProcessText {
+            words: &words,
+            expansion: &[],
+            respelled,
+        };
+        rank_turns(
+            gathered,
+            "What happens at the funraiser?",
+            asked(),
+            Some(in_process),
+            |_| (None, None),
+            &TurnWeights::default(),
+        )
+    };
+    // as typed, no word of the question is in a turn
+    let typed = rank(&[]);
+    assert!(typed.iter().all(|h| h.why.text_bm25.is_none()));
+    // read as "fundraiser", the word the user's turns use
+    let words: Vec<Vec<String>> = rows.iter().map(|r| bm25::analyse(&r.content)).collect();
+    let respelled = respell(
+        "What happens at the funraiser?",
+        &words,
+        |_| false,
+        bm25::analyse,
+    );
+    assert_eq!(respelled.len(), 1);
+    assert_eq!(respelled[0].meant, "fundrais");
+    let read = rank(&respelled);
+    assert_eq!(
+        read[0].id,
+        "a",
+        "{:?}",
+        read.iter().map(|h| &h.id).collect::<Vec<_>>()
+    );
+    assert_eq!(read[0].why.text_rank, Some(1));
 }
 
 #[test]
@@ -422,6 +481,7 @@ fn in_process_graph_scores_are_bm25_of_the_expansion_entities_among_the_turns() 
     let in_process = InProcessText {
         words: &words,
         expansion: &expansion,
+        respelled: &[],
     };
     let ranked = rank_turns(
         gathered,

@@ -1,0 +1,232 @@
+//! Question words a user misspelled, read as the word of their memory they most likely meant.
+//!
+//! People type questions fast: "What fields would Caroline pursue in her educaton?", "the pride
+//! fesetival", "the shelter funraiser". A misspelled word matches no turn, so the full-text score
+//! loses the one word that named the subject. A word is taken as misspelled only when it is
+//! neither a word of the user's turns nor a whole word of the embedding model's vocabulary (a
+//! word English text uses often enough to have its own token): then the words one edit away
+//! (a letter deleted, inserted, replaced, or two neighbours swapped) that the user's turns use
+//! stand for it, the most used first. A real word the user never said ("house" when they said
+//! "horse") is never changed, nor a short one (under five letters, where one edit reaches too
+//! many words), nor a name or number.
+
+use std::collections::HashMap;
+
+/// Words shorter than this are left as typed.
+const MIN_LETTERS: usize = 5;
+
+/// What a question's misspelled word was read as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Respelling {
+    /// The word as the question has it, lower-cased.
+    pub asked: String,
+    /// The analysed term of the user's turns it was read as ([`super::bm25::analyse`]).
+    pub meant: String,
+}
+
+/// The question's misspelled words and what each was read as. `terms` are the analysed words
+/// of every turn of the user ([`super::bm25::analyse`]); `known_word` says whether a lower-case
+/// word is a word of the language (the embedding model's vocabulary); `analyse` is the
+/// analyser the terms were made with. A word is misspelled when it has at least
+/// [`MIN_LETTERS`] ASCII letters and nothing else, is not `known_word`, and its analysed form
+/// is not among `terms`; it is read as the term, among the analysed forms of the words one
+/// edit away (optimal string alignment distance 1), that the most turns' words hold (ties: the
+/// smaller term); with none, it is left out. A stop word is never respelled.
+pub fn respell<D: AsRef<[String]>>(
+    question: &str,
+    terms: &[D],
+    known_word: impl Fn(&str) -> bool,
+    analyse: impl Fn(&str) -> Vec<String>,
+) -> Vec<Respelling> {
+    let asked: Vec<String> = {
+        let mut words: Vec<String> = question
+            .to_lowercase()
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.len() >= MIN_LETTERS && w.bytes().all(|b| b.is_ascii_lowercase()))
+            .filter(|w| !known_word(w))
+            .map(str::to_string)
+            .collect();
+        words.sort_unstable();
+        words.dedup();
+        words
+    };
+    if asked.is_empty() {
+        return Vec::new();
+    }
+    let mut used: HashMap<&str, usize> = HashMap::new();
+    for turn in terms {
+        for term in turn.as_ref() {
+            *used.entry(term.as_str()).or_default() += 1;
+        }
+    }
+    let mut out = Vec::new();
+    for word in asked {
+        let analysed = analyse(&word);
+        if analysed.is_empty() || analysed.iter().any(|t| used.contains_key(t.as_str())) {
+            continue;
+        }
+        let best = one_edit_away(&word)
+            .into_iter()
+            .filter_map(|edit| {
+                let term = analyse(&edit).into_iter().next()?;
+                let n = *used.get(term.as_str())?;
+                Some((n, term))
+            })
+            .max_by(|(n, a), (m, b)| n.cmp(m).then(b.cmp(a)));
+        if let Some((_, meant)) = best {
+            out.push(Respelling { asked: word, meant });
+        }
+    }
+    out
+}
+
+/// Every distinct ASCII lower-case word one edit from `word` (a letter deleted, inserted or
+/// replaced, or two neighbouring letters swapped), `word` itself excluded.
+fn one_edit_away(word: &str) -> Vec<String> {
+    let letters: Vec<u8> = word.bytes().collect();
+    let mut out: Vec<Vec<u8>> = Vec::with_capacity(54 * letters.len() + 26);
+    for i in 0..letters.len() {
+        let mut deleted = letters.clone();
+        deleted.remove(i);
+        out.push(deleted);
+        if i + 1 < letters.len() {
+            let mut swapped = letters.clone();
+            swapped.swap(i, i + 1);
+            out.push(swapped);
+        }
+        for c in b'a'..=b'z' {
+            let mut replaced = letters.clone();
+            replaced[i] = c;
+            out.push(replaced);
+        }
+    }
+    for i in 0..=letters.len() {
+        for c in b'a'..=b'z' {
+            let mut inserted = letters.clone();
+            inserted.insert(i, c);
+            out.push(inserted);
+        }
+    }
+    let mut words: Vec<String> = out
+        .into_iter()
+        .filter(|w| w.as_slice() != letters.as_slice())
+        .map(|w| String::from_utf8(w).expect("ASCII letters"))
+        .collect();
+    words.sort_unstable();
+    words.dedup();
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::bm25::analyse;
+    use super::*;
+
+    fn turns(texts: &[&str]) -> Vec<Vec<String>> {
+        texts.iter().map(|t| analyse(t)).collect()
+    }
+
+    /// A small dictionary standing in for the model's vocabulary.
+    fn known(word: &str) -> bool {
+        [
+            "fields",
+            "would",
+            "caroline",
+            "likely",
+            "pursue",
+            "education",
+            "house",
+            "where",
+            "festival",
+            "pride",
+            "melanie",
+        ]
+        .contains(&word)
+    }
+
+    #[test]
+    fn a_misspelled_word_is_read_as_the_users_word_one_edit_away() {
+        let memory = turns(&[
+            "Caroline: Gonna continue my education and check out career options.",
+            "Melanie: We went to the pride festival last weekend!",
+            "Caroline: The fundraiser for the shelter raised $2,000.",
+        ]);
+        let got = respell(
+            "What fields would Caroline pursue in her educaton? And the fesetival, the funraiser?",
+            &memory,
+            known,
+            analyse,
+        );
+        let read: Vec<(&str, &str)> = got
+            .iter()
+            .map(|r| (r.asked.as_str(), r.meant.as_str()))
+            .collect();
+        // deletion, insertion and insertion; the meant terms are the turns' analysed words
+        assert_eq!(
+            read,
+            [
+                ("educaton", "educ"),
+                ("fesetival", "festiv"),
+                ("funraiser", "fundrais")
+            ]
+        );
+    }
+
+    #[test]
+    fn a_swap_of_neighbouring_letters_is_one_edit() {
+        let memory = turns(&["Melanie: my daughter loves painting"]);
+        let got = respell("what does her duaghter love?", &memory, known, analyse);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].meant, "daughter");
+    }
+
+    #[test]
+    fn real_words_short_words_names_and_used_words_are_left_alone() {
+        let memory = turns(&["I ride my horse every day", "Kyoto in 2023, with Jo"]);
+        // "house" is a known word: never turned into "horse"
+        assert!(respell("where is my house", &memory, known, analyse).is_empty());
+        // "kyot" is too short; "2024" is not letters; "rides" is the user's ("ride")
+        assert!(respell("kyot 2024 rides", &memory, |_| false, analyse).is_empty());
+        // a word with nothing one edit away in the memory
+        assert!(respell("vivaldi", &memory, |_| false, analyse).is_empty());
+    }
+
+    #[test]
+    fn the_most_used_word_wins_and_ties_take_the_smaller_term() {
+        let memory = turns(&[
+            "the lake was calm",
+            "cakes for the party",
+            "more cakes",
+            "lake again",
+        ]);
+        // "caeks": "cakes" is one swap away
+        assert_eq!(
+            respell("caeks", &memory, |_| false, analyse)[0].meant,
+            "cake"
+        );
+        // "lcake" is one edit from "cake" and from "lake", each used twice: the smaller wins
+        assert_eq!(
+            respell("lcake", &memory, |_| false, analyse)[0].meant,
+            "cake"
+        );
+        let memory = turns(&["the lake was calm", "lake again", "lake once more", "cakes"]);
+        let got = respell("lcake", &memory, |_| false, analyse);
+        assert_eq!(got[0].meant, "lake", "used three times against once");
+    }
+
+    #[test]
+    fn the_edits_are_every_single_edit_once() {
+        let edits = one_edit_away("ab");
+        // deletions "a" "b"; swap "ba"; replacements 2·25; insertions 3·26, less duplicates
+        for w in ["a", "b", "ba", "bb", "aa", "zb", "az", "cab", "acb", "abc"] {
+            assert!(edits.contains(&w.to_string()), "{w}");
+        }
+        assert!(!edits.contains(&"ab".to_string()));
+        let mut sorted = edits.clone();
+        sorted.dedup();
+        assert_eq!(sorted.len(), edits.len());
+        // |{deletions}| 2 + swap 1 + replacements 50 + insertions 78 − duplicates: "aab"
+        // (insert a at 0 or 1), "abb" (at 1 or 2) → 129
+        assert_eq!(edits.len(), 129);
+    }
+}
