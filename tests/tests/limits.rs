@@ -316,3 +316,87 @@ fn dashboard_streams_beyond_the_caps_get_429_and_a_closed_stream_frees_its_place
     };
     drop(reopened);
 }
+
+/// Threads the process runs now (Linux: its `/proc` task entries).
+fn threads_of(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// The most threads the server ran while `burst` many clients each sent `each` recalls at once
+/// (every query a text of its own: each one is embedded on the blocking pool), over the threads
+/// it ran before.
+fn threads_added_by_a_burst(blocking_threads: &str, burst: usize, each: usize) -> usize {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with_env(
+        dir.path(),
+        &[],
+        &[("ENGRAM_BLOCKING_THREADS", blocking_threads)],
+    );
+    let events: Vec<Value> = (0..20)
+        .map(|i| {
+            interaction(
+                "acme",
+                "ann",
+                &format!("e{i}"),
+                "s1",
+                i,
+                &format!("Day {i}: walked the dog by the river and cooked dinner number {i}."),
+            )
+        })
+        .collect();
+    let (status, body) = server.post("/v1/events", &Value::Array(events));
+    assert_eq!(status, 200, "{body}");
+    server.wait_caught_up(Duration::from_secs(60));
+    server.recall("acme", "ann", "warm-up", 5);
+    let before = threads_of(server.pid());
+    let most = std::sync::atomic::AtomicUsize::new(before);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                most.fetch_max(
+                    threads_of(server.pid()),
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        let clients: Vec<_> = (0..burst)
+            .map(|c| {
+                let server = &server;
+                s.spawn(move || {
+                    for r in 0..each {
+                        let hits = server.recall(
+                            "acme",
+                            "ann",
+                            &format!("what did I cook on day {c} {r}?"),
+                            5,
+                        );
+                        assert!(hits["results"].as_array().is_some_and(|r| !r.is_empty()));
+                    }
+                })
+            })
+            .collect();
+        for c in clients {
+            c.join().unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    most.into_inner() - before
+}
+
+/// A burst of concurrent requests grows the server's blocking pool (embedding calls, Lance's
+/// file reads) to at most `blocking_threads`: with tokio's default of 512 the same burst adds
+/// threads by the dozen, and each idle thread kept memory (the soak's server grew about 1 GiB
+/// a minute).
+#[test]
+fn a_burst_of_recalls_grows_the_blocking_pool_only_to_its_cap() {
+    let capped = threads_added_by_a_burst("4", 48, 3);
+    assert!(capped <= 4, "{capped} threads added with a cap of 4");
+    // the same burst against the uncapped pool: it is concurrent enough to need more threads
+    let uncapped = threads_added_by_a_burst("512", 48, 3);
+    eprintln!("threads added: capped {capped}, uncapped {uncapped}");
+    assert!(uncapped > 4, "only {uncapped} threads added without a cap");
+}

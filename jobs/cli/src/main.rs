@@ -254,7 +254,7 @@ fn main() -> anyhow::Result<()> {
         Command::Bench(bench) => bench_command(config, bench),
         Command::Mcp { url, api_key } => {
             let url = url.unwrap_or_else(|| mcp_stdio::default_url(config.http_addr));
-            runtime()?.block_on(mcp_stdio::run(&url, api_key))
+            runtime_with(config.blocking_threads)?.block_on(mcp_stdio::run(&url, api_key))
         }
         Command::Produce {
             files,
@@ -268,11 +268,13 @@ fn main() -> anyhow::Result<()> {
                 !config.kafka.brokers.is_empty(),
                 "no Kafka brokers: pass --brokers or set ENGRAM_KAFKA_BROKERS"
             );
-            let report = runtime()?.block_on(engram_engine::ingest::kafka::produce_files(
-                &config.kafka,
-                &files,
-                invalid_to.as_deref(),
-            ))?;
+            let report = runtime_with(config.blocking_threads)?.block_on(
+                engram_engine::ingest::kafka::produce_files(
+                    &config.kafka,
+                    &files,
+                    invalid_to.as_deref(),
+                ),
+            )?;
             println!("{}", serde_json::to_string(&report)?);
             Ok(())
         }
@@ -293,7 +295,7 @@ fn main() -> anyhow::Result<()> {
             config.demo = false;
             // a replay decays memories by the events' own time, so it is deterministic
             config.clock = engram_dataflows::EngineClock::Events;
-            runtime()?.block_on(replay(
+            runtime_with(config.blocking_threads)?.block_on(replay(
                 config,
                 engram_engine::replay::ReplayOptions {
                     files,
@@ -326,7 +328,7 @@ fn main() -> anyhow::Result<()> {
             if no_demo {
                 config.demo = false;
             }
-            runtime()?.block_on(serve(config))
+            runtime_with(config.blocking_threads)?.block_on(serve(config))
         }
     }
 }
@@ -405,7 +407,7 @@ fn bench_command(config: Config, bench: BenchCommand) -> anyhow::Result<()> {
             llm_model,
             answers,
             context_chars,
-        } => runtime()?.block_on(engram_engine::longmemeval::run(
+        } => runtime_with(config.blocking_threads)?.block_on(engram_engine::longmemeval::run(
             config,
             engram_engine::longmemeval::BenchOptions {
                 data,
@@ -421,17 +423,19 @@ fn bench_command(config: Config, bench: BenchCommand) -> anyhow::Result<()> {
                 }),
             },
         )),
-        BenchCommand::Locomo { data, json, dump } => {
-            runtime()?.block_on(engram_engine::locomo::run(
+        BenchCommand::Locomo { data, json, dump } => runtime_with(config.blocking_threads)?
+            .block_on(engram_engine::locomo::run(
                 config,
                 engram_engine::locomo::BenchOptions { data, json, dump },
-            ))
-        }
+            )),
     }
 }
 
-fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+/// A multi-threaded runtime whose blocking pool keeps at most `blocking_threads` threads
+/// (`Config::blocking_threads`: with tokio's 512 an idle pool held on to memory).
+fn runtime_with(blocking_threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
+        .max_blocking_threads(blocking_threads)
         .enable_all()
         .build()
 }

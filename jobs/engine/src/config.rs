@@ -17,6 +17,12 @@ pub struct Config {
     pub http_addr: SocketAddr,
     /// Timely workers.
     pub workers: usize,
+    /// Most threads the server's blocking pool keeps (Lance's file reads, the embedder's calls,
+    /// event appends). Tokio's default, 512, let the pool grow to hundreds of mostly idle threads
+    /// under a mixed load, and memory the allocator had handed to an idle thread stayed with it:
+    /// the soak's server grew about 1 GiB a minute. With 32 it stays flat and no route is slower
+    /// (docs/benchmarks.md, the soak).
+    pub blocking_threads: usize,
     /// Folder the set-up script fills with the ONNX Runtime library, model and tokenizer.
     pub models_dir: PathBuf,
     /// Explicit embedder paths; when absent they are derived from `models_dir`.
@@ -418,6 +424,7 @@ impl Default for Config {
             data_dir: PathBuf::from("data"),
             http_addr: "127.0.0.1:8687".parse().unwrap(),
             workers: 1,
+            blocking_threads: 32,
             models_dir: default_models_dir(),
             embedder: None,
             demo: true,
@@ -477,6 +484,12 @@ impl Config {
     /// Values the types alone do not rule out.
     pub fn check(&self) -> Result<(), ConfigError> {
         use engram_operators::math::mark::MrsWeights;
+        if self.blocking_threads == 0 {
+            return Err(ConfigError::Invalid {
+                key: "blocking_threads",
+                reason: "the blocking pool needs at least 1 thread".into(),
+            });
+        }
         if MrsWeights::preset(&self.recall.mrs_weights).is_none() {
             let names: Vec<&str> = MrsWeights::PRESETS.iter().map(|(n, _)| *n).collect();
             return Err(ConfigError::Invalid {
@@ -556,6 +569,9 @@ impl Config {
         }
         if let Some(v) = get("ENGRAM_WORKERS") {
             self.workers = parse("ENGRAM_WORKERS", v)?;
+        }
+        if let Some(v) = get("ENGRAM_BLOCKING_THREADS") {
+            self.blocking_threads = parse("ENGRAM_BLOCKING_THREADS", v)?;
         }
         if let Some(v) = get("ENGRAM_MODELS_DIR") {
             self.models_dir = v.into();

@@ -57,6 +57,7 @@ const KEYS: &[KeyDoc] = &[
     key("data_dir", Some("ENGRAM_DATA_DIR"), "the data folder: the event log (`log/`), reject log, audit log, tenants and Lance datasets (`lance/`); `serve --data-dir`"),
     key("http_addr", Some("ENGRAM_HTTP_ADDR"), "HTTP listen address (port 0 picks one); `serve --http-addr`"),
     key("workers", Some("ENGRAM_WORKERS"), "timely worker threads; users are sharded across them; `serve --workers`"),
+    key("blocking_threads", Some("ENGRAM_BLOCKING_THREADS"), "most threads of the blocking pool (file reads, embedding calls, appends), at least 1; more let memory an idle thread holds pile up"),
     KeyDoc {
         default_text: Some("`\"~/.cache/engram/models\"`"),
         ..key("models_dir", Some("ENGRAM_MODELS_DIR"), "what the set-up scripts install: the embedding model, ONNX Runtime, the Qwen3 tokenizer (`qwen3/`)")

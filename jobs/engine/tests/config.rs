@@ -137,3 +137,22 @@ fn fusion_weights_are_weights() {
         assert!(err.contains("fusion.screen"), "{err}");
     }
 }
+
+#[test]
+fn the_blocking_pool_is_bounded_and_needs_a_thread() {
+    let mut cfg = Config::default();
+    assert_eq!(cfg.blocking_threads, 32);
+    cfg.apply_env(|k| (k == "ENGRAM_BLOCKING_THREADS").then(|| "8".to_string()))
+        .unwrap();
+    assert_eq!(cfg.blocking_threads, 8);
+    assert!(cfg.check().is_ok());
+    cfg.blocking_threads = 0;
+    assert!(cfg
+        .check()
+        .unwrap_err()
+        .to_string()
+        .contains("blocking_threads"));
+    assert!(cfg
+        .apply_env(|k| (k == "ENGRAM_BLOCKING_THREADS").then(|| "many".to_string()))
+        .is_err());
+}
