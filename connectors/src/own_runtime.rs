@@ -4,13 +4,20 @@
 
 use std::future::Future;
 
+/// One caller at a time drives such a runtime; tokio's default of 512 blocking threads would
+/// let a burst of reads leave dozens of idle threads holding memory (as the server's pool did:
+/// `Config::blocking_threads`).
+pub const BLOCKING_THREADS: usize = 4;
+
 pub struct OwnRuntime(Option<tokio::runtime::Runtime>);
 
 impl OwnRuntime {
-    /// A runtime with one worker thread named `name`.
+    /// A runtime with one worker thread named `name`, and a blocking pool (Lance's file reads)
+    /// of at most [`BLOCKING_THREADS`].
     pub fn new(name: &str) -> std::io::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
+            .max_blocking_threads(BLOCKING_THREADS)
             .thread_name(name)
             .enable_all()
             .build()?;
