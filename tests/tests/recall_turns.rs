@@ -1,6 +1,6 @@
 //! Recall over a transcript of two people (every turn "Name: …"), through `POST /v1/recall`:
 //! the answer in a reply, the speaker a question names, a calendar day, a relative time read
-//! from `as_of`, a counting question.
+//! from `as_of`, a counting question, a misspelled word.
 
 use engram_tests::Server;
 use serde_json::{json, Value};
@@ -234,4 +234,23 @@ fn a_transcript_is_recalled_by_speaker_reply_day_and_session() {
             .entry(chosen["session"].as_str().unwrap())
             .or_default() += 1;
     }
+
+    // A misspelled question word is read as the user's word one edit away: "beagel" is in no
+    // turn and no word of the model's vocabulary, "beagle" is in Melanie's turn, so that turn
+    // is the full-text search's first (the other words are stop words: without the respelling
+    // no turn would have a BM25 score).
+    let answer = server.recall("acme", "conv", "Who has a beagel?", 5);
+    let results = answer["results"].as_array().unwrap();
+    let beagle = results
+        .iter()
+        .find(|r| r["event_id"] == "d2:3")
+        .unwrap_or_else(|| panic!("the beagle turn is missing: {answer}"));
+    assert_eq!(beagle["why"]["text_rank"], 1, "{answer}");
+    assert!(
+        results
+            .iter()
+            .filter(|r| r["event_id"] != "d2:3")
+            .all(|r| r["why"]["text_bm25"].is_null()),
+        "{answer}"
+    );
 }

@@ -20,8 +20,8 @@ pub struct Config {
     /// Most threads the server's blocking pool keeps (Lance's file reads, the embedder's calls,
     /// event appends). Tokio's default, 512, let the pool grow to hundreds of mostly idle threads
     /// under a mixed load, and memory the allocator had handed to an idle thread stayed with it:
-    /// the soak's server grew about 1 GiB a minute. With 32 it stays flat and no route is slower
-    /// (docs/benchmarks.md, the soak).
+    /// the soak's server reached 5.4 GiB in ten minutes, against 1.1 GiB with 32, at similar
+    /// latencies (docs/benchmarks.md, the soak).
     pub blocking_threads: usize,
     /// Folder the set-up script fills with the ONNX Runtime library, model and tokenizer.
     pub models_dir: PathBuf,

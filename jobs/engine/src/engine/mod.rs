@@ -378,10 +378,19 @@ impl Engine {
         self.closing.subscribe()
     }
 
-    /// [`Engine::shutdown`] from async code (it blocks while the threads finish).
+    /// [`Engine::shutdown`] from async code (it blocks while the threads finish), on a thread
+    /// of its own: the writer and archiver it joins need the blocking pool for their last
+    /// Lance commits, which a pool of one thread held by this wait could never give them.
     pub async fn stop(self: &Arc<Self>) -> anyhow::Result<()> {
         let engine = self.clone();
-        tokio::task::spawn_blocking(move || engine.shutdown()).await?;
+        let (done, finished) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("engram-shutdown".into())
+            .spawn(move || {
+                engine.shutdown();
+                let _ = done.send(());
+            })?;
+        finished.await?;
         Ok(())
     }
 

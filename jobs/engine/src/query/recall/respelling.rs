@@ -4,16 +4,23 @@
 //! fesetival", "the shelter funraiser". A misspelled word matches no turn, so the full-text score
 //! loses the one word that named the subject. A word is taken as misspelled only when it is
 //! neither a word of the user's turns nor a whole word of the embedding model's vocabulary (a
-//! word English text uses often enough to have its own token): then the words one edit away
+//! word English text uses often enough to have its own token): then the word one edit away
 //! (a letter deleted, inserted, replaced, or two neighbours swapped) that the user's turns use
-//! stand for it, the most used first. A real word the user never said ("house" when they said
-//! "horse") is never changed, nor a short one (under five letters, where one edit reaches too
-//! many words), nor a name or number.
+//! most stands for it. A real word the user never said ("house" when they said "horse") is
+//! never changed, nor a short one (under five letters, where one edit reaches too many words),
+//! nor a number; a rare name is a word like any other ("Carolin" is read as the user's
+//! "Caroline"). The work is bounded: at most [`MAX_RESPELLED`] words of at most
+//! [`MAX_LETTERS`] letters, about 1,350 candidate words each.
 
 use std::collections::HashMap;
 
 /// Words shorter than this are left as typed.
 const MIN_LETTERS: usize = 5;
+/// Longer words are left as typed (no English word a person types is longer, and the
+/// candidates grow with the length).
+const MAX_LETTERS: usize = 24;
+/// Question words respelled at most (the first ones, in alphabetical order).
+const MAX_RESPELLED: usize = 8;
 
 /// What a question's misspelled word was read as.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,11 +34,13 @@ pub struct Respelling {
 /// The question's misspelled words and what each was read as. `terms` are the analysed words
 /// of every turn of the user ([`super::bm25::analyse`]); `known_word` says whether a lower-case
 /// word is a word of the language (the embedding model's vocabulary); `analyse` is the
-/// analyser the terms were made with. A word is misspelled when it has at least
-/// [`MIN_LETTERS`] ASCII letters and nothing else, is not `known_word`, and its analysed form
+/// analyser the terms were made with. A word is misspelled when it has [`MIN_LETTERS`] to
+/// [`MAX_LETTERS`] ASCII letters and nothing else, is not `known_word`, and its analysed form
 /// is not among `terms`; it is read as the term, among the analysed forms of the words one
-/// edit away (optimal string alignment distance 1), that the most turns' words hold (ties: the
-/// smaller term); with none, it is left out. A stop word is never respelled.
+/// edit away (optimal string alignment distance 1), that occurs most often in `terms` (ties:
+/// the smaller term); with none, it is left out. A stop word is never respelled. The distinct
+/// misspelled words are taken in alphabetical order, at most [`MAX_RESPELLED`] of them, and
+/// the answer is in that order. Without `terms`, nothing is respelled.
 pub fn respell<D: AsRef<[String]>>(
     question: &str,
     terms: &[D],
@@ -42,15 +51,17 @@ pub fn respell<D: AsRef<[String]>>(
         let mut words: Vec<String> = question
             .to_lowercase()
             .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| w.len() >= MIN_LETTERS && w.bytes().all(|b| b.is_ascii_lowercase()))
+            .filter(|w| (MIN_LETTERS..=MAX_LETTERS).contains(&w.len()))
+            .filter(|w| w.bytes().all(|b| b.is_ascii_lowercase()))
             .filter(|w| !known_word(w))
             .map(str::to_string)
             .collect();
         words.sort_unstable();
         words.dedup();
+        words.truncate(MAX_RESPELLED);
         words
     };
-    if asked.is_empty() {
+    if asked.is_empty() || terms.is_empty() {
         return Vec::new();
     }
     let mut used: HashMap<&str, usize> = HashMap::new();
@@ -212,6 +223,26 @@ mod tests {
         let memory = turns(&["the lake was calm", "lake again", "lake once more", "cakes"]);
         let got = respell("lcake", &memory, |_| false, analyse);
         assert_eq!(got[0].meant, "lake", "used three times against once");
+    }
+
+    #[test]
+    fn long_words_many_words_and_an_empty_memory_are_bounded() {
+        let memory = turns(&["we planned the fundraiser and the festival"]);
+        // 25 letters: left as typed, though one edit from nothing the user said anyway
+        let long = format!("fundraiser{}", "x".repeat(15));
+        assert!(respell(&long, &memory, |_| false, analyse).is_empty());
+        // a hostile question of many misspellings: only the first eight (alphabetically)
+        let many: Vec<String> = (0..2000)
+            .map(|i| format!("funraiser{}", char::from(b'a' + (i % 26) as u8)))
+            .chain(["aaaa funraiser fesetival".to_string()])
+            .collect();
+        let got = respell(&many.join(" "), &memory, |_| false, analyse);
+        assert!(got.len() <= MAX_RESPELLED);
+        assert_eq!(got[0].asked, "fesetival");
+        assert_eq!(got[0].meant, "festiv");
+        // a user without turns: nothing to read the words as
+        let none: Vec<Vec<String>> = Vec::new();
+        assert!(respell("funraiser", &none, |_| false, analyse).is_empty());
     }
 
     #[test]
