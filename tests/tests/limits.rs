@@ -331,10 +331,16 @@ fn threads_of(pid: u32) -> usize {
         .count()
 }
 
-/// The most threads the server ran while `burst` many clients each sent `each` recalls at once
-/// (every query a text of its own: each one is embedded on the blocking pool), over the threads
-/// it ran before.
-fn threads_added_by_a_burst(blocking_threads: &str, burst: usize, each: usize) -> usize {
+/// The most threads the server ran while `burst` many clients each sent `each` recalls (every
+/// query a text of its own, embedded on the blocking pool) and, `with_events`, as many events
+/// (every `POST /v1/events` is appended and synced on the blocking pool) at once, over the
+/// threads it ran before.
+fn threads_added_by_a_burst(
+    blocking_threads: &str,
+    burst: usize,
+    each: usize,
+    with_events: bool,
+) -> usize {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start_with_env(
         dir.path(),
@@ -375,6 +381,18 @@ fn threads_added_by_a_burst(blocking_threads: &str, burst: usize, each: usize) -
                 let server = &server;
                 s.spawn(move || {
                     for r in 0..each {
+                        if with_events {
+                            let event = interaction(
+                                "acme",
+                                &format!("client{c}"),
+                                &format!("c{c}-{r}"),
+                                "s1",
+                                r as u32,
+                                &format!("Client {c} says: round {r} of the burst."),
+                            );
+                            let (status, body) = server.post("/v1/events", &json!([event]));
+                            assert_eq!(status, 200, "{body}");
+                        }
                         let hits = server.recall(
                             "acme",
                             "ann",
@@ -394,16 +412,26 @@ fn threads_added_by_a_burst(blocking_threads: &str, burst: usize, each: usize) -
     most.into_inner() - before
 }
 
-/// A burst of concurrent requests grows the server's blocking pool (embedding calls, Lance's
-/// file reads) to at most `blocking_threads`: with tokio's default of 512 the same burst adds
-/// threads by the dozen, and each idle thread kept memory (the soak's server reached 5.4 GiB
-/// in ten minutes, against 1.1 GiB with 32).
+/// A burst of concurrent requests grows the server's blocking pool (appends, embedding calls,
+/// Lance's file reads) to at most `blocking_threads`: with tokio's default of 512 the same
+/// burst adds threads by the dozen, and each idle thread kept memory (the soak's server reached
+/// 5.4 GiB in ten minutes, against 1.1 GiB with 32).
 #[test]
-fn a_burst_of_recalls_grows_the_blocking_pool_only_to_its_cap() {
-    let capped = threads_added_by_a_burst("4", 48, 3);
+fn a_burst_of_requests_grows_the_blocking_pool_only_to_its_cap() {
+    let capped = threads_added_by_a_burst("4", 48, 3, true);
     assert!(capped <= 4, "{capped} threads added with a cap of 4");
     // the same burst against the uncapped pool: it is concurrent enough to need more threads
-    let uncapped = threads_added_by_a_burst("512", 48, 3);
+    let uncapped = threads_added_by_a_burst("512", 48, 3, true);
     eprintln!("threads added: capped {capped}, uncapped {uncapped}");
     assert!(uncapped > 4, "only {uncapped} threads added without a cap");
+}
+
+/// Recalls waiting for the embedding model wait their turn without a thread
+/// (`EmbeddingCalls`): 48 clients' recalls at once add a few threads even to an uncapped pool
+/// (they added 46–67 when each waiting call held one).
+#[test]
+fn recalls_waiting_for_the_model_hold_no_thread() {
+    let added = threads_added_by_a_burst("512", 48, 3, false);
+    eprintln!("threads added by recalls alone, uncapped: {added}");
+    assert!(added <= 16, "{added} threads added by 48 clients' recalls");
 }

@@ -79,6 +79,7 @@ async fn main() -> anyhow::Result<()> {
         config: RecallConfig::default(),
         speakers: Default::default(),
         analysed: Default::default(),
+        embedding_calls: Default::default(),
     };
     let qs = questions(queries, users);
     let ask = |user: &str, q: &str| RecallRequest {

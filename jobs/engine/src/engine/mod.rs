@@ -240,6 +240,7 @@ impl Engine {
             config: config.recall.clone(),
             speakers: Default::default(),
             analysed: Default::default(),
+            embedding_calls: Default::default(),
         };
         let engine = Arc::new(Engine {
             ingestor,

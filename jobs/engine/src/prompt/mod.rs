@@ -465,14 +465,7 @@ impl Engine {
         tenant: &str,
         texts: Vec<String>,
     ) -> Result<Vec<f64>, PromptError> {
-        let embedder = self.recall.embedder.clone();
-        let tenant = tenant.to_string();
-        let vectors = tokio::task::spawn_blocking(move || {
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            embedder.embed(&tenant, &refs)
-        })
-        .await
-        .expect("embedding task")?;
+        let vectors = self.recall.embed_texts(tenant, texts).await?;
         let query_vec = &vectors[0];
         Ok(vectors
             .iter()

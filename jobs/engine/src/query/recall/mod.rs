@@ -294,6 +294,22 @@ pub struct Recall {
     pub speakers: speaker_cache::SpeakerCache,
     /// The analysed words of each user's turns, for the in-process BM25.
     pub analysed: analysed_turns::AnalysedTurns,
+    /// Where queries' embedding calls wait their turn ([`Recall::embed_texts`]).
+    pub embedding_calls: EmbeddingCalls,
+}
+
+/// Embedding calls of queries (recall, prompts) in progress at once: the model runs one small
+/// call at a time anyway, and a call waiting for it here waits without holding a thread of the
+/// bounded blocking pool, which Lance's file reads and appends need (`Config::blocking_threads`).
+pub struct EmbeddingCalls(tokio::sync::Semaphore);
+
+/// Calls let through at once: one running on each of the embedder's two model sessions.
+const EMBEDDING_CALLS: usize = 2;
+
+impl Default for EmbeddingCalls {
+    fn default() -> Self {
+        EmbeddingCalls(tokio::sync::Semaphore::new(EMBEDDING_CALLS))
+    }
 }
 
 impl Recall {

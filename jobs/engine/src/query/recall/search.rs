@@ -198,32 +198,44 @@ impl Recall {
                 Ok((vector.clone(), Some(vector)))
             }
             Some(asked) => {
-                let embedder = self.embedder.clone();
-                let texts = [query.to_string(), asked];
-                let tenant = tenant.to_string();
-                let mut vectors = tokio::task::spawn_blocking(move || {
-                    embedder.embed(&tenant, &[texts[0].as_str(), texts[1].as_str()])
-                })
-                .await
-                .expect("embedding task")?;
+                let mut vectors = self
+                    .embed_texts(tenant, vec![query.to_string(), asked])
+                    .await?;
                 let turn_vector = vectors.pop();
                 Ok((vectors.remove(0), turn_vector))
             }
         }
     }
 
-    /// The query's embedding for `tenant` (on a blocking thread: the model runs for
-    /// milliseconds).
+    /// The query's embedding for `tenant` ([`Recall::embed_texts`]).
     pub async fn embed_query(&self, tenant: &str, query: &str) -> Result<Vec<f32>, RecallError> {
+        Ok(self
+            .embed_texts(tenant, vec![query.to_string()])
+            .await?
+            .remove(0))
+    }
+
+    /// The embeddings of `texts` for `tenant`, in order: on a blocking thread (the model runs
+    /// for milliseconds), once one of the [`EmbeddingCalls`] is free.
+    pub async fn embed_texts(
+        &self,
+        tenant: &str,
+        texts: Vec<String>,
+    ) -> Result<Vec<Vec<f32>>, engram_connectors::EmbedderError> {
+        let _turn = self
+            .embedding_calls
+            .0
+            .acquire()
+            .await
+            .expect("the semaphore is never closed");
         let embedder = self.embedder.clone();
-        let text = query.to_string();
         let tenant = tenant.to_string();
-        Ok(
-            tokio::task::spawn_blocking(move || embedder.embed(&tenant, &[text.as_str()]))
-                .await
-                .expect("embedding task")?
-                .remove(0),
-        )
+        tokio::task::spawn_blocking(move || {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            embedder.embed(&tenant, &refs)
+        })
+        .await
+        .expect("embedding task")
     }
 
     /// The user's `depth` turns nearest to `vector` (vector search) and, when passages are kept,
