@@ -7,7 +7,7 @@ use std::future::Future;
 /// Such a runtime serves a few callers (the held events, reads of the events archive); tokio's
 /// default of 512 blocking threads would let a burst of reads leave dozens of idle threads
 /// holding memory, as the server's pool did (`Config::blocking_threads`).
-pub const BLOCKING_THREADS: usize = 4;
+const BLOCKING_THREADS: usize = 4;
 
 pub struct OwnRuntime(Option<tokio::runtime::Runtime>);
 

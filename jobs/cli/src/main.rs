@@ -254,7 +254,7 @@ fn main() -> anyhow::Result<()> {
         Command::Bench(bench) => bench_command(config, bench),
         Command::Mcp { url, api_key } => {
             let url = url.unwrap_or_else(|| mcp_stdio::default_url(config.http_addr));
-            runtime_with(config.blocking_threads)?.block_on(mcp_stdio::run(&url, api_key))
+            runtime(&config)?.block_on(mcp_stdio::run(&url, api_key))
         }
         Command::Produce {
             files,
@@ -268,13 +268,12 @@ fn main() -> anyhow::Result<()> {
                 !config.kafka.brokers.is_empty(),
                 "no Kafka brokers: pass --brokers or set ENGRAM_KAFKA_BROKERS"
             );
-            let report = runtime_with(config.blocking_threads)?.block_on(
-                engram_engine::ingest::kafka::produce_files(
+            let report =
+                runtime(&config)?.block_on(engram_engine::ingest::kafka::produce_files(
                     &config.kafka,
                     &files,
                     invalid_to.as_deref(),
-                ),
-            )?;
+                ))?;
             println!("{}", serde_json::to_string(&report)?);
             Ok(())
         }
@@ -295,7 +294,7 @@ fn main() -> anyhow::Result<()> {
             config.demo = false;
             // a replay decays memories by the events' own time, so it is deterministic
             config.clock = engram_dataflows::EngineClock::Events;
-            runtime_with(config.blocking_threads)?.block_on(replay(
+            runtime(&config)?.block_on(replay(
                 config,
                 engram_engine::replay::ReplayOptions {
                     files,
@@ -328,7 +327,7 @@ fn main() -> anyhow::Result<()> {
             if no_demo {
                 config.demo = false;
             }
-            runtime_with(config.blocking_threads)?.block_on(serve(config))
+            runtime(&config)?.block_on(serve(config))
         }
     }
 }
@@ -407,7 +406,7 @@ fn bench_command(config: Config, bench: BenchCommand) -> anyhow::Result<()> {
             llm_model,
             answers,
             context_chars,
-        } => runtime_with(config.blocking_threads)?.block_on(engram_engine::longmemeval::run(
+        } => runtime(&config)?.block_on(engram_engine::longmemeval::run(
             config,
             engram_engine::longmemeval::BenchOptions {
                 data,
@@ -423,19 +422,20 @@ fn bench_command(config: Config, bench: BenchCommand) -> anyhow::Result<()> {
                 }),
             },
         )),
-        BenchCommand::Locomo { data, json, dump } => runtime_with(config.blocking_threads)?
-            .block_on(engram_engine::locomo::run(
+        BenchCommand::Locomo { data, json, dump } => {
+            runtime(&config)?.block_on(engram_engine::locomo::run(
                 config,
                 engram_engine::locomo::BenchOptions { data, json, dump },
-            )),
+            ))
+        }
     }
 }
 
-/// A multi-threaded runtime whose blocking pool keeps at most `blocking_threads` threads
-/// (`Config::blocking_threads`: with tokio's 512 an idle pool held on to memory).
-fn runtime_with(blocking_threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+/// A multi-threaded runtime whose blocking pool keeps at most `config.blocking_threads` threads
+/// (with tokio's 512 an idle pool held on to memory).
+fn runtime(config: &Config) -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
-        .max_blocking_threads(blocking_threads)
+        .max_blocking_threads(config.blocking_threads)
         .enable_all()
         .build()
 }

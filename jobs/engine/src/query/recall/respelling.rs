@@ -12,6 +12,7 @@
 //! "Caroline"). The work is bounded: at most [`MAX_RESPELLED`] words of at most
 //! [`MAX_LETTERS`] letters, about 1,350 candidate words each.
 
+use super::bm25::analyse;
 use std::collections::HashMap;
 
 /// Words shorter than this are left as typed.
@@ -27,14 +28,13 @@ const MAX_RESPELLED: usize = 8;
 pub struct Respelling {
     /// The word as the question has it, lower-cased.
     pub asked: String,
-    /// The analysed term of the user's turns it was read as ([`super::bm25::analyse`]).
+    /// The analysed term of the user's turns it was read as ([`analyse`]).
     pub meant: String,
 }
 
 /// The question's misspelled words and what each was read as. `terms` are the analysed words
-/// of every turn of the user ([`super::bm25::analyse`]); `known_word` says whether a lower-case
-/// word is a word of the language (the embedding model's vocabulary); `analyse` is the
-/// analyser the terms were made with. A word is misspelled when it has [`MIN_LETTERS`] to
+/// of every turn of the user ([`analyse`]); `known_word` says whether a lower-case word is a
+/// word of the language (the embedding model's vocabulary). A word is misspelled when it has [`MIN_LETTERS`] to
 /// [`MAX_LETTERS`] ASCII letters and nothing else, is not `known_word`, and its analysed form
 /// is not among `terms`; it is read as the term, among the analysed forms of the words one
 /// edit away (optimal string alignment distance 1), that occurs most often in `terms` (ties:
@@ -45,7 +45,6 @@ pub fn respell<D: AsRef<[String]>>(
     question: &str,
     terms: &[D],
     known_word: impl Fn(&str) -> bool,
-    analyse: impl Fn(&str) -> Vec<String>,
 ) -> Vec<Respelling> {
     let asked: Vec<String> = {
         let mut words: Vec<String> = question
@@ -130,7 +129,6 @@ fn one_edit_away(word: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::bm25::analyse;
     use super::*;
 
     fn turns(texts: &[&str]) -> Vec<Vec<String>> {
@@ -166,7 +164,6 @@ mod tests {
             "What fields would Caroline pursue in her educaton? And the fesetival, the funraiser?",
             &memory,
             known,
-            analyse,
         );
         let read: Vec<(&str, &str)> = got
             .iter()
@@ -186,7 +183,7 @@ mod tests {
     #[test]
     fn a_swap_of_neighbouring_letters_is_one_edit() {
         let memory = turns(&["Melanie: my daughter loves painting"]);
-        let got = respell("what does her duaghter love?", &memory, known, analyse);
+        let got = respell("what does her duaghter love?", &memory, known);
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].meant, "daughter");
     }
@@ -195,11 +192,11 @@ mod tests {
     fn real_words_short_words_names_and_used_words_are_left_alone() {
         let memory = turns(&["I ride my horse every day", "Kyoto in 2023, with Jo"]);
         // "house" is a known word: never turned into "horse"
-        assert!(respell("where is my house", &memory, known, analyse).is_empty());
+        assert!(respell("where is my house", &memory, known).is_empty());
         // "kyot" is too short; "2024" is not letters; "rides" is the user's ("ride")
-        assert!(respell("kyot 2024 rides", &memory, |_| false, analyse).is_empty());
+        assert!(respell("kyot 2024 rides", &memory, |_| false).is_empty());
         // a word with nothing one edit away in the memory
-        assert!(respell("vivaldi", &memory, |_| false, analyse).is_empty());
+        assert!(respell("vivaldi", &memory, |_| false).is_empty());
     }
 
     #[test]
@@ -211,17 +208,11 @@ mod tests {
             "lake again",
         ]);
         // "caeks": "cakes" is one swap away
-        assert_eq!(
-            respell("caeks", &memory, |_| false, analyse)[0].meant,
-            "cake"
-        );
+        assert_eq!(respell("caeks", &memory, |_| false)[0].meant, "cake");
         // "lcake" is one edit from "cake" and from "lake", each used twice: the smaller wins
-        assert_eq!(
-            respell("lcake", &memory, |_| false, analyse)[0].meant,
-            "cake"
-        );
+        assert_eq!(respell("lcake", &memory, |_| false)[0].meant, "cake");
         let memory = turns(&["the lake was calm", "lake again", "lake once more", "cakes"]);
-        let got = respell("lcake", &memory, |_| false, analyse);
+        let got = respell("lcake", &memory, |_| false);
         assert_eq!(got[0].meant, "lake", "used three times against once");
     }
 
@@ -230,19 +221,19 @@ mod tests {
         let memory = turns(&["we planned the fundraiser and the festival"]);
         // 25 letters: left as typed, though one edit from nothing the user said anyway
         let long = format!("fundraiser{}", "x".repeat(15));
-        assert!(respell(&long, &memory, |_| false, analyse).is_empty());
+        assert!(respell(&long, &memory, |_| false).is_empty());
         // a hostile question of many misspellings: only the first eight (alphabetically)
         let many: Vec<String> = (0..2000)
             .map(|i| format!("funraiser{}", char::from(b'a' + (i % 26) as u8)))
             .chain(["aaaa funraiser fesetival".to_string()])
             .collect();
-        let got = respell(&many.join(" "), &memory, |_| false, analyse);
+        let got = respell(&many.join(" "), &memory, |_| false);
         assert!(got.len() <= MAX_RESPELLED);
         assert_eq!(got[0].asked, "fesetival");
         assert_eq!(got[0].meant, "festiv");
         // a user without turns: nothing to read the words as
         let none: Vec<Vec<String>> = Vec::new();
-        assert!(respell("funraiser", &none, |_| false, analyse).is_empty());
+        assert!(respell("funraiser", &none, |_| false).is_empty());
     }
 
     #[test]

@@ -403,12 +403,7 @@ impl Recall {
         };
         // misspelled question words, read as the user's words they were likely meant to be
         let respelled = words.as_deref().map_or_else(Vec::new, |words| {
-            super::respelling::respell(
-                query,
-                words,
-                |w| self.embedder.knows_word(w),
-                super::bm25::analyse,
-            )
+            super::respelling::respell(query, words, |w| self.embedder.knows_word(w))
         });
         let in_process = words.as_deref().map(|words| InProcessText {
             words,

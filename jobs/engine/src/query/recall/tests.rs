@@ -408,12 +408,7 @@ fn a_misspelled_question_word_scores_as_the_word_it_was_read_as() {
     assert!(typed.iter().all(|h| h.why.text_bm25.is_none()));
     // read as "fundraiser", the word the user's turns use
     let words: Vec<Vec<String>> = rows.iter().map(|r| bm25::analyse(&r.content)).collect();
-    let respelled = respell(
-        "What happens at the funraiser?",
-        &words,
-        |_| false,
-        bm25::analyse,
-    );
+    let respelled = respell("What happens at the funraiser?", &words, |_| false);
     assert_eq!(respelled.len(), 1);
     assert_eq!(respelled[0].meant, "fundrais");
     let read = rank(&respelled);
