@@ -7,9 +7,12 @@
 use crate::EventTable;
 use engram_schemas::{parse_event, EventKind};
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+/// The client types the engine's consumer loop holds.
+pub use rdkafka::consumer::StreamConsumer;
+use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::message::{Header, Message, OwnedHeaders};
-use rdkafka::producer::{FutureProducer, FutureRecord};
+pub use rdkafka::producer::FutureProducer;
+use rdkafka::producer::FutureRecord;
 use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

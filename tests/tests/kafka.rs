@@ -479,3 +479,88 @@ fn a_backlogged_engram_pauses_its_kafka_partitions_and_loses_nothing() {
     let want: BTreeMap<String, usize> = (0..EVENTS).map(|i| (format!("r{i}"), 1)).collect();
     assert_eq!(stored, want, "every event once");
 }
+
+/// Per-tenant limits on the Kafka route: acme floods its topic with 60 events while its limit is 5
+/// events a second, and globex sends 5 behind them. globex's events are recallable while most of
+/// acme's still wait in the consumer (nothing is refused or sent to the DLQ: there is no one to
+/// answer `429`). A kill -9 while they wait loses none of them (the consumer commits no
+/// partition past its first waiting message), and after the restart, under the same limit, every
+/// event of both tenants is stored exactly once.
+#[test]
+fn a_tenant_flooding_kafka_waits_for_its_limit_while_others_pass_and_nothing_is_lost() {
+    const FLOOD: u32 = 60;
+    let broker = Tansu::start(2);
+    let brokers = broker.brokers.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    engram_tests::create_tenant(&data, "acme");
+    engram_tests::create_tenant(&data, "globex");
+    produce(&brokers, &interactions_file(dir.path(), 0, FLOOD));
+    let globex: Vec<String> = [
+        "I adopted a grey cat called Miso last week.",
+        "Miso hides under the sofa when the doorbell rings.",
+        "The vet said Miso should eat less dry food.",
+        "I'm thinking of getting Miso a scratching post.",
+        "Miso finally sat on my lap yesterday!",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, text)| {
+        interaction("globex", "gina", &format!("g{i}"), "s1", i as u32, text).to_string()
+    })
+    .collect();
+    let globex_file = dir.path().join("globex.jsonl");
+    std::fs::write(&globex_file, globex.join("\n")).unwrap();
+    produce(&brokers, &globex_file);
+    let all = u64::from(FLOOD) + 5;
+
+    let env = [
+        ("ENGRAM_KAFKA_BROKERS", brokers.as_str()),
+        ("ENGRAM_LIMIT_EVENTS_PER_S", "5"),
+        ("ENGRAM_LIMIT_BURST_S", "1"),
+    ];
+    // a short session: after the kill -9 the group gives the partitions to the restarted engram
+    let config = short_session_config(dir.path());
+    let args = ["--config", config.to_str().unwrap()];
+    let server = Server::start_with_env(&data, &args, &env);
+    let start = Instant::now();
+    loop {
+        let found = server.recall("globex", "gina", "What is my cat called?", 10)["results"]
+            .as_array()
+            .map_or(0, Vec::len);
+        if found == 5 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "globex's events never became recallable: {}",
+            server.status()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let log_end = server.status()["log_end"].as_u64().unwrap();
+    let waiting = server.metric("engram_kafka_waiting_messages");
+    assert!(
+        log_end < all && waiting > 0,
+        "acme's flood should still be waiting: log_end {log_end}, waiting {waiting}"
+    );
+    assert!(server.metric("engram_kafka_throttled_total") >= waiting);
+    server.kill9();
+
+    let server = Server::start_with_env(&data, &args, &env);
+    server.wait_for_log_end(all, Duration::from_secs(180));
+    server.wait_caught_up(Duration::from_secs(60));
+    assert!(
+        server.metric("engram_kafka_throttled_total") > 0,
+        "after the restart acme's redelivered flood waits for its limit again"
+    );
+    assert_eq!(server.metric("engram_kafka_waiting_messages"), 0);
+    server.interrupt();
+    let stored = events_in_lance(&data);
+    let want: BTreeMap<String, usize> = (0..FLOOD)
+        .map(|i| format!("r{i}"))
+        .chain((0..5).map(|i| format!("g{i}")))
+        .map(|id| (id, 1))
+        .collect();
+    assert_eq!(stored, want, "every event of both tenants once");
+}

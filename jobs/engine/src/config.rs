@@ -109,9 +109,10 @@ pub struct LimitsConfig {
     /// Requests a second per tenant (every request with a tenant key; admin-key requests are
     /// not limited): beyond, `429` with `Retry-After`.
     pub requests_per_s: u64,
-    /// Events a second per tenant, in `POST /v1/events` bodies (each element of an array).
+    /// Events a second per tenant, in `POST /v1/events` bodies (each element of an array) and
+    /// from Kafka (each message): one budget for both routes.
     pub events_per_s: u64,
-    /// Request body bytes a second per tenant.
+    /// Request body bytes, and Kafka message bytes, a second per tenant.
     pub bytes_per_s: u64,
     /// Each per-tenant bucket holds this many seconds of its rate (the burst a quiet tenant may
     /// send at once; at least one unit).

@@ -23,6 +23,7 @@ pub mod prompt;
 pub mod query;
 pub mod read_model;
 pub mod replay;
+pub mod tenant_limits;
 pub mod tenants;
 
 pub use config::Config;

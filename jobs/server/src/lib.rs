@@ -14,7 +14,6 @@ pub mod request;
 pub mod request_limits;
 pub mod routes;
 pub mod stream_slots;
-pub mod tenant_limits;
 pub mod write_deadline;
 
 use auth::{require_admin_key, require_tenant_key};
@@ -35,6 +34,7 @@ pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
 pub fn router(engine: Arc<Engine>) -> Router {
     let request_limits = Arc::new(request_limits::RequestLimits::from_config(
         &engine.config.limits,
+        engine.tenant_limits.clone(),
         MAX_BODY_BYTES,
     ));
     let tenant_routes = Router::new()

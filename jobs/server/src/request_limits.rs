@@ -1,9 +1,8 @@
-//! The per-tenant limits ([`crate::tenant_limits`]) applied to tenant-key requests, and the
+//! The per-tenant limits ([`engram_engine::tenant_limits`]) applied to tenant-key requests, and the
 //! reading of their bodies with a bound on size and on how long the client may pause.
 
 use crate::auth::AuthTenant;
 use crate::error::{error, too_many_requests};
-use crate::tenant_limits::{events_in_body, Cost, RateLimits, Refusal, TenantLimits};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{header, Method, StatusCode};
@@ -11,13 +10,15 @@ use axum::middleware::Next;
 use axum::response::Response;
 use axum::Extension;
 use engram_engine::config::LimitsConfig;
+use engram_engine::tenant_limits::{Cost, Refusal, TenantLimits};
 use futures::StreamExt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What the tenant-route middleware enforces.
 pub struct RequestLimits {
-    pub tenants: TenantLimits,
+    /// The engine's, shared with the Kafka source: a tenant has one budget whatever the route.
+    pub tenants: Arc<TenantLimits>,
     /// The longest pause between two pieces of a request body (`limits.idle_timeout_s`); `None`:
     /// no bound.
     pub body_idle_timeout: Option<Duration>,
@@ -26,14 +27,13 @@ pub struct RequestLimits {
 }
 
 impl RequestLimits {
-    pub fn from_config(config: &LimitsConfig, max_body_bytes: usize) -> Self {
+    pub fn from_config(
+        config: &LimitsConfig,
+        tenants: Arc<TenantLimits>,
+        max_body_bytes: usize,
+    ) -> Self {
         RequestLimits {
-            tenants: TenantLimits::new(RateLimits {
-                requests_per_s: config.requests_per_s,
-                events_per_s: config.events_per_s,
-                bytes_per_s: config.bytes_per_s,
-                burst_s: config.burst_s,
-            }),
+            tenants,
             body_idle_timeout: (config.idle_timeout_s > 0)
                 .then(|| Duration::from_secs(config.idle_timeout_s)),
             max_body_bytes,
@@ -153,4 +153,47 @@ async fn read_body(
         1 => chunks.pop().expect("one chunk"),
         _ => chunks.concat().into(),
     })
+}
+
+/// How many events a `POST /v1/events` body holds: an array's elements (counted without
+/// building them), else 1. A body that is not JSON counts 1 (it is refused as one).
+pub fn events_in_body(body: &[u8]) -> u64 {
+    struct Elements;
+    impl<'de> serde::de::Visitor<'de> for Elements {
+        type Value = u64;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON array")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<u64, A::Error> {
+            let mut n = 0;
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                n += 1;
+            }
+            Ok(n)
+        }
+    }
+    struct Count(u64);
+    impl<'de> serde::Deserialize<'de> for Count {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_seq(Elements).map(Count)
+        }
+    }
+    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'[') {
+        return 1;
+    }
+    serde_json::from_slice::<Count>(body).map_or(1, |c| c.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_counted_per_array_element() {
+        assert_eq!(events_in_body(br#"{"kind": "interaction"}"#), 1);
+        assert_eq!(events_in_body(br#" [{"a": [1, 2]}, {"b": {}}, 3] "#), 3);
+        assert_eq!(events_in_body(b"[]"), 0);
+        assert_eq!(events_in_body(b"[1, 2,"), 1);
+        assert_eq!(events_in_body(b"not json"), 1);
+    }
 }

@@ -36,6 +36,9 @@ pub struct Engine {
     pub views: Arc<SharedViews>,
     pub recall: Recall,
     pub tenants: Arc<TenantRegistry>,
+    /// Each tenant's rate limits (`[limits]`), one set of buckets for every route: HTTP
+    /// refuses with `429`, Kafka holds the tenant's messages until they are admitted.
+    pub tenant_limits: Arc<crate::tenant_limits::TenantLimits>,
     /// The Qwen3 chat template and tokenizer, or why they could not be loaded (prompts are
     /// then refused with that reason; everything else works).
     pub chat_template: Result<Arc<engram_connectors::chat_template::Qwen3Chat>, String>,
@@ -249,6 +252,9 @@ impl Engine {
             views,
             recall,
             tenants,
+            tenant_limits: Arc::new(crate::tenant_limits::TenantLimits::from_config(
+                &config.limits,
+            )),
             chat_template,
             llm,
             dataflow: Mutex::new(Some(dataflow)),
@@ -279,6 +285,7 @@ impl Engine {
             ingestor: self.ingestor.clone(),
             events: self.events.clone(),
             tenants: self.tenants.clone(),
+            limits: self.tenant_limits.clone(),
         }
     }
 

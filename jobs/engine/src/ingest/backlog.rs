@@ -56,6 +56,10 @@ pub struct Backlog {
     pub kafka_pauses: AtomicU64,
     /// Kafka consumers paused right now.
     pub kafka_paused: AtomicU64,
+    /// Kafka messages that waited for their tenant's limits, since the start, and those waiting
+    /// now ([`super::kafka_throttle`]).
+    pub kafka_throttled: AtomicU64,
+    pub kafka_waiting: AtomicU64,
 }
 
 /// The backlog as `/v1/status` and `/metrics` show it.
@@ -72,6 +76,8 @@ pub struct BacklogStatus {
     pub refused_requests: u64,
     pub kafka_pauses: u64,
     pub kafka_paused: u64,
+    pub kafka_throttled: u64,
+    pub kafka_waiting: u64,
 }
 
 impl Backlog {
@@ -89,6 +95,8 @@ impl Backlog {
             refused_requests: AtomicU64::new(0),
             kafka_pauses: AtomicU64::new(0),
             kafka_paused: AtomicU64::new(0),
+            kafka_throttled: AtomicU64::new(0),
+            kafka_waiting: AtomicU64::new(0),
         }
     }
 
@@ -188,6 +196,8 @@ impl Backlog {
             refused_requests: self.refused_requests.load(Ordering::Relaxed),
             kafka_pauses: self.kafka_pauses.load(Ordering::Relaxed),
             kafka_paused: self.kafka_paused.load(Ordering::Relaxed),
+            kafka_throttled: self.kafka_throttled.load(Ordering::Relaxed),
+            kafka_waiting: self.kafka_waiting.load(Ordering::Relaxed),
         }
     }
 }

@@ -12,9 +12,13 @@
 //! [`engram_connectors::kafka`].
 
 use crate::ingest::backlog::Backlog;
+use crate::ingest::kafka_throttle::{commit_positions, KafkaThrottle, Offered};
 use crate::ingest::{refuse_tenant_scope, Ingestor};
+use crate::tenant_limits::TenantLimits;
 use crate::tenants::TenantRegistry;
-use engram_connectors::kafka::{commit, next_batch, offsets_after, send_to_dlq, wait_in_lance};
+use engram_connectors::kafka::{
+    commit, next_batch, send_to_dlq, wait_in_lance, FutureProducer, Received, StreamConsumer,
+};
 pub use engram_connectors::kafka::{produce_files, KafkaConfig, ProduceReport};
 use engram_connectors::EventTable;
 use engram_schemas::{parse_event, EventKind};
@@ -33,6 +37,8 @@ pub struct KafkaSink {
     /// Offsets are committed once this table holds the events they cover.
     pub events: Arc<EventTable>,
     pub tenants: Arc<TenantRegistry>,
+    /// Each tenant's rate limits, shared with HTTP.
+    pub limits: Arc<TenantLimits>,
 }
 
 /// Consumes the input topics into the ingestor until `stop` is set, with `members` consumers in
@@ -91,7 +97,14 @@ async fn wait_while_backlogged(backlog: &Backlog, stop: &AtomicBool) {
 const TENANT_CONTROL_OFF: &str =
     "the Kafka control topic (unless kafka.allow_tenant_control is set)";
 
-/// One member of the consumer group.
+/// Messages, and payload bytes, a consumer holds back for their tenants' limits before it takes
+/// no more from the broker ([`KafkaThrottle::full`]).
+const MAX_WAITING_MESSAGES: usize = 10_000;
+const MAX_WAITING_BYTES: u64 = 64 << 20;
+
+/// One member of the consumer group: takes batches, holds back the messages of tenants over
+/// their limits ([`kafka_throttle`](super::kafka_throttle)), ingests the rest, and, once what it
+/// ingested is in Lance, commits each partition none of whose messages are held.
 async fn consume(
     member: usize,
     config: KafkaConfig,
@@ -102,73 +115,155 @@ async fn consume(
         ingestor,
         events,
         tenants,
+        limits,
     } = sink;
     let kinds: BTreeMap<String, EventKind> = config.input_topics().into_iter().collect();
     let consumer = config.consumer(member)?;
     let topics: Vec<&str> = kinds.keys().map(String::as_str).collect();
     let dlq = config.producer()?;
     tracing::info!(member, brokers = %config.brokers, group = %config.group_id, ?topics, "kafka consumer started");
+    let backlog = ingestor.backlog().clone();
+    let mut throttle: KafkaThrottle<(Received, Parsed)> = KafkaThrottle::default();
+    // per (topic, partition): the offset after the last message taken, and the last committed
+    let mut consumed: BTreeMap<(String, i32), i64> = BTreeMap::new();
+    let mut committed: BTreeMap<(String, i32), i64> = BTreeMap::new();
     while !stop.load(Ordering::Acquire) {
-        if ingestor.backlog().over_limit() {
-            wait_while_backlogged(ingestor.backlog(), &stop).await;
+        if backlog.over_limit() {
+            wait_while_backlogged(&backlog, &stop).await;
         }
-        let batch = next_batch(&consumer).await;
-        if batch.is_empty() {
+        let batch = if throttle.full(MAX_WAITING_MESSAGES, MAX_WAITING_BYTES) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            Vec::new()
+        } else {
+            next_batch(&consumer).await
+        };
+        if batch.is_empty() && throttle.waiting() == 0 {
             continue;
         }
-        let parsed = batch
-            .iter()
+        for m in &batch {
+            let end = consumed.entry((m.topic.clone(), m.partition)).or_insert(0);
+            *end = (*end).max(m.offset + 1);
+        }
+        let offered = batch
+            .into_iter()
             .map(|m| {
-                parse_event(&m.payload, kinds.get(&m.topic).copied())
+                let parsed = parse_event(&m.payload, kinds.get(&m.topic).copied())
                     .and_then(|event| tenants.known(event))
                     .and_then(|event| match config.allow_tenant_control {
                         true => Ok(event),
                         false => refuse_tenant_scope(event, TENANT_CONTROL_OFF),
-                    })
+                    });
+                Offered {
+                    tenant: parsed.as_ref().ok().map(|e| e.header.tenant.clone()),
+                    bytes: m.payload.len() as u64,
+                    topic: m.topic.clone(),
+                    partition: m.partition,
+                    offset: m.offset,
+                    message: (m, parsed),
+                }
             })
             .collect();
-        let originals: Vec<String> = batch
-            .iter()
-            .map(|m| String::from_utf8_lossy(&m.payload).into_owned())
-            .collect();
-        let ing = ingestor.clone();
-        let report =
-            tokio::task::spawn_blocking(move || ing.ingest_parsed("kafka", parsed, &originals))
-                .await??;
-        let mut all_in_dlq = true;
-        for rejected in &report.rejected {
-            let m = &batch[rejected.index];
-            all_in_dlq &= send_to_dlq(&dlq, &config.dlq_topic(), m, &rejected.error, &stop).await;
-        }
-        if !all_in_dlq {
-            // stopping: without a commit the batch comes again after the restart; its good
-            // events are recognised, its bad ones go to the DLQ then
+        let held_before = throttle.throttled;
+        let passing = throttle.pass(offered, &limits, Instant::now());
+        backlog
+            .kafka_throttled
+            .fetch_add(throttle.throttled - held_before, Ordering::Relaxed);
+        set_waiting(&backlog, member, throttle.waiting());
+        if !passing.is_empty()
+            && !ingest_passing(&ingestor, &events, &dlq, &config, passing, &stop).await?
+        {
+            // stopping: without a commit the messages come again after the restart; the good
+            // ones are recognised, the bad ones go to the DLQ then
             break;
         }
-        // The batch is in the log; commit once it is in the Lance events table too.
-        if !wait_in_lance(&events, report.log_end, &stop).await {
-            break;
-        }
-        // Retry the commit for a while (a short broker outage). If it
-        // does not succeed (a long outage, the partitions moved to another instance, stopping),
-        // the batch is redelivered later and the log recognises its event ids.
-        let give_up = Instant::now() + COMMIT_RETRY;
-        let offsets = offsets_after(&batch);
-        while let Err(err) = commit(&consumer, &offsets).await {
-            if stop.load(Ordering::Acquire) || Instant::now() > give_up {
-                tracing::warn!(%err, "Kafka offsets not committed; the batch will be redelivered and recognised");
-                break;
-            }
-            tracing::warn!(%err, "committing Kafka offsets failed; retrying");
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
+        let offsets = commit_positions(&consumed, &throttle.first_waiting(), &committed);
         tracing::debug!(
-            messages = batch.len(),
-            accepted = report.accepted,
-            duplicates = report.duplicates,
-            rejected = report.rejected.len(),
-            "kafka batch committed"
+            ?offsets,
+            ?consumed,
+            waiting = throttle.waiting(),
+            "kafka commit positions"
         );
+        if !offsets.is_empty() && commit_with_retry(&consumer, &offsets, &stop).await {
+            committed.extend(offsets.into_iter().map(|(t, p, o)| ((t, p), o)));
+        }
     }
+    set_waiting(&backlog, member, 0);
     Ok(())
+}
+
+/// A message as parsed and checked for the ingestor.
+type Parsed = Result<engram_schemas::Event, engram_schemas::EventError>;
+
+/// Each member's held messages, summed into the backlog's gauge.
+fn set_waiting(backlog: &Backlog, member: usize, waiting: usize) {
+    static BY_MEMBER: std::sync::Mutex<BTreeMap<usize, u64>> =
+        std::sync::Mutex::new(BTreeMap::new());
+    let mut by_member = BY_MEMBER.lock().unwrap_or_else(|p| p.into_inner());
+    by_member.insert(member, waiting as u64);
+    backlog
+        .kafka_waiting
+        .store(by_member.values().sum(), Ordering::Relaxed);
+}
+
+/// Ingests `passing`, sends its rejects to the DLQ and waits until the Lance events table holds
+/// what it accepted. `false`: stopping first (nothing may be committed).
+async fn ingest_passing(
+    ingestor: &Arc<Ingestor>,
+    events: &EventTable,
+    dlq: &FutureProducer,
+    config: &KafkaConfig,
+    passing: Vec<(Received, Parsed)>,
+    stop: &AtomicBool,
+) -> anyhow::Result<bool> {
+    let (received, parsed): (Vec<Received>, Vec<Parsed>) = passing.into_iter().unzip();
+    let originals: Vec<String> = received
+        .iter()
+        .map(|m| String::from_utf8_lossy(&m.payload).into_owned())
+        .collect();
+    let ing = ingestor.clone();
+    let report =
+        tokio::task::spawn_blocking(move || ing.ingest_parsed("kafka", parsed, &originals))
+            .await??;
+    for rejected in &report.rejected {
+        let m = &received[rejected.index];
+        if !send_to_dlq(dlq, &config.dlq_topic(), m, &rejected.error, stop).await {
+            return Ok(false);
+        }
+    }
+    // in the log; committed once in the Lance events table too
+    if !wait_in_lance(events, report.log_end, stop).await {
+        return Ok(false);
+    }
+    tracing::debug!(
+        messages = received.len(),
+        accepted = report.accepted,
+        duplicates = report.duplicates,
+        rejected = report.rejected.len(),
+        "kafka messages ingested"
+    );
+    Ok(true)
+}
+
+/// Commits `offsets`, retrying for a while (a short broker outage). `false` when it did not
+/// succeed (a long outage, the partitions moved to another instance, stopping): what it covers
+/// is delivered again later and the log recognises its event ids.
+async fn commit_with_retry(
+    consumer: &Arc<StreamConsumer>,
+    offsets: &[(String, i32, i64)],
+    stop: &AtomicBool,
+) -> bool {
+    let give_up = Instant::now() + COMMIT_RETRY;
+    loop {
+        match commit(consumer, offsets).await {
+            Ok(()) => return true,
+            Err(err) if stop.load(Ordering::Acquire) || Instant::now() > give_up => {
+                tracing::warn!(%err, "Kafka offsets not committed; the messages will be redelivered and recognised");
+                return false;
+            }
+            Err(err) => {
+                tracing::warn!(%err, "committing Kafka offsets failed; retrying");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
 }

@@ -6,6 +6,7 @@
 pub mod backlog;
 pub mod ingestor;
 pub mod kafka;
+pub mod kafka_throttle;
 pub mod log_source;
 pub mod user_offsets;
 

@@ -126,7 +126,11 @@ fn write_backlog_metrics(body: &mut String, b: &engram_engine::ingest::backlog::
          # HELP engram_kafka_pauses_total Times a Kafka consumer paused its partitions for the backlog.\n\
          # TYPE engram_kafka_pauses_total counter\nengram_kafka_pauses_total {}\n\
          # HELP engram_kafka_paused_consumers Kafka consumers paused now.\n\
-         # TYPE engram_kafka_paused_consumers gauge\nengram_kafka_paused_consumers {}\n",
+         # TYPE engram_kafka_paused_consumers gauge\nengram_kafka_paused_consumers {}\n\
+         # HELP engram_kafka_throttled_total Kafka messages that waited for their tenant's rate limits.\n\
+         # TYPE engram_kafka_throttled_total counter\nengram_kafka_throttled_total {}\n\
+         # HELP engram_kafka_waiting_messages Kafka messages waiting for their tenant's rate limits now.\n\
+         # TYPE engram_kafka_waiting_messages gauge\nengram_kafka_waiting_messages {}\n",
         b.events,
         b.oldest_age_seconds,
         b.limit,
@@ -134,6 +138,8 @@ fn write_backlog_metrics(body: &mut String, b: &engram_engine::ingest::backlog::
         b.refused_requests,
         b.kafka_pauses,
         b.kafka_paused,
+        b.kafka_throttled,
+        b.kafka_waiting,
     );
 }
 

@@ -1,6 +1,8 @@
-//! Per-tenant rate limits (`[limits]` in the configuration): requests, events and body bytes per
-//! second, each a token bucket per tenant. A request over any of them is refused whole with
-//! `429` and `Retry-After`, and takes nothing from the others.
+//! Per-tenant rate limits (`[limits]` in the configuration): requests, events and bytes per
+//! second, each a token bucket per tenant, one set of buckets per tenant whatever the route. Over
+//! HTTP a request over any of them is refused whole with `429` and `Retry-After`, and takes
+//! nothing from the others; from Kafka, where nobody can be answered, the tenant's messages wait
+//! in the consumer until the buckets admit them (the Kafka source's throttle).
 //!
 //! Everything here is pure: the caller passes the time, so the tests use known instants.
 
@@ -117,6 +119,16 @@ pub struct TenantLimits {
 }
 
 impl TenantLimits {
+    /// The limits `[limits]` sets.
+    pub fn from_config(config: &crate::config::LimitsConfig) -> Self {
+        TenantLimits::new(RateLimits {
+            requests_per_s: config.requests_per_s,
+            events_per_s: config.events_per_s,
+            bytes_per_s: config.bytes_per_s,
+            burst_s: config.burst_s,
+        })
+    }
+
     pub fn new(limits: RateLimits) -> Self {
         TenantLimits {
             limits,
@@ -192,35 +204,6 @@ impl TenantLimits {
         }
         Ok(())
     }
-}
-
-/// How many events a `POST /v1/events` body holds: an array's elements (counted without
-/// building them), else 1. A body that is not JSON counts 1 (it is refused as one).
-pub fn events_in_body(body: &[u8]) -> u64 {
-    struct Elements;
-    impl<'de> serde::de::Visitor<'de> for Elements {
-        type Value = u64;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a JSON array")
-        }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<u64, A::Error> {
-            let mut n = 0;
-            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
-                n += 1;
-            }
-            Ok(n)
-        }
-    }
-    struct Count(u64);
-    impl<'de> serde::Deserialize<'de> for Count {
-        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            d.deserialize_seq(Elements).map(Count)
-        }
-    }
-    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'[') {
-        return 1;
-    }
-    serde_json::from_slice::<Count>(body).map_or(1, |c| c.0)
 }
 
 #[cfg(test)]
@@ -352,14 +335,5 @@ mod tests {
         for _ in 0..1000 {
             assert!(limits.admit("acme", cost(1, 1000, 1 << 30), t0).is_ok());
         }
-    }
-
-    #[test]
-    fn events_are_counted_per_array_element() {
-        assert_eq!(events_in_body(br#"{"kind": "interaction"}"#), 1);
-        assert_eq!(events_in_body(br#" [{"a": [1, 2]}, {"b": {}}, 3] "#), 3);
-        assert_eq!(events_in_body(b"[]"), 0);
-        assert_eq!(events_in_body(b"[1, 2,"), 1);
-        assert_eq!(events_in_body(b"not json"), 1);
     }
 }
