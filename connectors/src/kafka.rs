@@ -243,6 +243,19 @@ pub struct Received {
     pub payload: Vec<u8>,
 }
 
+/// The `(topic, partition)`s the group gives `consumer` now (none when that cannot be read).
+pub fn assigned(consumer: &StreamConsumer) -> std::collections::BTreeSet<(String, i32)> {
+    consumer
+        .assignment()
+        .map(|list| {
+            list.elements()
+                .iter()
+                .map(|e| (e.topic().to_string(), e.partition()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Up to [`BATCH_MESSAGES`] messages: waits up to a second for the first, then
 /// [`BATCH_WAIT`] for more. Errors (a broker away) are logged and end the batch.
 pub async fn next_batch(consumer: &StreamConsumer) -> Vec<Received> {

@@ -17,7 +17,8 @@ use crate::ingest::{refuse_tenant_scope, Ingestor};
 use crate::tenant_limits::TenantLimits;
 use crate::tenants::TenantRegistry;
 use engram_connectors::kafka::{
-    commit, next_batch, send_to_dlq, wait_in_lance, FutureProducer, Received, StreamConsumer,
+    assigned, commit, next_batch, send_to_dlq, wait_in_lance, FutureProducer, Received,
+    StreamConsumer,
 };
 pub use engram_connectors::kafka::{produce_files, KafkaConfig, ProduceReport};
 use engram_connectors::EventTable;
@@ -124,6 +125,10 @@ async fn consume(
     tracing::info!(member, brokers = %config.brokers, group = %config.group_id, ?topics, "kafka consumer started");
     let backlog = ingestor.backlog().clone();
     let mut throttle: KafkaThrottle<(Received, Parsed)> = KafkaThrottle::default();
+    let mut gauge = WaitingGauge {
+        backlog: &backlog,
+        reported: 0,
+    };
     // per (topic, partition): the offset after the last message taken, and the last committed
     let mut consumed: BTreeMap<(String, i32), i64> = BTreeMap::new();
     let mut committed: BTreeMap<(String, i32), i64> = BTreeMap::new();
@@ -139,6 +144,15 @@ async fn consume(
         };
         if batch.is_empty() && throttle.waiting() == 0 {
             continue;
+        }
+        if throttle.waiting() > 0 {
+            // a rebalance moved partitions away: their waiting messages are the new owner's now
+            // (read again from the last commit, which none of them passed), and so is committing
+            let mine = assigned(&consumer);
+            if throttle.keep_partitions(&mine) > 0 {
+                consumed.retain(|tp, _| mine.contains(tp));
+                committed.retain(|tp, _| mine.contains(tp));
+            }
         }
         for m in &batch {
             let end = consumed.entry((m.topic.clone(), m.partition)).or_insert(0);
@@ -168,7 +182,7 @@ async fn consume(
         backlog
             .kafka_throttled
             .fetch_add(throttle.throttled - held_before, Ordering::Relaxed);
-        set_waiting(&backlog, member, throttle.waiting());
+        gauge.set(throttle.waiting());
         if !passing.is_empty()
             && !ingest_passing(&ingestor, &events, &dlq, &config, passing, &stop).await?
         {
@@ -176,7 +190,7 @@ async fn consume(
             // ones are recognised, the bad ones go to the DLQ then
             break;
         }
-        let offsets = commit_positions(&consumed, &throttle.first_waiting(), &committed);
+        let offsets = commit_positions(&consumed, throttle.waiting_by_partition(), &committed);
         tracing::debug!(
             ?offsets,
             ?consumed,
@@ -187,22 +201,32 @@ async fn consume(
             committed.extend(offsets.into_iter().map(|(t, p, o)| ((t, p), o)));
         }
     }
-    set_waiting(&backlog, member, 0);
     Ok(())
 }
 
 /// A message as parsed and checked for the ingestor.
 type Parsed = Result<engram_schemas::Event, engram_schemas::EventError>;
 
-/// Each member's held messages, summed into the backlog's gauge.
-fn set_waiting(backlog: &Backlog, member: usize, waiting: usize) {
-    static BY_MEMBER: std::sync::Mutex<BTreeMap<usize, u64>> =
-        std::sync::Mutex::new(BTreeMap::new());
-    let mut by_member = BY_MEMBER.lock().unwrap_or_else(|p| p.into_inner());
-    by_member.insert(member, waiting as u64);
-    backlog
-        .kafka_waiting
-        .store(by_member.values().sum(), Ordering::Relaxed);
+/// This member's share of the backlog's `kafka_waiting` gauge, taken back when it ends (however
+/// it ends).
+struct WaitingGauge<'a> {
+    backlog: &'a Backlog,
+    reported: usize,
+}
+
+impl WaitingGauge<'_> {
+    fn set(&mut self, waiting: usize) {
+        let gauge = &self.backlog.kafka_waiting;
+        gauge.fetch_add(waiting as u64, Ordering::Relaxed);
+        gauge.fetch_sub(self.reported as u64, Ordering::Relaxed);
+        self.reported = waiting;
+    }
+}
+
+impl Drop for WaitingGauge<'_> {
+    fn drop(&mut self) {
+        self.set(0);
+    }
 }
 
 /// Ingests `passing`, sends its rejects to the DLQ and waits until the Lance events table holds

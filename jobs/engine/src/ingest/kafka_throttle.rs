@@ -16,7 +16,7 @@
 //! Pure: the caller passes the time and the limits.
 
 use crate::tenant_limits::{Cost, TenantLimits};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Instant;
 
 /// A message offered to the throttle, with what it is charged and where it came from.
@@ -36,6 +36,8 @@ pub struct Offered<M> {
 #[derive(Debug)]
 pub struct KafkaThrottle<M> {
     queues: BTreeMap<String, VecDeque<Offered<M>>>,
+    /// Messages waiting per `(topic, partition)`.
+    partitions: BTreeMap<(String, i32), usize>,
     messages: usize,
     bytes: u64,
     /// Messages that had to wait, since the start.
@@ -46,6 +48,7 @@ impl<M> Default for KafkaThrottle<M> {
     fn default() -> Self {
         KafkaThrottle {
             queues: BTreeMap::new(),
+            partitions: BTreeMap::new(),
             messages: 0,
             bytes: 0,
             throttled: 0,
@@ -74,15 +77,17 @@ impl<M> KafkaThrottle<M> {
             limits.admit(tenant, cost, now).is_ok()
         };
         let mut out = Vec::new();
+        let mut released = Vec::new();
         for queue in self.queues.values_mut() {
             while queue.front().is_some_and(admits) {
-                let o = queue.pop_front().expect("a front");
-                self.messages -= 1;
-                self.bytes -= o.bytes;
-                out.push(o.message);
+                released.push(queue.pop_front().expect("a front"));
             }
         }
         self.queues.retain(|_, q| !q.is_empty());
+        for o in released {
+            self.forget(&o);
+            out.push(o.message);
+        }
         for o in offered {
             let Some(tenant) = o.tenant.clone() else {
                 out.push(o.message);
@@ -95,9 +100,45 @@ impl<M> KafkaThrottle<M> {
             self.messages += 1;
             self.bytes += o.bytes;
             self.throttled += 1;
+            *self
+                .partitions
+                .entry((o.topic.clone(), o.partition))
+                .or_default() += 1;
             self.queues.entry(tenant).or_default().push_back(o);
         }
         out
+    }
+
+    /// Takes a message that leaves out of the counts.
+    fn forget(&mut self, o: &Offered<M>) {
+        self.messages -= 1;
+        self.bytes -= o.bytes;
+        let key = (o.topic.clone(), o.partition);
+        if let Some(n) = self.partitions.get_mut(&key) {
+            *n -= 1;
+            if *n == 0 {
+                self.partitions.remove(&key);
+            }
+        }
+    }
+
+    /// Drops the waiting messages of partitions not in `assigned` (a rebalance gave them to
+    /// another member, which reads them again from the last commit: none of theirs was
+    /// committed while they waited); returns how many.
+    pub fn keep_partitions(&mut self, assigned: &BTreeSet<(String, i32)>) -> usize {
+        let mut dropped = Vec::new();
+        for queue in self.queues.values_mut() {
+            let (keep, drop): (VecDeque<_>, VecDeque<_>) = std::mem::take(queue)
+                .into_iter()
+                .partition(|o| assigned.contains(&(o.topic.clone(), o.partition)));
+            *queue = keep;
+            dropped.extend(drop);
+        }
+        self.queues.retain(|_, q| !q.is_empty());
+        for o in &dropped {
+            self.forget(o);
+        }
+        dropped.len()
     }
 
     /// Messages waiting.
@@ -110,30 +151,23 @@ impl<M> KafkaThrottle<M> {
         self.messages >= max_messages || self.bytes >= max_bytes
     }
 
-    /// Per `(topic, partition)`, the lowest offset of a message waiting from it.
-    pub fn first_waiting(&self) -> BTreeMap<(String, i32), i64> {
-        let mut first: BTreeMap<(String, i32), i64> = BTreeMap::new();
-        for o in self.queues.values().flatten() {
-            let e = first
-                .entry((o.topic.clone(), o.partition))
-                .or_insert(o.offset);
-            *e = (*e).min(o.offset);
-        }
-        first
+    /// Messages waiting per `(topic, partition)` (only partitions with some).
+    pub fn waiting_by_partition(&self) -> &BTreeMap<(String, i32), usize> {
+        &self.partitions
     }
 }
 
-/// The offsets to commit: for each partition none of whose messages wait (`first_waiting`),
-/// the offset after the last message taken from it (`consumed`), where that differs from what
-/// was `committed` last. A partition with messages waiting is not committed at all.
+/// The offsets to commit: for each partition none of whose messages wait (`waiting`), the
+/// offset after the last message taken from it (`consumed`), where that differs from what was
+/// `committed` last. A partition with messages waiting is not committed at all.
 pub fn commit_positions(
     consumed: &BTreeMap<(String, i32), i64>,
-    first_waiting: &BTreeMap<(String, i32), i64>,
+    waiting: &BTreeMap<(String, i32), usize>,
     committed: &BTreeMap<(String, i32), i64>,
 ) -> Vec<(String, i32, i64)> {
     consumed
         .iter()
-        .filter(|(tp, end)| !first_waiting.contains_key(*tp) && committed.get(*tp) != Some(end))
+        .filter(|(tp, end)| !waiting.contains_key(*tp) && committed.get(*tp) != Some(end))
         .map(|(tp, end)| (tp.0.clone(), tp.1, *end))
         .collect()
 }
@@ -184,8 +218,8 @@ mod tests {
         );
         assert_eq!((throttle.waiting(), throttle.throttled), (2, 2));
         assert_eq!(
-            throttle.first_waiting()[&("engram.interactions".into(), 0)],
-            2
+            throttle.waiting_by_partition(),
+            &BTreeMap::from([(("engram.interactions".into(), 0), 2)])
         );
         // half a second later one token has accrued: acme's oldest leaves, in order
         let later = t0 + Duration::from_millis(500);
@@ -202,7 +236,7 @@ mod tests {
             ["acme@1:0"]
         );
         assert_eq!((throttle.waiting(), throttle.throttled), (0, 3));
-        assert!(throttle.first_waiting().is_empty());
+        assert!(throttle.waiting_by_partition().is_empty());
     }
 
     #[test]
@@ -231,18 +265,48 @@ mod tests {
     fn partitions_with_waiting_messages_are_not_committed_and_nothing_repeats() {
         let tp = |p: i32| ("engram.interactions".to_string(), p);
         let consumed = BTreeMap::from([(tp(0), 40), (tp(1), 17), (tp(2), 9), (tp(3), 5)]);
-        let waiting = BTreeMap::from([(tp(0), 12), (tp(3), 2)]);
+        let waiting = BTreeMap::from([(tp(0), 12usize), (tp(3), 2)]);
         let committed = BTreeMap::from([(tp(1), 17)]);
         assert_eq!(
             commit_positions(&consumed, &waiting, &committed),
             [("engram.interactions".to_string(), 2, 9)]
         );
         // nothing waits any more: partition 0 goes to its end
-        let waiting = BTreeMap::from([(tp(3), 2)]);
+        let waiting = BTreeMap::from([(tp(3), 2usize)]);
         let committed = BTreeMap::from([(tp(1), 17), (tp(2), 9)]);
         assert_eq!(
             commit_positions(&consumed, &waiting, &committed),
             [("engram.interactions".to_string(), 0, 40)]
         );
+    }
+
+    #[test]
+    fn a_revoked_partitions_waiting_messages_are_dropped_and_the_rest_keep_their_order() {
+        let (limits, t0) = (limits(1, 0), Instant::now());
+        let mut throttle = KafkaThrottle::default();
+        let batch = vec![
+            offered("acme", 0, 0),
+            offered("acme", 1, 0),
+            offered("acme", 0, 1),
+            offered("acme", 1, 1),
+            offered("acme", 0, 2),
+        ];
+        assert_eq!(throttle.pass(batch, &limits, t0), ["acme@0:0"]);
+        assert_eq!(throttle.waiting(), 4);
+        // partition 1 moved to another member
+        let assigned = BTreeSet::from([("engram.interactions".to_string(), 0)]);
+        assert_eq!(throttle.keep_partitions(&assigned), 2);
+        assert_eq!(throttle.waiting(), 2);
+        assert_eq!(
+            throttle.waiting_by_partition(),
+            &BTreeMap::from([(("engram.interactions".into(), 0), 2)])
+        );
+        let later = t0 + Duration::from_secs(1);
+        assert_eq!(throttle.pass(vec![], &limits, later), ["acme@0:1"]);
+        assert_eq!(
+            throttle.pass(vec![], &limits, later + Duration::from_secs(1)),
+            ["acme@0:2"]
+        );
+        assert!(throttle.full(0, 0) && !throttle.full(1, 1));
     }
 }
