@@ -226,3 +226,99 @@ fn reads_exports_and_erasures_leave_audit_records_only_their_tenant_and_the_admi
     assert_eq!(kept.len(), 3, "the records survive a restart: {kept:?}");
     assert_acme_audit(&kept, &key_id);
 }
+
+/// What acme's alice gets back for one question: each result's and each fact's full-text
+/// score, by id.
+fn text_scores(server: &Server) -> Vec<(String, Value)> {
+    let body = json!({"tenant": "acme", "user": "alice",
+                      "query": "Where is my lemon garden in Lisbon?", "k": 10});
+    let (status, recall) = server.post("/v1/recall", &body);
+    assert_eq!(status, 200, "{recall}");
+    let mut scores: Vec<(String, Value)> = ["results", "facts"]
+        .iter()
+        .flat_map(|part| recall[*part].as_array().unwrap().clone())
+        .map(|r| {
+            let id = r.get("id").or(r.get("fact_id")).unwrap().to_string();
+            (id, r["why"]["text_bm25"].clone())
+        })
+        .collect();
+    scores.sort_by(|a, b| a.0.cmp(&b.0));
+    scores
+}
+
+/// Full-text scores depend on the asking user's rows alone (Lance's own are computed over every
+/// tenant's rows, so a score would tell one tenant about another's words). With
+/// `recall.scored_turns = 2`, alice's turns are found through Lance's full-text index, as a large
+/// user's are, and her facts always are. globex then writes 60 turns and 20 facts with her words:
+/// every score alice gets back is what it was.
+#[test]
+fn full_text_scores_do_not_depend_on_other_tenants_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("engram.toml");
+    // Lance's full-text index takes in new rows after 10 of them, so it holds globex's below
+    std::fs::write(
+        &config,
+        "[recall]\nscored_turns = 2\n[index]\nreindex_after_rows = 10\n",
+    )
+    .unwrap();
+    let server = Server::start_with(
+        &dir.path().join("data"),
+        &["--config", config.to_str().unwrap()],
+    );
+    let fact = |tenant: &str, user: &str, id: &str, value: &str| {
+        json!({"kind": "fact", "event_id": id, "tenant": tenant, "user": user,
+               "ts": chrono::Utc::now().to_rfc3339(), "subject": "user",
+               "attribute": "garden", "value": value})
+    };
+    let alice = json!([
+        say("acme", "alice", "a1", "I moved to Lisbon last spring."),
+        say(
+            "acme",
+            "alice",
+            "a2",
+            "My garden in Lisbon has two lemon trees."
+        ),
+        say(
+            "acme",
+            "alice",
+            "a3",
+            "The lemon trees need water every evening."
+        ),
+        fact("acme", "alice", "a4", "a lemon garden in Lisbon"),
+    ]);
+    assert_eq!(server.post("/v1/events", &alice).0, 200);
+    server.wait_caught_up(Duration::from_secs(60));
+    let before = text_scores(&server);
+    let scored = before.iter().filter(|(_, s)| s.is_number()).count();
+    assert!(
+        scored >= 3,
+        "alice's turns and fact have text scores: {before:?}"
+    );
+
+    let globex: Vec<Value> = (0..60)
+        .map(|i| {
+            say(
+                "globex",
+                &format!("g{}", i % 3),
+                &format!("g{i}"),
+                &format!("Lemon garden note {i}: Lisbon lemons, garden lemons."),
+            )
+        })
+        .chain((0..20).map(|i| {
+            fact(
+                "globex",
+                "g0",
+                &format!("gf{i}"),
+                &format!("lemon garden {i}"),
+            )
+        }))
+        .collect();
+    assert_eq!(server.post("/v1/events", &json!(globex)).0, 200);
+    server.wait_caught_up(Duration::from_secs(60));
+    assert_eq!(
+        text_scores(&server),
+        before,
+        "globex's rows changed alice's scores"
+    );
+    server.interrupt();
+}

@@ -128,7 +128,7 @@ const KEYS: &[KeyDoc] = &[
     key("recall.max_k", None, "the largest `k` a request may ask for"),
     key("recall.candidates_per_k", None, "candidates taken from each retriever before fusion, as a multiple of `k`"),
     key("recall.scored_turns", None, "a user with at most this many episodes has every turn scored, with BM25 statistics of that user alone"),
-    key("recall.candidate_depth", None, "beyond, the turns scored are the union of each search's best this many"),
+    key("recall.candidate_depth", None, "beyond, the turns scored are the union of each search's best this many, their BM25 computed among them (never Lance's, whose statistics span every tenant)"),
     key("recall.rrf_k", None, "reciprocal-rank-fusion constant (facts and summaries)"),
     key("recall.rank_by", None, "result order: `fusion` (the turn score), `relevance` (SPEC §5: 0.7·similarity + 0.2·recency + 0.1·importance) or `mrs` (MARK's memory relevance score)"),
     key("recall.recency_scale_days", None, "recency time scale of the §5 score, in days"),

@@ -1,10 +1,11 @@
 //! BM25 over one user's turns, with statistics of that user's turns alone.
 //!
 //! Lance's full-text index finds candidates in large memories, but its statistics (how rare a
-//! word is) are taken over every row of the table, all users and tenants together, and its
-//! analyser stems before it removes stop words, so "was", "this" and "has" are kept (as "wa",
-//! "thi", "ha"). When recall holds every turn of the user (most users: see
-//! `recall.scored_turns`), it scores them here: words are the runs of letters and digits,
+//! word is) are taken over every row of the table, all users and tenants together (so its scores
+//! would tell one tenant about another's words), and its analyser stems before it removes stop
+//! words, so "was", "this" and "has" are kept (as "wa", "thi", "ha"). Recall scores here every
+//! turn of a user it holds whole (most users: see `recall.scored_turns`), a larger user's
+//! candidates among themselves, and the facts and summaries found: words are the runs of letters and digits,
 //! lower-cased, without [`STOP_WORDS`], stemmed (Snowball English, as Lance and tantivy do).
 //! On LoCoMo this analyser was worth 0.04 of recall_any@10 over plain words, and a short stop
 //! list (Lucene's 33) 0.026 less.

@@ -19,7 +19,7 @@ use engram_dataflows::SharedViews;
 use engram_operators::memories::UNSTATED_IMPORTANCE_MILLI;
 use engram_schemas::{validate_name, EventError};
 pub use graph::graph_expansion;
-use ranking::fuse_two;
+use ranking::{fuse_two, text_ranking_among};
 pub use ranking::{
     gather_candidates, merge_by_score, passage_ranking, rank_turns, score_mrs, score_relevance,
     InProcessText,

@@ -38,6 +38,38 @@ pub(super) fn fuse_two<K: std::hash::Hash + Eq>(
     fused
 }
 
+/// A full-text ranking recomputed among the rows two searches of one user's table found
+/// (`by_vector` ∪ `by_text`, each row once), with the statistics of those rows alone
+/// ([`bm25::scores`]): the rows matching a word of `query`, best first (ties: vector hits, then
+/// text hits, in their order), each with its BM25 as `score`. Lance's full-text scores are
+/// computed over every tenant's rows; these depend on the asking user's rows only.
+pub(super) fn text_ranking_among(
+    by_vector: &[EpisodeHit],
+    by_text: &[EpisodeHit],
+    query: &str,
+) -> Vec<EpisodeHit> {
+    let mut seen = std::collections::HashSet::new();
+    let rows: Vec<&EpisodeHit> = by_vector
+        .iter()
+        .chain(by_text)
+        .filter(|h| seen.insert(h.episode.id.as_str()))
+        .collect();
+    let words: Vec<Vec<String>> = rows
+        .iter()
+        .map(|h| bm25::analyse(&h.episode.content))
+        .collect();
+    let scores = bm25::scores(&words, &bm25::analyse(query));
+    let mut matched: Vec<usize> = (0..rows.len()).filter(|i| scores[*i] > 0.0).collect();
+    matched.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
+    matched
+        .into_iter()
+        .map(|i| EpisodeHit {
+            episode: rows[i].episode.clone(),
+            score: scores[i] as f32,
+        })
+        .collect()
+}
+
 /// Fills each result's recency (at `at`), and its §5 relevance score.
 pub fn score_relevance(
     results: &mut [RecallHit],
@@ -240,7 +272,8 @@ pub fn merge_by_score(a: Vec<RecallHit>, b: Vec<RecallHit>) -> Vec<RecallHit> {
 /// them), unless a passage of it is closer. Who speaks is the speaker prefix of the content, or
 /// else the role; the known speakers are the prefixes of at least two candidates. `neighbours`
 /// gives a turn's previous and next turn ids in its session (the views' `NEXT` edges). With
-/// `in_process` (the hits are every turn of the user in scope), their BM25 for the question and
+/// `in_process` (the hits' analysed words: every turn of the user in scope, or a large user's
+/// candidates), their BM25 for the question and
 /// for the graph expansion's entities is computed among them ([`bm25`]) in place of the
 /// full-text searches', and `why.text_rank` and `why.graph_rank` follow it. `asked` is the
 /// moment the question is asked, from which its relative time expressions are read.

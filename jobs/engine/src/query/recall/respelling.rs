@@ -10,7 +10,8 @@
 //! never changed, nor a short one (under five letters, where one edit reaches too many words),
 //! nor a number; a rare name is a word like any other ("Carolin" is read as the user's
 //! "Caroline"). The work is bounded: at most [`MAX_RESPELLED`] words of at most
-//! [`MAX_LETTERS`] letters, about 1,350 candidate words each.
+//! [`MAX_LETTERS`] letters, about 1,350 candidate words each. For a user too large to score
+//! whole (`recall.scored_turns`), "the user's turns" are the candidates the searches found.
 
 use super::bm25::analyse;
 use std::collections::HashMap;

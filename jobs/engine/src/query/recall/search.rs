@@ -7,7 +7,8 @@ use super::*;
 
 impl Recall {
     /// The user's facts found by vector and full-text search of the facts table (the top
-    /// `candidates` of each, fused by reciprocal rank), as the views hold them: each version
+    /// `candidates` of each; the full-text ranking recomputed among them with their own
+    /// statistics, [`text_ranking_among`]; fused by reciprocal rank), as the views hold them: each version
     /// once, those valid at `as_of` (or now) first, then by fused score. With `as_of`, only
     /// facts asserted by then are searched. Empty without a facts table.
     pub async fn fact_hits(
@@ -24,6 +25,7 @@ impl Recall {
         else {
             return Ok(Vec::new());
         };
+        let by_text = text_ranking_among(&by_vector, &by_text, query);
         let views = self.views.read();
         let Some(memory) = views.users.get(&(tenant.to_string(), user.to_string())) else {
             return Ok(Vec::new());
@@ -85,7 +87,8 @@ impl Recall {
     }
 
     /// The user's summaries found by vector and full-text search of the summaries table (the
-    /// top `candidates` of each, fused by reciprocal rank), best first, each with the episodes
+    /// top `candidates` of each, the full-text ranking recomputed among them as for facts,
+    /// fused by reciprocal rank), best first, each with the episodes
     /// it covers as the views hold them; only summaries present in the views (not erased). With
     /// `as_of`, only summaries written by then are searched. Empty without a summaries table.
     pub async fn summary_hits(
@@ -110,6 +113,7 @@ impl Recall {
         else {
             return Ok(Vec::new());
         };
+        let by_text = text_ranking_among(&by_vector, &by_text, query);
         let views = self.views.read();
         let Some(memory) = views.users.get(&(tenant.to_string(), user.to_string())) else {
             return Ok(Vec::new());
@@ -140,8 +144,8 @@ impl Recall {
     /// The user's episodes found by embedding `query`, scored as turns ([`rank_turns`]), best
     /// first (not truncated): all of them when the user has at most `recall.scored_turns`,
     /// else the union of the best `max(candidates, recall.candidate_depth)` of vector search,
-    /// full-text search, passage vector search (when passages are kept) and graph expansion.
-    /// With `as_of`, only episodes whose event time is at or before it are searched; without,
+    /// full-text search, passage vector search (when passages are kept) and graph expansion,
+    /// their BM25 computed among them either way. With `as_of`, only episodes whose event time is at or before it are searched; without,
     /// archived ones are left out.
     pub async fn fused_candidates(
         &self,
@@ -385,11 +389,14 @@ impl Recall {
         if !keep_archived {
             hits.retain(|h| !h.why.archived);
         }
-        let words = complete.then(|| {
+        // BM25 among the candidates, with their statistics alone: every turn of a complete
+        // user, else the union the searches found. Lance's full-text scores are computed over
+        // every tenant's rows, so a score would tell one tenant about another's words.
+        let words = {
             let turns = hits.iter().map(|h| (h.id.as_str(), h.content.as_str()));
             self.analysed
                 .words(tenant, user, turns, super::bm25::analyse)
-        });
+        };
         let views = self.views.read();
         let domain = user == super::DOMAIN_USER;
         for h in &mut hits {
@@ -401,12 +408,10 @@ impl Recall {
             retention: self.config.retention_weight,
             ..TurnWeights::default()
         };
-        // misspelled question words, read as the user's words they were likely meant to be
-        let respelled = words.as_deref().map_or_else(Vec::new, |words| {
-            super::respelling::respell(query, words, |w| self.embedder.knows_word(w))
-        });
-        let in_process = words.as_deref().map(|words| InProcessText {
-            words,
+        // misspelled question words, read as the words of these turns they were likely meant to be
+        let respelled = super::respelling::respell(query, &words, |w| self.embedder.knows_word(w));
+        let in_process = Some(InProcessText {
+            words: &words,
             expansion: &expansion,
             respelled: &respelled,
         });

@@ -510,3 +510,34 @@ fn in_process_graph_scores_are_bm25_of_the_expansion_entities_among_the_turns() 
 fn asked() -> chrono::DateTime<chrono::Utc> {
     "2023-06-01T12:00:00Z".parse().expect("a time")
 }
+
+#[test]
+fn the_text_ranking_of_facts_is_bm25_among_the_rows_found_whatever_lance_scored() {
+    // Lance's scores (99, 98) came from every tenant's rows: they are replaced
+    let by_vector = vec![hit("a", "My garden roses", 0.9), hit("b", "The car", 0.5)];
+    let by_text = vec![
+        hit("c", "Garden, garden shed", 99.0),
+        hit("a", "My garden roses", 98.0),
+    ];
+    let ranked = text_ranking_among(&by_vector, &by_text, "the garden?");
+    // documents a = [garden, rose], b = [car], c = [garden, garden, shed]: average length 2;
+    // "garden" in 2 of 3, idf = ln(1 + 1.5/2.5)
+    let idf = 1.6f64.ln();
+    let tf = |f: f64, len: f64| f * 2.2 / (f + 1.2 * (0.25 + 0.75 * len / 2.0));
+    let got: Vec<(&str, f32)> = ranked
+        .iter()
+        .map(|h| (h.episode.id.as_str(), h.score))
+        .collect();
+    let want = [
+        ("c", (idf * tf(2.0, 3.0)) as f32),
+        ("a", (idf * tf(1.0, 2.0)) as f32),
+    ];
+    assert_eq!(got.len(), 2, "{got:?}");
+    for ((id, score), (want_id, want_score)) in got.iter().zip(want) {
+        assert_eq!(*id, want_id);
+        assert!((score - want_score).abs() < 1e-6, "{got:?}");
+    }
+    // nothing found, nothing ranked; a query of stop words matches nothing
+    assert!(text_ranking_among(&[], &[], "garden").is_empty());
+    assert!(text_ranking_among(&by_vector, &by_text, "the my").is_empty());
+}
