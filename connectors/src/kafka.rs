@@ -243,17 +243,20 @@ pub struct Received {
     pub payload: Vec<u8>,
 }
 
-/// The `(topic, partition)`s the group gives `consumer` now (none when that cannot be read).
-pub fn assigned(consumer: &StreamConsumer) -> std::collections::BTreeSet<(String, i32)> {
-    consumer
+/// The `(topic, partition)`s the group gives `consumer` now; `None` when that cannot be read
+/// (never an empty set in its place: a caller dropping what it holds of unassigned partitions
+/// would drop everything).
+pub fn assigned(consumer: &StreamConsumer) -> Option<std::collections::BTreeSet<(String, i32)>> {
+    let list = consumer
         .assignment()
-        .map(|list| {
-            list.elements()
-                .iter()
-                .map(|e| (e.topic().to_string(), e.partition()))
-                .collect()
-        })
-        .unwrap_or_default()
+        .inspect_err(|err| tracing::warn!(%err, "reading the Kafka assignment failed"))
+        .ok()?;
+    Some(
+        list.elements()
+            .iter()
+            .map(|e| (e.topic().to_string(), e.partition()))
+            .collect(),
+    )
 }
 
 /// Up to [`BATCH_MESSAGES`] messages: waits up to a second for the first, then

@@ -148,10 +148,11 @@ async fn consume(
         if throttle.waiting() > 0 {
             // a rebalance moved partitions away: their waiting messages are the new owner's now
             // (read again from the last commit, which none of them passed), and so is committing
-            let mine = assigned(&consumer);
-            if throttle.keep_partitions(&mine) > 0 {
-                consumed.retain(|tp, _| mine.contains(tp));
-                committed.retain(|tp, _| mine.contains(tp));
+            if let Some(mine) = assigned(&consumer) {
+                if throttle.keep_partitions(&mine) > 0 {
+                    consumed.retain(|tp, _| mine.contains(tp));
+                    committed.retain(|tp, _| mine.contains(tp));
+                }
             }
         }
         for m in &batch {
