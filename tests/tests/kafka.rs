@@ -565,3 +565,66 @@ fn a_tenant_flooding_kafka_waits_for_its_limit_while_others_pass_and_nothing_is_
         .collect();
     assert_eq!(stored, want, "every event of both tenants once");
 }
+
+/// Partitions move while a flooding tenant's messages wait: another member joins engram's group
+/// (it reads what it is given and commits nothing) and leaves again. The waiting messages of the
+/// partitions that moved are the other member's while it holds them, and engram reads them again
+/// from its last commit when they come back: every event is stored once.
+#[test]
+fn partitions_moving_while_messages_wait_for_their_limit_lose_and_duplicate_nothing() {
+    const FLOOD: u32 = 60;
+    let broker = Tansu::start(4);
+    let brokers = broker.brokers.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let config = short_session_config(dir.path());
+    let args = ["--config", config.to_str().unwrap()];
+    let env = [
+        ("ENGRAM_KAFKA_BROKERS", brokers.as_str()),
+        ("ENGRAM_LIMIT_EVENTS_PER_S", "2"),
+        ("ENGRAM_LIMIT_BURST_S", "3"),
+    ];
+    engram_tests::create_tenant(&data, "acme");
+    produce(&brokers, &interactions_file(dir.path(), 0, FLOOD));
+    let server = Server::start_with_env(&data, &args, &env);
+    let start = Instant::now();
+    while server.metric("engram_kafka_waiting_messages") == 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "nothing ever waited"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let mut intruder = ClientConfig::new();
+    intruder
+        .set("bootstrap.servers", &brokers)
+        .set("group.id", "engram")
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest");
+    for (k, v) in SHORT_SESSION {
+        intruder.set(k, v);
+    }
+    let intruder: BaseConsumer = intruder.create().unwrap();
+    intruder.subscribe(&["engram.interactions"]).unwrap();
+    let (start, mut taken) = (Instant::now(), 0);
+    while start.elapsed() < Duration::from_secs(8) {
+        if let Some(Ok(_)) = intruder.poll(Duration::from_millis(100)) {
+            taken += 1;
+        }
+    }
+    assert!(
+        intruder.assignment().unwrap().count() > 0 && taken > 0,
+        "the intruder got no partition ({taken} messages)"
+    );
+    drop(intruder);
+    server.wait_for_log_end(u64::from(FLOOD), Duration::from_secs(240));
+    server.wait_caught_up(Duration::from_secs(60));
+    server.interrupt();
+    let want: BTreeMap<String, usize> = (0..FLOOD).map(|i| (format!("r{i}"), 1)).collect();
+    assert_eq!(
+        events_in_lance(&data),
+        want,
+        "every event once ({taken} passed through the intruder)"
+    );
+}
