@@ -363,6 +363,23 @@ fn interactions_file(dir: &Path, from: u32, to: u32) -> std::path::PathBuf {
     file
 }
 
+/// Another member of engram's consumer group, on the interactions topic, with a short session;
+/// it commits nothing.
+fn join_engrams_group(brokers: &str) -> BaseConsumer {
+    let mut intruder = ClientConfig::new();
+    intruder
+        .set("bootstrap.servers", brokers)
+        .set("group.id", "engram")
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest");
+    for (k, v) in SHORT_SESSION {
+        intruder.set(k, v);
+    }
+    let intruder: BaseConsumer = intruder.create().unwrap();
+    intruder.subscribe(&["engram.interactions"]).unwrap();
+    intruder
+}
+
 #[test]
 fn a_member_joining_and_leaving_the_group_moves_partitions_without_loss_or_duplicates() {
     let broker = Tansu::start(4);
@@ -382,17 +399,7 @@ fn a_member_joining_and_leaving_the_group_moves_partitions_without_loss_or_dupli
 
     // Another member joins engram's group: the partitions are shared out again and some move
     // to it. It reads what arrives on them and commits nothing.
-    let mut intruder = ClientConfig::new();
-    intruder
-        .set("bootstrap.servers", &brokers)
-        .set("group.id", "engram")
-        .set("enable.auto.commit", "false")
-        .set("auto.offset.reset", "earliest");
-    for (k, v) in SHORT_SESSION {
-        intruder.set(k, v);
-    }
-    let intruder: BaseConsumer = intruder.create().unwrap();
-    intruder.subscribe(&["engram.interactions"]).unwrap();
+    let intruder = join_engrams_group(&brokers);
     let start = Instant::now();
     while intruder.assignment().unwrap().count() == 0 {
         assert!(
@@ -596,17 +603,7 @@ fn partitions_moving_while_messages_wait_for_their_limit_lose_and_duplicate_noth
         std::thread::sleep(Duration::from_millis(50));
     }
 
-    let mut intruder = ClientConfig::new();
-    intruder
-        .set("bootstrap.servers", &brokers)
-        .set("group.id", "engram")
-        .set("enable.auto.commit", "false")
-        .set("auto.offset.reset", "earliest");
-    for (k, v) in SHORT_SESSION {
-        intruder.set(k, v);
-    }
-    let intruder: BaseConsumer = intruder.create().unwrap();
-    intruder.subscribe(&["engram.interactions"]).unwrap();
+    let intruder = join_engrams_group(&brokers);
     let (start, mut taken) = (Instant::now(), 0);
     while start.elapsed() < Duration::from_secs(8) {
         if let Some(Ok(_)) = intruder.poll(Duration::from_millis(100)) {
