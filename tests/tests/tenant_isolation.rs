@@ -227,8 +227,8 @@ fn reads_exports_and_erasures_leave_audit_records_only_their_tenant_and_the_admi
     assert_acme_audit(&kept, &key_id);
 }
 
-/// What acme's alice gets back for one question: each result's and each fact's full-text
-/// score, by id.
+/// What acme's alice gets back for one question: each result's and each fact's full-text score
+/// and rank, by id.
 fn text_scores(server: &Server) -> Vec<(String, Value)> {
     let body = json!({"tenant": "acme", "user": "alice",
                       "query": "Where is my lemon garden in Lisbon?", "k": 10});
@@ -239,7 +239,8 @@ fn text_scores(server: &Server) -> Vec<(String, Value)> {
         .flat_map(|part| recall[*part].as_array().unwrap().clone())
         .map(|r| {
             let id = r.get("id").or(r.get("fact_id")).unwrap().to_string();
-            (id, r["why"]["text_bm25"].clone())
+            let why = &r["why"];
+            (id, json!([why["text_bm25"], why["text_rank"]]))
         })
         .collect();
     scores.sort_by(|a, b| a.0.cmp(&b.0));
@@ -288,12 +289,19 @@ fn full_text_scores_do_not_depend_on_other_tenants_rows() {
     ]);
     assert_eq!(server.post("/v1/events", &alice).0, 200);
     server.wait_caught_up(Duration::from_secs(60));
-    let before = text_scores(&server);
-    let scored = before.iter().filter(|(_, s)| s.is_number()).count();
-    assert!(
-        scored >= 3,
-        "alice's turns and fact have text scores: {before:?}"
-    );
+    // her three turns and her fact, once the fact is searchable too
+    let start = std::time::Instant::now();
+    let before = loop {
+        let scores = text_scores(&server);
+        if scores.iter().filter(|(_, s)| s[0].is_number()).count() >= 4 {
+            break scores;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "alice's turns and fact should have text scores: {scores:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
 
     let globex: Vec<Value> = (0..60)
         .map(|i| {
@@ -315,6 +323,24 @@ fn full_text_scores_do_not_depend_on_other_tenants_rows() {
         .collect();
     assert_eq!(server.post("/v1/events", &json!(globex)).0, 200);
     server.wait_caught_up(Duration::from_secs(60));
+    // the rows are published before the index folds them in: wait until it holds globex's
+    let indexed = || {
+        server.status()["indexes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["name"] == "content_fts")
+            .map_or(0, |i| i["indexed_rows"].as_u64().unwrap())
+    };
+    let start = std::time::Instant::now();
+    while indexed() < 63 {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{}",
+            server.status()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     assert_eq!(
         text_scores(&server),
         before,

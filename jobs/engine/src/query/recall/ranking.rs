@@ -40,8 +40,8 @@ pub(super) fn fuse_two<K: std::hash::Hash + Eq>(
 
 /// A full-text ranking recomputed among the rows two searches of one user's table found
 /// (`by_vector` ∪ `by_text`, each row once), with the statistics of those rows alone
-/// ([`bm25::scores`]): the rows matching a word of `query`, best first (ties: vector hits, then
-/// text hits, in their order), each with its BM25 as `score`. Lance's full-text scores are
+/// ([`bm25::scores`]): the rows matching a word of `query`, best first (ties: vector hits in
+/// their order, then the others by id), each with its BM25 as `score`. Lance's full-text scores are
 /// computed over every tenant's rows; these depend on the asking user's rows only.
 pub(super) fn text_ranking_among(
     by_vector: &[EpisodeHit],
@@ -49,11 +49,17 @@ pub(super) fn text_ranking_among(
     query: &str,
 ) -> Vec<EpisodeHit> {
     let mut seen = std::collections::HashSet::new();
-    let rows: Vec<&EpisodeHit> = by_vector
+    let mut rows: Vec<&EpisodeHit> = by_vector
         .iter()
-        .chain(by_text)
         .filter(|h| seen.insert(h.episode.id.as_str()))
         .collect();
+    // rows only the full-text search found, by id: ties never follow Lance's order
+    let mut text_only: Vec<&EpisodeHit> = by_text
+        .iter()
+        .filter(|h| seen.insert(h.episode.id.as_str()))
+        .collect();
+    text_only.sort_by(|a, b| a.episode.id.cmp(&b.episode.id));
+    rows.extend(text_only);
     let words: Vec<Vec<String>> = rows
         .iter()
         .map(|h| bm25::analyse(&h.episode.content))
@@ -211,14 +217,26 @@ pub struct InProcessText<'a> {
 /// neither.
 fn score_words_in_process(hits: &mut [RecallHit], question: &str, text: &InProcessText<'_>) {
     debug_assert_eq!(hits.len(), text.words.len());
+    // ties: by vector rank, then id (never by the order Lance's full-text search found them)
+    let tie: Vec<(usize, String)> = hits
+        .iter()
+        .map(|h| (h.why.vector_rank.unwrap_or(usize::MAX), h.id.clone()))
+        .collect();
     let ranked = |query: &[String]| {
         let scores = bm25::scores(text.words, query);
         let mut matched: Vec<usize> = (0..scores.len()).filter(|i| scores[*i] > 0.0).collect();
-        matched.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
+        matched.sort_by(|a, b| {
+            scores[*b]
+                .total_cmp(&scores[*a])
+                .then(tie[*a].cmp(&tie[*b]))
+        });
         (scores, matched)
     };
+    // what the full-text searches said (Lance's scores, ranks and graph hits) goes, for every hit
     for h in hits.iter_mut() {
         (h.why.text_rank, h.why.text_bm25) = (None, None);
+        (h.why.graph_rank, h.why.graph_bm25) = (None, None);
+        h.why.graph_via.clear();
     }
     let mut terms = bm25::analyse(question);
     terms.extend(text.respelled.iter().map(|r| r.meant.clone()));

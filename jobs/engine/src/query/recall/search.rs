@@ -392,10 +392,16 @@ impl Recall {
         // BM25 among the candidates, with their statistics alone: every turn of a complete
         // user, else the union the searches found. Lance's full-text scores are computed over
         // every tenant's rows, so a score would tell one tenant about another's words.
-        let words = {
+        // (a large user's candidates change with every question: they are analysed each time,
+        // not cached, so they cannot crowd every other user out of the cache)
+        let words: Vec<Arc<[String]>> = if complete {
             let turns = hits.iter().map(|h| (h.id.as_str(), h.content.as_str()));
             self.analysed
                 .words(tenant, user, turns, super::bm25::analyse)
+        } else {
+            hits.iter()
+                .map(|h| Arc::from(super::bm25::analyse(&h.content)))
+                .collect()
         };
         let views = self.views.read();
         let domain = user == super::DOMAIN_USER;

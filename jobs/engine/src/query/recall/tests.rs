@@ -541,3 +541,53 @@ fn the_text_ranking_of_facts_is_bm25_among_the_rows_found_whatever_lance_scored(
     assert!(text_ranking_among(&[], &[], "garden").is_empty());
     assert!(text_ranking_among(&by_vector, &by_text, "the my").is_empty());
 }
+
+#[test]
+fn in_process_scoring_replaces_every_full_text_score_lance_gave_and_ties_ignore_its_order() {
+    // a large user's candidates: one found by vector search, three only by Lance's full-text
+    // search (in Lance's order, with Lance's scores), one of them also by its graph search
+    let by_vector = vec![hit("v", "We watched the parade downtown.", 0.6)];
+    let by_text = vec![
+        hit("t2", "The café by the parade route.", 7.0),
+        hit("t1", "The café by the parade route.", 6.0),
+        hit("t3", "Cafe opens at nine.", 5.0),
+    ];
+    let by_graph = vec![hit("t3", "Cafe opens at nine.", 3.0)];
+    let expansion = vec![("café".to_string(), "named with the parade".to_string())];
+    let gathered = gather_candidates(
+        by_vector,
+        by_text,
+        Vec::new(),
+        Vec::new(),
+        by_graph,
+        &expansion,
+    );
+    assert_eq!(
+        gathered[3].why.graph_bm25,
+        Some(3.0),
+        "Lance's graph score, before"
+    );
+    let words = analysed(&gathered);
+    let in_process = InProcessText {
+        words: &words,
+        expansion: &expansion,
+        respelled: &[],
+    };
+    let hits = rank_turns(
+        gathered,
+        "Where was the parade?",
+        asked(),
+        Some(in_process),
+        |_| (None, None),
+        &TurnWeights::default(),
+    );
+    let why = |id: &str| hits.iter().find(|h| h.id == id).unwrap().why.clone();
+    // "cafe" (no accent) is not the entity "café" here: Lance's graph score is gone, not kept
+    assert_eq!((why("t3").graph_rank, why("t3").graph_bm25), (None, None));
+    assert!(why("t3").graph_via.is_empty());
+    assert_eq!(why("t3").text_bm25, None, "no word of the question");
+    // t1 and t2 tie on the question's words; Lance gave t2 first, the tie goes to t1 (by id)
+    assert_eq!(why("t1").text_bm25, why("t2").text_bm25);
+    assert!(why("t1").text_rank < why("t2").text_rank);
+    assert!(why("t1").graph_bm25.is_some() && why("t2").graph_bm25.is_some());
+}
