@@ -553,6 +553,16 @@ fn a_tenant_flooding_kafka_waits_for_its_limit_while_others_pass_and_nothing_is_
         "acme's flood should still be waiting: log_end {log_end}, waiting {waiting}"
     );
     assert!(server.metric("engram_kafka_throttled_total") >= waiting);
+    // each tenant's key sees its own waiting messages, and no other's
+    let waiting_for = |tenant: &str| {
+        let key = server.key_for(tenant);
+        let (code, body) = server.get_as(Some(&key), "/v1/status");
+        assert_eq!(code, 200, "{body}");
+        serde_json::from_str::<Value>(&body).unwrap()["kafka_waiting"].as_u64()
+    };
+    let acme_waiting = waiting_for("acme").unwrap();
+    assert!(acme_waiting > 0, "acme's key sees its waiting messages");
+    assert_eq!(waiting_for("globex"), Some(0));
     server.kill9();
 
     let server = Server::start_with_env(&data, &args, &env);

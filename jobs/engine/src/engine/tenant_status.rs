@@ -23,6 +23,8 @@ pub struct TenantCounts {
     /// The users' episodes in the views not yet committed to Lance (0 once every accepted
     /// message of the tenant is searchable; events not yet in the views are not counted).
     pub pending_episodes: usize,
+    /// The tenant's Kafka messages waiting for its rate limits (not accepted yet).
+    pub kafka_waiting: usize,
 }
 
 impl TenantCounts {
@@ -47,7 +49,10 @@ impl Engine {
         let users: Vec<(String, usize)> = tenant_entries(&self.views.read().user_episodes, tenant)
             .map(|(user, episodes)| (user.clone(), *episodes))
             .collect();
-        let mut counts = TenantCounts::default();
+        let mut counts = TenantCounts {
+            kafka_waiting: self.ingestor.backlog().kafka_waiting_for(tenant) as usize,
+            ..TenantCounts::default()
+        };
         for (user, in_views) in users {
             counts.add_user(in_views, self.store.user_row_count(tenant, &user));
         }
@@ -76,6 +81,9 @@ impl Engine {
                 .entry(tenant)
                 .or_default()
                 .add_user(in_views, stored);
+        }
+        for (tenant, counts) in by_tenant.iter_mut() {
+            counts.kafka_waiting = self.ingestor.backlog().kafka_waiting_for(tenant) as usize;
         }
         by_tenant
     }

@@ -6,7 +6,7 @@
 //! second). Over `limit`, writers are pushed back
 //! (HTTP `429`, Kafka consumers waiting) until it falls to `resume_below` ([`next_over_limit`]).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -60,6 +60,8 @@ pub struct Backlog {
     /// now ([`super::kafka_throttle`]).
     pub kafka_throttled: AtomicU64,
     pub kafka_waiting: AtomicU64,
+    /// `kafka_waiting` by tenant (only tenants with some), for the counts a tenant's key sees.
+    pub kafka_waiting_by_tenant: Mutex<BTreeMap<String, u64>>,
 }
 
 /// The backlog as `/v1/status` and `/metrics` show it.
@@ -97,6 +99,7 @@ impl Backlog {
             kafka_paused: AtomicU64::new(0),
             kafka_throttled: AtomicU64::new(0),
             kafka_waiting: AtomicU64::new(0),
+            kafka_waiting_by_tenant: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -185,6 +188,15 @@ impl Backlog {
             drain.2
         };
         retry_after_secs(self.events(), self.resume_below(), rate)
+    }
+
+    /// The Kafka messages of `tenant` waiting for its limits now.
+    pub fn kafka_waiting_for(&self, tenant: &str) -> u64 {
+        let by_tenant = self
+            .kafka_waiting_by_tenant
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        by_tenant.get(tenant).copied().unwrap_or(0)
     }
 
     pub fn status(&self) -> BacklogStatus {

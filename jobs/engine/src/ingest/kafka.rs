@@ -127,7 +127,7 @@ async fn consume(
     let mut throttle: KafkaThrottle<(Received, Parsed)> = KafkaThrottle::default();
     let mut gauge = WaitingGauge {
         backlog: &backlog,
-        reported: 0,
+        reported: BTreeMap::new(),
     };
     // per (topic, partition): the offset after the last message taken, and the last committed
     let mut consumed: BTreeMap<(String, i32), i64> = BTreeMap::new();
@@ -183,7 +183,7 @@ async fn consume(
         backlog
             .kafka_throttled
             .fetch_add(throttle.throttled - held_before, Ordering::Relaxed);
-        gauge.set(throttle.waiting());
+        gauge.set(throttle.waiting_by_tenant());
         if !passing.is_empty()
             && !ingest_passing(&ingestor, &events, &dlq, &config, passing, &stop).await?
         {
@@ -208,25 +208,43 @@ async fn consume(
 /// A message as parsed and checked for the ingestor.
 type Parsed = Result<engram_schemas::Event, engram_schemas::EventError>;
 
-/// This member's share of the backlog's `kafka_waiting` gauge, taken back when it ends (however
-/// it ends).
+/// This member's share of the backlog's `kafka_waiting` gauges (in all and by tenant), taken
+/// back when it ends (however it ends).
 struct WaitingGauge<'a> {
     backlog: &'a Backlog,
-    reported: usize,
+    reported: BTreeMap<String, u64>,
 }
 
 impl WaitingGauge<'_> {
-    fn set(&mut self, waiting: usize) {
+    /// Replaces this member's share with `waiting` (messages by tenant).
+    fn set(&mut self, waiting: BTreeMap<String, u64>) {
+        let total = |m: &BTreeMap<String, u64>| m.values().sum::<u64>();
         let gauge = &self.backlog.kafka_waiting;
-        gauge.fetch_add(waiting as u64, Ordering::Relaxed);
-        gauge.fetch_sub(self.reported as u64, Ordering::Relaxed);
+        gauge.fetch_add(total(&waiting), Ordering::Relaxed);
+        gauge.fetch_sub(total(&self.reported), Ordering::Relaxed);
+        let mut by_tenant = self
+            .backlog
+            .kafka_waiting_by_tenant
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        for (tenant, n) in &waiting {
+            *by_tenant.entry(tenant.clone()).or_default() += n;
+        }
+        for (tenant, n) in &self.reported {
+            if let Some(count) = by_tenant.get_mut(tenant) {
+                *count = count.saturating_sub(*n);
+                if *count == 0 {
+                    by_tenant.remove(tenant);
+                }
+            }
+        }
         self.reported = waiting;
     }
 }
 
 impl Drop for WaitingGauge<'_> {
     fn drop(&mut self) {
-        self.set(0);
+        self.set(BTreeMap::new());
     }
 }
 

@@ -146,6 +146,14 @@ impl<M> KafkaThrottle<M> {
         self.messages
     }
 
+    /// Messages waiting per tenant (only tenants with some).
+    pub fn waiting_by_tenant(&self) -> BTreeMap<String, u64> {
+        self.queues
+            .iter()
+            .map(|(tenant, q)| (tenant.clone(), q.len() as u64))
+            .collect()
+    }
+
     /// Whether as many messages or bytes wait as the consumer may hold.
     pub fn full(&self, max_messages: usize, max_bytes: u64) -> bool {
         self.messages >= max_messages || self.bytes >= max_bytes
@@ -217,6 +225,10 @@ mod tests {
             ["acme@0:0", "acme@0:1", "globex@0:3", "@0:5", "globex@0:6"]
         );
         assert_eq!((throttle.waiting(), throttle.throttled), (2, 2));
+        assert_eq!(
+            throttle.waiting_by_tenant(),
+            BTreeMap::from([("acme".to_string(), 2)])
+        );
         assert_eq!(
             throttle.waiting_by_partition(),
             &BTreeMap::from([(("engram.interactions".into(), 0), 2)])

@@ -149,7 +149,7 @@ fn write_tenant_metrics(
     tenants: impl IntoIterator<Item = (String, TenantCounts)>,
 ) {
     let tenants: Vec<(String, TenantCounts)> = tenants.into_iter().collect();
-    let series: [(&str, &str, fn(&TenantCounts) -> usize); 4] = [
+    let series: [(&str, &str, fn(&TenantCounts) -> usize); 5] = [
         (
             "engram_tenant_users",
             "Users of the tenant with episodes in the views.",
@@ -169,6 +169,11 @@ fn write_tenant_metrics(
             "engram_tenant_pending_episodes",
             "The tenant's episodes in the views not yet committed to Lance.",
             |c| c.pending_episodes,
+        ),
+        (
+            "engram_tenant_kafka_waiting_messages",
+            "The tenant's Kafka messages waiting for its rate limits.",
+            |c| c.kafka_waiting,
         ),
     ];
     for (name, help, value) in series {
