@@ -487,11 +487,21 @@ fn a_backlogged_engram_pauses_its_kafka_partitions_and_loses_nothing() {
     assert_eq!(stored, want, "every event once");
 }
 
+/// An engram on `brokers` whose tenants may each send 2 events a second, 6 at once: a flood
+/// of 60 takes 27 s, and 5 events of a quiet tenant fit its bucket.
+fn limited_to_2_events_a_second(brokers: &str) -> [(&str, &str); 3] {
+    [
+        ("ENGRAM_KAFKA_BROKERS", brokers),
+        ("ENGRAM_LIMIT_EVENTS_PER_S", "2"),
+        ("ENGRAM_LIMIT_BURST_S", "3"),
+    ]
+}
+
 /// Per-tenant limits on the Kafka route: acme floods its topic with 60 events while its limit is 2
 /// events a second, and globex sends 5 behind them. globex's events are recallable while most of
 /// acme's still wait in the consumer (nothing is refused or sent to the DLQ: there is no one to
 /// answer `429`). A kill -9 while they wait loses none of them (the consumer commits no
-/// partition past its first waiting message), and after the restart, under the same limit, every
+/// partition while messages of it wait), and after the restart, under the same limit, every
 /// event of both tenants is stored exactly once.
 #[test]
 fn a_tenant_flooding_kafka_waits_for_its_limit_while_others_pass_and_nothing_is_lost() {
@@ -521,12 +531,7 @@ fn a_tenant_flooding_kafka_waits_for_its_limit_while_others_pass_and_nothing_is_
     produce(&brokers, &globex_file);
     let all = u64::from(FLOOD) + 5;
 
-    let env = [
-        ("ENGRAM_KAFKA_BROKERS", brokers.as_str()),
-        // acme: 6 at once, then 2 a second (27 s for its flood); globex's 5 fit its bucket
-        ("ENGRAM_LIMIT_EVENTS_PER_S", "2"),
-        ("ENGRAM_LIMIT_BURST_S", "3"),
-    ];
+    let env = limited_to_2_events_a_second(&brokers);
     // a short session: after the kill -9 the group gives the partitions to the restarted engram
     let config = short_session_config(dir.path());
     let args = ["--config", config.to_str().unwrap()];
@@ -596,11 +601,7 @@ fn partitions_moving_while_messages_wait_for_their_limit_lose_and_duplicate_noth
     let data = dir.path().join("data");
     let config = short_session_config(dir.path());
     let args = ["--config", config.to_str().unwrap()];
-    let env = [
-        ("ENGRAM_KAFKA_BROKERS", brokers.as_str()),
-        ("ENGRAM_LIMIT_EVENTS_PER_S", "2"),
-        ("ENGRAM_LIMIT_BURST_S", "3"),
-    ];
+    let env = limited_to_2_events_a_second(&brokers);
     engram_tests::create_tenant(&data, "acme");
     produce(&brokers, &interactions_file(dir.path(), 0, FLOOD));
     let server = Server::start_with_env(&data, &args, &env);

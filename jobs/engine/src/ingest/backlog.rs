@@ -56,11 +56,10 @@ pub struct Backlog {
     pub kafka_pauses: AtomicU64,
     /// Kafka consumers paused right now.
     pub kafka_paused: AtomicU64,
-    /// Kafka messages that waited for their tenant's limits, since the start, and those waiting
-    /// now ([`super::kafka_throttle`]).
+    /// Kafka messages that waited for their tenant's limits, since the start
+    /// ([`super::kafka_throttle`]).
     pub kafka_throttled: AtomicU64,
-    pub kafka_waiting: AtomicU64,
-    /// `kafka_waiting` by tenant (only tenants with some), for the counts a tenant's key sees.
+    /// Kafka messages waiting for their tenant's limits now, by tenant (only tenants with some).
     pub kafka_waiting_by_tenant: Mutex<BTreeMap<String, u64>>,
 }
 
@@ -98,7 +97,6 @@ impl Backlog {
             kafka_pauses: AtomicU64::new(0),
             kafka_paused: AtomicU64::new(0),
             kafka_throttled: AtomicU64::new(0),
-            kafka_waiting: AtomicU64::new(0),
             kafka_waiting_by_tenant: Mutex::new(BTreeMap::new()),
         }
     }
@@ -192,11 +190,13 @@ impl Backlog {
 
     /// The Kafka messages of `tenant` waiting for its limits now.
     pub fn kafka_waiting_for(&self, tenant: &str) -> u64 {
-        let by_tenant = self
-            .kafka_waiting_by_tenant
+        self.waiting_by_tenant().get(tenant).copied().unwrap_or(0)
+    }
+
+    fn waiting_by_tenant(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, u64>> {
+        self.kafka_waiting_by_tenant
             .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        by_tenant.get(tenant).copied().unwrap_or(0)
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn status(&self) -> BacklogStatus {
@@ -209,7 +209,7 @@ impl Backlog {
             kafka_pauses: self.kafka_pauses.load(Ordering::Relaxed),
             kafka_paused: self.kafka_paused.load(Ordering::Relaxed),
             kafka_throttled: self.kafka_throttled.load(Ordering::Relaxed),
-            kafka_waiting: self.kafka_waiting.load(Ordering::Relaxed),
+            kafka_waiting: self.waiting_by_tenant().values().sum(),
         }
     }
 }

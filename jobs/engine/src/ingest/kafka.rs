@@ -173,7 +173,6 @@ async fn consume(
                     bytes: m.payload.len() as u64,
                     topic: m.topic.clone(),
                     partition: m.partition,
-                    offset: m.offset,
                     message: (m, parsed),
                 }
             })
@@ -208,8 +207,8 @@ async fn consume(
 /// A message as parsed and checked for the ingestor.
 type Parsed = Result<engram_schemas::Event, engram_schemas::EventError>;
 
-/// This member's share of the backlog's `kafka_waiting` gauges (in all and by tenant), taken
-/// back when it ends (however it ends).
+/// This member's share of the backlog's waiting messages by tenant, taken back when it ends
+/// (however it ends).
 struct WaitingGauge<'a> {
     backlog: &'a Backlog,
     reported: BTreeMap<String, u64>,
@@ -218,10 +217,6 @@ struct WaitingGauge<'a> {
 impl WaitingGauge<'_> {
     /// Replaces this member's share with `waiting` (messages by tenant).
     fn set(&mut self, waiting: BTreeMap<String, u64>) {
-        let total = |m: &BTreeMap<String, u64>| m.values().sum::<u64>();
-        let gauge = &self.backlog.kafka_waiting;
-        gauge.fetch_add(total(&waiting), Ordering::Relaxed);
-        gauge.fetch_sub(total(&self.reported), Ordering::Relaxed);
         let mut by_tenant = self
             .backlog
             .kafka_waiting_by_tenant

@@ -28,7 +28,6 @@ pub struct Offered<M> {
     pub bytes: u64,
     pub topic: String,
     pub partition: i32,
-    pub offset: i64,
     pub message: M,
 }
 
@@ -38,7 +37,6 @@ pub struct KafkaThrottle<M> {
     queues: BTreeMap<String, VecDeque<Offered<M>>>,
     /// Messages waiting per `(topic, partition)`.
     partitions: BTreeMap<(String, i32), usize>,
-    messages: usize,
     bytes: u64,
     /// Messages that had to wait, since the start.
     pub throttled: u64,
@@ -49,7 +47,6 @@ impl<M> Default for KafkaThrottle<M> {
         KafkaThrottle {
             queues: BTreeMap::new(),
             partitions: BTreeMap::new(),
-            messages: 0,
             bytes: 0,
             throttled: 0,
         }
@@ -97,7 +94,6 @@ impl<M> KafkaThrottle<M> {
                 out.push(o.message);
                 continue;
             }
-            self.messages += 1;
             self.bytes += o.bytes;
             self.throttled += 1;
             *self
@@ -111,7 +107,6 @@ impl<M> KafkaThrottle<M> {
 
     /// Takes a message that leaves out of the counts.
     fn forget(&mut self, o: &Offered<M>) {
-        self.messages -= 1;
         self.bytes -= o.bytes;
         let key = (o.topic.clone(), o.partition);
         if let Some(n) = self.partitions.get_mut(&key) {
@@ -143,7 +138,7 @@ impl<M> KafkaThrottle<M> {
 
     /// Messages waiting.
     pub fn waiting(&self) -> usize {
-        self.messages
+        self.partitions.values().sum()
     }
 
     /// Messages waiting per tenant (only tenants with some).
@@ -156,7 +151,7 @@ impl<M> KafkaThrottle<M> {
 
     /// Whether as many messages or bytes wait as the consumer may hold.
     pub fn full(&self, max_messages: usize, max_bytes: u64) -> bool {
-        self.messages >= max_messages || self.bytes >= max_bytes
+        self.waiting() >= max_messages || self.bytes >= max_bytes
     }
 
     /// Messages waiting per `(topic, partition)` (only partitions with some).
@@ -201,7 +196,6 @@ mod tests {
             bytes: 100,
             topic: "engram.interactions".into(),
             partition,
-            offset,
             message: format!("{tenant}@{partition}:{offset}"),
         }
     }

@@ -69,6 +69,19 @@ pub fn scores<D: AsRef<[String]>>(documents: &[D], query: &[String]) -> Vec<f64>
         .collect()
 }
 
+/// [`scores`], and the documents matching a word of `query` (a score above 0), best first,
+/// ties in the order `tie` gives their indexes.
+pub fn ranking<D: AsRef<[String]>>(
+    documents: &[D],
+    query: &[String],
+    tie: impl Fn(usize, usize) -> std::cmp::Ordering,
+) -> (Vec<f64>, Vec<usize>) {
+    let scores = scores(documents, query);
+    let mut matched: Vec<usize> = (0..scores.len()).filter(|i| scores[*i] > 0.0).collect();
+    matched.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(tie(*a, *b)));
+    (scores, matched)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

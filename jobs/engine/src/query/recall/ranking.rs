@@ -64,9 +64,7 @@ pub(super) fn text_ranking_among(
         .iter()
         .map(|h| bm25::analyse(&h.episode.content))
         .collect();
-    let scores = bm25::scores(&words, &bm25::analyse(query));
-    let mut matched: Vec<usize> = (0..rows.len()).filter(|i| scores[*i] > 0.0).collect();
-    matched.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
+    let (scores, matched) = bm25::ranking(&words, &bm25::analyse(query), |a, b| a.cmp(&b));
     matched
         .into_iter()
         .map(|i| EpisodeHit {
@@ -222,16 +220,7 @@ fn score_words_in_process(hits: &mut [RecallHit], question: &str, text: &InProce
         .iter()
         .map(|h| (h.why.vector_rank.unwrap_or(usize::MAX), h.id.clone()))
         .collect();
-    let ranked = |query: &[String]| {
-        let scores = bm25::scores(text.words, query);
-        let mut matched: Vec<usize> = (0..scores.len()).filter(|i| scores[*i] > 0.0).collect();
-        matched.sort_by(|a, b| {
-            scores[*b]
-                .total_cmp(&scores[*a])
-                .then(tie[*a].cmp(&tie[*b]))
-        });
-        (scores, matched)
-    };
+    let ranked = |query: &[String]| bm25::ranking(text.words, query, |a, b| tie[a].cmp(&tie[b]));
     // what the full-text searches said (Lance's scores, ranks and graph hits) goes, for every hit
     for h in hits.iter_mut() {
         (h.why.text_rank, h.why.text_bm25) = (None, None);
