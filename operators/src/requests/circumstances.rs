@@ -34,6 +34,10 @@ pub(super) const CIRCUMSTANCE_CUES: &[Cue] = &[
     cue(&["gluten*"], A::Allergy, V(1), T),
     cue(&["no", "gluten"], A::Allergy, V(1), T),
     cue(&["celiac"], A::Allergy, V(1), T),
+    cue(&["wheat"], A::Allergy, V(1), T),
+    cue(&["cant", "eat", "wheat"], A::Allergy, V(1), T),
+    cue(&["no", "peanut*"], A::Allergy, V(0), T),
+    cue(&["without", "peanut*"], A::Allergy, V(0), T),
     cue(&["coeliac"], A::Allergy, V(1), T),
     cue(&["lactose*"], A::Allergy, V(2), T),
     cue(&["dairy", "free"], A::Allergy, V(2), T),
@@ -155,6 +159,58 @@ pub(super) const CIRCUMSTANCE_CUES: &[Cue] = &[
     cue(&["no", "oven"], A::Kitchen, V(0), T),
     cue(&["dont", "have", "an", "oven"], A::Kitchen, V(0), T),
     cue(&["dont", "own", "an", "oven"], A::Kitchen, V(0), T),
+    // eating meat: turned, vegetarian ("stopped eating meat"); a turned vegetarian eats it
+    // ("not vegetarian anymore")
+    cue(&["meat"], A::Diet, V(6), T),
+    cue(&["eat", "meat"], A::Diet, V(6), T),
+    cue(&["eating", "meat"], A::Diet, V(6), T),
+    cue(&["back", "on", "meat"], A::Diet, V(6), T),
+    cue(&["carnivore*"], A::Diet, V(6), T),
+    cue(&["omnivore*"], A::Diet, V(6), T),
+    cue(&["avoid", "meat"], A::Diet, V(0), T),
+    cue(&["meat", "and", "*", "free"], A::Diet, V(0), T),
+    // the phone: turned, the other ("not using an iphone anymore")
+    cue(&["iphone*"], A::Phone, V(0), T),
+    cue(&["ios"], A::Phone, V(0), T),
+    cue(&["android*"], A::Phone, V(1), T),
+    cue(&["samsung"], A::Phone, V(1), T),
+    cue(&["google", "pixel"], A::Phone, V(1), T),
+    cue(&["pixel", "phone"], A::Phone, V(1), T),
+    cue(&["a", "pixel"], A::Phone, V(1), T),
+    // alcohol: turned, none ("I quit alcohol", "nothing boozy")
+    cue(&["alcohol*"], A::Alcohol, V(1), T),
+    cue(&["booze"], A::Alcohol, V(1), T),
+    cue(&["boozy"], A::Alcohol, V(1), T),
+    cue(&["cocktail*"], A::Alcohol, V(1), T),
+    cue(&["wine"], A::Alcohol, V(1), T),
+    cue(&["wine", "pairing*"], A::Alcohol, V(1), T),
+    cue(&["beer*"], A::Alcohol, V(1), T),
+    cue(&["drinking", "again"], A::Alcohol, V(1), T),
+    cue(&["drink", "again"], A::Alcohol, V(1), T),
+    cue(&["sober"], A::Alcohol, V(0), T),
+    cue(&["sobriety"], A::Alcohol, V(0), T),
+    cue(&["teetotal*"], A::Alcohol, V(0), T),
+    cue(&["non", "alcoholic"], A::Alcohol, V(0), T),
+    cue(&["alcohol", "free"], A::Alcohol, V(0), T),
+    cue(&["quit", "drinking"], A::Alcohol, V(0), T),
+    cue(&["stopped", "drinking"], A::Alcohol, V(0), T),
+    cue(&["dont", "drink", "anymore"], A::Alcohol, V(0), T),
+    cue(&["dont", "drink", "alcohol"], A::Alcohol, V(0), T),
+    // young children at home
+    cue(&["kids"], A::Children, V(0), T),
+    cue(&["kid", "friendly"], A::Children, V(0), T),
+    cue(&["child", "friendly"], A::Children, V(0), T),
+    cue(&["young", "children"], A::Children, V(0), T),
+    cue(&["small", "children"], A::Children, V(0), T),
+    cue(&["little", "ones"], A::Children, V(0), T),
+    cue(&["toddler*"], A::Children, V(0), T),
+    cue(&["preschooler*"], A::Children, V(0), T),
+    cue(&["pup"], A::Pets, V(1), T),
+    cue(&["pups"], A::Pets, V(1), T),
+    // a car: getting around without one
+    cue(&["public", "transport*"], A::Car, V(1), T),
+    cue(&["public", "transit"], A::Car, V(1), T),
+    cue(&["driving"], A::Car, V(0), T),
 ];
 
 #[cfg(test)]
@@ -245,6 +301,63 @@ mod tests {
         assert_eq!(
             asked("we only have an air fryer and a hob, adjust the recipes"),
             ["KitchenValue(0)"]
+        );
+    }
+
+    #[test]
+    fn phones_alcohol_children_and_eating_meat_again_are_read() {
+        assert_eq!(
+            asked("pls give instructions for iphone, not samsung"),
+            ["PhoneValue(0)"]
+        );
+        assert_eq!(
+            asked("I'm not using an iphone anymore, moved to a samsung galaxy"),
+            ["PhoneValue(1)"]
+        );
+        assert_eq!(
+            asked("pls stop suggesting wine pairings, I'm sober"),
+            ["AlcoholValue(0)"]
+        );
+        assert_eq!(
+            asked("I'd rather you didn't suggest anything boozy"),
+            ["AlcoholValue(0)"]
+        );
+        assert_eq!(
+            asked("I drink again, cocktails are fine"),
+            ["AlcoholValue(1)"]
+        );
+        assert_eq!(
+            asked("remember i've got two little ones at home when u plan the trip"),
+            ["ChildrenValue(0)"]
+        );
+        assert_eq!(
+            asked("remember my kid's name is Lynn"),
+            Vec::<String>::new()
+        );
+        // a turned vegetarian eats meat, turned meat is vegetarian
+        assert_eq!(
+            asked("update: not vegetarian anymore lol"),
+            ["DietValue(6)"]
+        );
+        assert_eq!(
+            asked("No need to avoid meat in suggestions anymore."),
+            ["DietValue(6)"]
+        );
+        assert_eq!(
+            asked("fyi I stopped eating meat last month"),
+            ["DietValue(0)"]
+        );
+        assert_eq!(
+            asked("keep all meal ideas meat- and fish-free"),
+            ["DietValue(0)"]
+        );
+        assert_eq!(
+            asked("you put satay sauce in that... no peanuts"),
+            ["AllergyValue(0)"]
+        );
+        assert_eq!(
+            asked("I get around by bus and train, so don't suggest driving"),
+            ["CarValue(1)"]
         );
     }
 }

@@ -52,6 +52,7 @@
 
 mod chat_clauses;
 mod circumstances;
+mod code_explanation;
 mod layout_cues;
 mod lexicon;
 mod reading;
@@ -208,11 +209,19 @@ pub enum Aspect {
     Shift,
     /// What the user cooks with ([`Way::Value`] 0: no oven).
     Kitchen,
+    /// More: explain the code given (what it does, why); less: the code alone.
+    CodeExplanation,
+    /// The user's phone ([`Way::Value`]: 0 an iPhone, 1 an Android phone).
+    Phone,
+    /// Whether the user drinks alcohol ([`Way::Value`]: 0 not at all, 1 does).
+    Alcohol,
+    /// The user has young children at home ([`Way::Value`] 0).
+    Children,
 }
 
 impl Aspect {
     /// Every aspect.
-    pub const ALL: [Aspect; 61] = [
+    pub const ALL: [Aspect; 65] = [
         Aspect::Length,
         Aspect::Formality,
         Aspect::Bullets,
@@ -274,6 +283,10 @@ impl Aspect {
         Aspect::Car,
         Aspect::Shift,
         Aspect::Kitchen,
+        Aspect::CodeExplanation,
+        Aspect::Phone,
+        Aspect::Alcohol,
+        Aspect::Children,
     ];
 
     /// Whether the aspect is a circumstance of the user's that answers must respect (what they
@@ -293,6 +306,9 @@ impl Aspect {
                 | Aspect::Car
                 | Aspect::Shift
                 | Aspect::Kitchen
+                | Aspect::Phone
+                | Aspect::Alcohol
+                | Aspect::Children
         )
     }
 
@@ -360,6 +376,10 @@ impl Aspect {
             Aspect::Car => "car",
             Aspect::Shift => "shift",
             Aspect::Kitchen => "kitchen",
+            Aspect::CodeExplanation => "code_explanation",
+            Aspect::Phone => "phone",
+            Aspect::Alcohol => "alcohol",
+            Aspect::Children => "children",
         }
     }
 }
@@ -475,13 +495,15 @@ pub const PROGRAMMING_LANGUAGES: [&str; 14] = [
 ];
 
 /// Diets a request can name, by [`Way::Value`] index.
-pub const DIETS: [&str; 6] = [
+pub const DIETS: [&str; 7] = [
     "vegetarian",
     "vegan",
     "pescatarian",
     "halal",
     "kosher",
     "low-sugar",
+    // eating meat again, or not avoiding it: "not vegetarian anymore", "back on meat"
+    "meat-eating",
 ];
 
 /// Allergies a request can name, by [`Way::Value`] index.
@@ -512,6 +534,9 @@ pub fn value_names(aspect: Aspect) -> &'static [&'static str] {
         Aspect::Car => &["a car", "no car"],
         Aspect::Shift => &["nights", "days"],
         Aspect::Kitchen => &["no oven"],
+        Aspect::Phone => &["an iPhone", "an Android phone"],
+        Aspect::Alcohol => &["no alcohol", "alcohol"],
+        Aspect::Children => &["young children"],
         _ => &[],
     }
 }
@@ -602,6 +627,11 @@ impl fmt::Display for Request {
             (Cost, Less) => "Suggest free or low-cost options only.",
             (UsingName, More) => "Address the user by name.",
             (UsingName, Less) => "Do not address the user by name.",
+            (CodeExplanation, More) => "Explain the code you give: what it does and why.",
+            (CodeExplanation, Less) => "Give the code alone, without explaining it.",
+            (Diet, Value(6)) => "The user eats meat: dishes with meat are fine.",
+            (Alcohol, Value(0)) => "The user does not drink alcohol: leave it out of suggestions.",
+            (Alcohol, Value(1)) => "The user drinks alcohol: drinks are fine in suggestions.",
             (aspect, Value(i)) => {
                 let name = value_names(aspect)
                     .get(usize::from(i))
@@ -635,13 +665,19 @@ impl fmt::Display for Request {
                         f,
                         "The user has {name}: adapt recipes to what they cook with."
                     ),
+                    Phone => write!(f, "The user has {name}: give phone instructions for it."),
+                    Children => write!(
+                        f,
+                        "The user has {name}: keep suggestions suitable for them."
+                    ),
                     _ => write!(f, "{name}"),
                 };
             }
             (
                 Language | Units | Spelling | ProgrammingLanguage | TimeFormat | DateFormat
                 | Currency | Pronouns | Diet | Allergy | Pets | Accessibility | OperatingSystem
-                | Naming | Work | Smoking | Pregnancy | Injury | Car | Shift | Kitchen,
+                | Naming | Work | Smoking | Pregnancy | Injury | Car | Shift | Kitchen | Phone
+                | Alcohol | Children,
                 _,
             ) => "?",
         };

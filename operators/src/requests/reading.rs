@@ -92,7 +92,13 @@ pub fn requests_of(text: &str) -> RequestSet {
             let turned = if rhetorical { !negated } else { turned };
             let turned = turned || (fed_up && found.kind != CueKind::Complaint);
             last = Some((end, turned, found.kind));
-            if let Some(request) = directed(found, turned) {
+            // "I no longer eat gluten-free": the allergy changed, it is not one to respect
+            let allergy_ended = found.aspect == Aspect::Allergy
+                && turned
+                && sentence
+                    .iter()
+                    .any(|w| matches!(w.as_str(), "longer" | "anymore"));
+            if let Some(request) = directed(found, turned).filter(|_| !allergy_ended) {
                 // "convert the dollars to euros": the value asked for follows "to" or "in"
                 let target = i > 0
                     && matches!(
@@ -122,6 +128,13 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
     if kind == CueKind::Complaint {
         return false;
     }
+    // "I don't want a lecture, just the code": a cue that says "just" or "only" itself asks for
+    // what it names, whatever was negated before it ("not just the code" aside)
+    if cue.aspect == Aspect::CodeExplanation
+        && matches!(cue.words.first(), Some(&("just" | "only")))
+    {
+        return start > 0 && matches!(sentence[start - 1].as_str(), "not" | "dont" | "no");
+    }
     let from = clause_start.max(start.saturating_sub(FLIP_WINDOW));
     // "no fluff just bullet points", "I don't want a lecture only the code": what follows "just"
     // or "only" is what is asked for, whatever was negated before it ("not just" aside)
@@ -134,6 +147,13 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
     let mut flips = usize::from(
         asked_after.is_none() && negated_wish(&sentence[clause_start..(from + 1).min(start)]),
     );
+    // "everything is a list with you": a complaint about what it names, however negated
+    // ("I hate when everything is chopped into bullets")
+    let clause = &sentence[clause_start..start];
+    let everything_is = clause.iter().any(|w| w == "everythings")
+        || clause
+            .windows(2)
+            .any(|p| p[0] == "everything" && matches!(p[1].as_str(), "is" | "has"));
     let from = asked_after.map_or(from, |k| from.max(k + 1));
     let before = &sentence[from..start];
     let mut j = 0;
@@ -158,8 +178,11 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
             continue;
         }
         let w = before[j].as_str();
-        // "I'd rather see several choices than be told what to do": "than" apart from "rather"
-        if w == "than" && sentence[..from + j].iter().any(|w| w == "rather") {
+        // "I'd rather see several choices than be told what to do": "than" apart from "rather";
+        // "I'd prefer centimetres over inches"
+        if (w == "than" && sentence[..from + j].iter().any(|w| w == "rather"))
+            || (w == "over" && sentence[..from + j].iter().any(|w| w.starts_with("prefer")))
+        {
             flips += 1;
             j += 1;
             continue;
@@ -213,17 +236,19 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
             .any(|w| matches!(w.as_str(), "keep" | "leave"))
             && sentence[end..clause_end.min(end + 3)]
                 .iter()
-                .any(|w| w == "out"))
-        // "I'm remote now, so stop planning my day around the train": what is removed later is
-        // not the circumstance
-        || (!cue.aspect.is_circumstance()
-            && sentence[clause_end..]
-                .iter()
-                .any(|w| REMOVALS.contains(&w.as_str())));
+                .any(|w| w == "out"));
+    // "too many comments, strip them": a removal later in the sentence turns what it names,
+    // once, however it was turned before; "I'm remote now, so stop planning my day around the
+    // train": what is removed later is not the circumstance
+    let removed_later = !cue.aspect.is_circumstance()
+        && sentence[clause_end..]
+            .iter()
+            .any(|w| REMOVALS.contains(&w.as_str()));
     flips += usize::from(complained);
     // a complaint in the next clause only turns away what is not turned already ("lose the
-    // emoji, it's unprofessional")
-    flips % 2 == 1 || complained_next
+    // emoji, it's unprofessional", "no tl;dr, it's redundant")
+    let negated_cue = matches!(cue.words.first(), Some(&("no" | "dont" | "avoid")));
+    flips % 2 == 1 || removed_later || everything_is || (complained_next && !negated_cue)
 }
 
 /// How many of `words` come before the clause break ("," or "but") that ends their clause.
@@ -302,7 +327,15 @@ fn directed(cue: &Cue, turned: bool) -> Option<Request> {
             | Aspect::Work
             | Aspect::Smoking
             | Aspect::Car
-            | Aspect::Shift => Way::Value(1 - v.min(1)),
+            | Aspect::Shift
+            | Aspect::Phone
+            | Aspect::Alcohol => Way::Value(1 - v.min(1)),
+            // "never anything with peanuts": what is kept out is what the user is allergic to
+            // (a change, "I no longer eat gluten-free", is left out before)
+            Aspect::Allergy => Way::Value(v),
+            // "not vegetarian anymore" eats meat; "stop suggesting meat" eats none
+            Aspect::Diet if v <= 2 => Way::Value(6),
+            Aspect::Diet if v == 6 => Way::Value(0),
             _ => return None,
         },
     };
@@ -641,7 +674,10 @@ mod tests {
         );
         assert_eq!(asked("is that enough detail?"), ["LengthMore"]);
         // what follows "just" or "only" is asked for, whatever was negated before it
-        assert_eq!(asked("I don't want a lecture just the code"), ["CodeMore"]);
+        assert_eq!(
+            asked("I don't want a lecture just the code"),
+            ["CodeExplanationLess"]
+        );
         assert_eq!(
             asked("no fluff only bullet points"),
             ["BulletsMore", "DirectnessMore"]

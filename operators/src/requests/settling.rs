@@ -7,6 +7,7 @@
 //! aspect twice often says which one it means by how it names each: "paragraphs are hard to
 //! skim, put it in bullets" describes what it got and asks for the other.
 
+use super::code_explanation::{explains_code, settle_code_explanation};
 use super::lexicon::Cue;
 use super::{Aspect, Request, Way};
 
@@ -355,6 +356,29 @@ pub(super) fn names_spelling(word: &str) -> bool {
         || word.starts_with("americani")
 }
 
+/// Words that count what follows ("8 paragraphs", "several paragraphs").
+const COUNTS: &[&str] = &[
+    "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "several", "multiple",
+    "many", "endless",
+];
+
+/// Words of exercise, whose intensity "gentle" and "easy" describe.
+const EXERCISE: &[&str] = &[
+    "exercise",
+    "exercises",
+    "workout",
+    "workouts",
+    "training",
+    "stretches",
+    "stretching",
+    "yoga",
+    "fitness",
+    "cardio",
+];
+
+/// Words that name a summary ("the summary section").
+const SUMMARY_WORDS: &[&str] = &["summary", "sum", "recap", "tldr", "conclusion"];
+
 /// Requests that say what a vaguer one read in the same text is about: the vaguer goes.
 const SETTLES: &[(&[Aspect], &[Aspect])] = &[
     // "tables pls, not paragraphs", "a side-by-side chart, not a list"
@@ -362,14 +386,27 @@ const SETTLES: &[(&[Aspect], &[Aspect])] = &[
     // "walk me through your thinking step by step"
     (&[Aspect::Reasoning], &[Aspect::Steps]),
     (&[Aspect::WholeCode], &[Aspect::Code]),
+    // "explain the comments you add": the explaining is the comments
+    (&[Aspect::CodeComments], &[Aspect::CodeExplanation]),
     // a specific request about code says what "code" in it is about
     (
         &[
             Aspect::CodeComments,
             Aspect::CodeBlocks,
             Aspect::ProgrammingLanguage,
+            Aspect::CodeExplanation,
         ],
         &[Aspect::Code, Aspect::Examples],
+    ),
+    // "walk me through the logic of the code": the code's explanation
+    (
+        &[Aspect::CodeExplanation],
+        &[Aspect::Steps, Aspect::Reasoning],
+    ),
+    // "the code first, before any explanation"
+    (
+        &[Aspect::CommandFirst],
+        &[Aspect::CodeExplanation, Aspect::Code],
     ),
     // "stop asking me follow-up questions": the questions are the follow-ups
     (&[Aspect::FollowUps], &[Aspect::Questions]),
@@ -391,8 +428,23 @@ pub(super) fn applies_here(sentence: &[String], at: usize, cue: &Cue) -> bool {
     {
         return false;
     }
+    // "keep exercise suggestions gentle": how hard the exercise is, not how news is told
+    if cue.aspect == Aspect::Bluntness && sentence.iter().any(|w| EXERCISE.contains(&w.as_str())) {
+        return false;
+    }
     match cue.words {
+        // "my kid's name": the apostrophe gone, not children to plan for
+        ["kids"] => !next.is_some_and(|w| w.starts_with("name")),
         ["simple"] => next.is_none_or(|w| SIMPLE_ABOUT_ANSWERS.contains(&w)),
+        // "8 paragraphs for a yes/no question" counts length, not the layout
+        ["paragraph*"] => {
+            !previous.is_some_and(|w| w.bytes().all(|b| b.is_ascii_digit()) || COUNTS.contains(&w))
+        }
+        ["explain*"] => explains_code(sentence, at),
+        // "the 'to sum up' section", "summary sections": the section is the summary
+        ["section*"] => !sentence[at.saturating_sub(3)..at]
+            .iter()
+            .any(|w| SUMMARY_WORDS.contains(&w.as_str())),
         ["steps"] => previous.is_none_or(|w| {
             BEFORE_ANSWER_STEPS.contains(&w)
                 || [
@@ -429,8 +481,13 @@ pub(super) fn described(sentence: &[String], at: usize, end: usize) -> bool {
     // "you guessed wrong", "u assumed": what the assistant did
     let done_by_you =
         at > 0 && matches!(sentence[at - 1].as_str(), "you" | "u") && sentence[at].ends_with("ed");
+    // "your code has no comments at all": what the user got
+    let had_none = at >= 2
+        && sentence[at - 1] == "no"
+        && matches!(sentence[at - 2].as_str(), "has" | "had" | "have");
     being
         || done_by_you
+        || had_none
         || before.iter().any(|w| {
             matches!(
                 w.as_str(),
@@ -474,6 +531,7 @@ pub(super) fn settle(mut readings: Vec<Reading>, talks_of_spelling: bool) -> Vec
             readings.retain(|r| r.request.aspect != aspect || r.request.way == asked[0]);
         }
     }
+    settle_code_explanation(&mut readings, &mut aspects);
     let has = |aspect: &Aspect| aspects.contains(aspect);
     for (specific, vaguer) in SETTLES {
         if specific.iter().any(has) {
@@ -530,6 +588,26 @@ pub(super) fn settle(mut readings: Vec<Reading>, talks_of_spelling: bool) -> Vec
 #[cfg(test)]
 mod tests {
     use super::super::asked;
+
+    #[test]
+    fn counted_paragraphs_summary_sections_and_gentle_exercise_are_not_layout_or_tone() {
+        assert_eq!(
+            asked("I didn't need 8 paragraphs for a yes/no question. be concise"),
+            ["LengthLess"]
+        );
+        assert_eq!(
+            asked("Please skip the summary sections, top or bottom."),
+            ["SummaryLess"]
+        );
+        assert_eq!(
+            asked("I have a bad knee, so keep exercise suggestions gentle"),
+            ["InjuryValue(0)"]
+        );
+        assert_eq!(
+            asked("your code has no comments at all, please annotate it"),
+            ["CodeCommentsMore"]
+        );
+    }
 
     #[test]
     fn style_words_about_something_else_ask_nothing_of_answers() {

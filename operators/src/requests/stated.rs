@@ -151,6 +151,9 @@ pub fn stated_requests(text: &str) -> RequestSet {
             requests.extend(read.into_iter().filter(|r| r.aspect == Aspect::Pronouns));
         }
     }
+    // children come up in every other chat ("my kids love dinosaurs, plan a party"): planning
+    // around them is read from corrections, where the user says the answer missed them
+    requests.retain(|r| r.aspect != Aspect::Children);
     RequestSet::from_requests(requests)
 }
 

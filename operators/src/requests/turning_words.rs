@@ -24,6 +24,9 @@ pub(super) const FLIPS: &[&[&str]] = &[
     &["give", "up", "on"],
     &["given", "up", "on"],
     &["leave", "out"],
+    &["left", "out"],
+    &["cluttered", "with"],
+    &["leaving", "out"],
     &["cut", "the"],
     &["lose"],
     &["drop*"],
@@ -195,10 +198,51 @@ pub(super) const COMPLAINTS: &[&str] = &[
 ];
 
 /// Words that, anywhere after a cue in its sentence, ask to remove it ("…, remove them").
-pub(super) const REMOVALS: &[&str] = &["remove", "delete", "drop", "ditch", "stop", "avoid"];
+pub(super) const REMOVALS: &[&str] = &[
+    "remove", "delete", "drop", "ditch", "stop", "avoid", "strip",
+];
 
 /// Contractions and negative words that turn a cue: "don't", "isn't", "can't", ….
 pub(crate) const NEGATED_VERBS: &[&str] = &[
     "dont", "doesnt", "didnt", "isnt", "arent", "wasnt", "werent", "cant", "cannot", "wont",
     "shouldnt", "wouldnt", "couldnt", "aint", "havent", "hasnt", "needent", "neednt",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::super::asked;
+
+    #[test]
+    fn complaints_before_a_cue_and_removals_after_it_turn_it_once() {
+        assert_eq!(
+            asked("everything is a list with you lol, write it out like a human would"),
+            ["BulletsLess"]
+        );
+        assert_eq!(
+            asked("i hate when everything is chopped into bullets"),
+            ["BulletsLess"]
+        );
+        assert_eq!(
+            asked("too many comments in the code, strip them"),
+            ["CodeCommentsLess"]
+        );
+        assert_eq!(
+            asked("the code is cluttered with // comments, strip them out"),
+            ["CodeCommentsLess"]
+        );
+        assert_eq!(
+            asked("I'd rather you left out illustrations and 'for instance' bits"),
+            ["ExamplesLess"]
+        );
+        assert_eq!(
+            asked("I'd prefer centimetres and litres over inches and gallons"),
+            ["UnitsValue(0)"]
+        );
+        // the negation is in the cue: the complaint after it does not turn it back
+        assert_eq!(asked("no tl;dr pls, it's redundant"), ["SummaryLess"]);
+        assert_eq!(
+            asked("Begin every answer with a brief TLDR."),
+            ["SummaryMore"]
+        );
+    }
+}
