@@ -1,6 +1,7 @@
 //! Preferences stated in ordinary chat messages, on the labelled development set
 //! (`tests/data/stated_preferences.json`, written by someone who never saw the rule): what
-//! [`stated_requests`] finds against what each message states. The held-out set
+//! [`stated_requests`] finds against what each message states, and on the third set
+//! (`stated_preferences_c.json`), developed on after one blind measurement. The held-out set
 //! (`stated_preferences_b.json`) is measured through the server by `bench stated_preferences`,
 //! in aggregate only.
 //!
@@ -53,13 +54,13 @@ fn read(text: &str) -> BTreeSet<(String, String)> {
         .collect()
 }
 
-#[test]
-fn preferences_stated_in_passing_are_read_and_other_messages_left_alone() {
-    let set = labelled();
+/// Detection recall, messages stating nothing read as stating something, and the precision and
+/// recall of the preferences read, on a labelled set.
+fn figures(set: &[(String, BTreeSet<(String, String)>)]) -> (f64, usize, f64, f64) {
     let show = std::env::var_os("ENGRAM_STATED_MISSES").is_some();
     let (mut stating, mut found_in_stating, mut found_in_other) = (0, 0, 0);
     let (mut right, mut remembered, mut stated) = (0, 0, 0);
-    for (text, want) in &set {
+    for (text, want) in set {
         let got = read(text);
         if show && &got != want {
             println!("want {want:?} got {got:?}: {text}");
@@ -83,7 +84,13 @@ fn preferences_stated_in_passing_are_read_and_other_messages_left_alone() {
          recall {recall:.3}",
         set.len()
     );
-    // measured at 0.922, 0, 0.888 and 0.870 when the rule was last changed
+    (detection_recall, found_in_other, precision, recall)
+}
+
+#[test]
+fn preferences_stated_in_passing_are_read_and_other_messages_left_alone() {
+    let (detection_recall, found_in_other, precision, recall) = figures(&labelled());
+    // measured at 0.922, 0, 0.898 and 0.880 when the rule was last changed
     assert!(
         detection_recall >= 0.9,
         "detection recall {detection_recall}"
@@ -94,6 +101,25 @@ fn preferences_stated_in_passing_are_read_and_other_messages_left_alone() {
     );
     assert!(precision >= 0.86, "precision {precision}");
     assert!(recall >= 0.85, "recall {recall}");
+}
+
+/// The third set (`stated_preferences_c.json`, written blind, measured once at 0.938 / 0.844
+/// detection and 0.856 / 0.819 preferences with 6 false, then developed on).
+#[test]
+fn preferences_of_the_third_set_are_read() {
+    let (detection_recall, found_in_other, precision, recall) =
+        figures(&labelled_set("stated_preferences_c.json"));
+    // measured at 0.956, 0, 0.947 and 0.957 when the rule was last changed
+    assert!(
+        detection_recall >= 0.94,
+        "detection recall {detection_recall}"
+    );
+    assert_eq!(
+        found_in_other, 0,
+        "messages stating nothing read as preferences"
+    );
+    assert!(precision >= 0.92, "precision {precision}");
+    assert!(recall >= 0.93, "recall {recall}");
 }
 
 /// Hostile messages of the largest size an event may have (256 KiB): quotes that never close,

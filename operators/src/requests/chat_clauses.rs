@@ -100,6 +100,14 @@ pub(super) fn without_quotes(text: &str) -> String {
             out.push('\n');
             last = Some(chars[end]);
             i = end + 1;
+        } else if end < n {
+            // a phrase named ("stop with the 'great question!' stuff") ends no sentence
+            out.extend(chars[i..=end].iter().map(|&c| match c {
+                '.' | '!' | '?' | ';' => ' ',
+                c => c,
+            }));
+            last = Some(chars[end]);
+            i = end + 1;
         } else {
             out.push(c);
             if !c.is_whitespace() {
@@ -152,6 +160,18 @@ pub(super) fn chat_words(text: &str) -> Vec<String> {
 
 /// Phrases that make a sentence about one answer or one thing, not a standing wish.
 pub(super) const ONE_OFF: &[&[&str]] = &[
+    // the answer just given ("make that last answer more formal", "a shorter version of that")
+    &["last", "answer"],
+    &["that", "answer"],
+    &["version", "of", "that"],
+    &["version", "of", "this"],
+    &["that", "again"],
+    &["this", "again"],
+    // what might be ("hypothetically, could you …", "if i wanted answers in french, …")
+    &["hypothetically"],
+    &["if", "i", "wanted"],
+    &["would", "you", "be", "able"],
+    &["are", "you", "able"],
     &["this", "time"],
     &["this", "once"],
     &["for", "this", "answer"],
@@ -320,6 +340,11 @@ pub(super) const WRITING_VERBS: &[&str] = &[
 pub(super) const NOT_A_THING: &[&str] = &[
     "your",
     "me",
+    // quantities: "a few options", "a couple of practice questions"
+    "few",
+    "couple",
+    "bit",
+    "lot",
     "to",
     "in",
     "with",
@@ -445,8 +470,12 @@ pub(super) fn names_one_thing(words: &[String]) -> bool {
                 .is_some_and(|w| matches!(w.as_str(), "my" | "our" | "a" | "an" | "the" | "this"))
             && thing_at(i + 3)
     });
+    // "everything you write for me" names what the assistant writes, not a thing to work on
     let written = (0..words.len()).any(|i| {
         writing(&words[i])
+            && !(i > 0 && matches!(words[i - 1].as_str(), "you" | "u"))
+            // "write for me", "explain for a beginner"
+            && words.get(i + 1).is_none_or(|w| w != "for")
             && words.get(i + 1).is_some_and(|w| {
                 !is(NOT_A_THING, w)
                     && !is(ANSWER_PARTS, w)
@@ -460,15 +489,18 @@ pub(super) fn names_one_thing(words: &[String]) -> bool {
     });
     let task = words.iter().any(|w| is(TASK_VERBS, w));
     // "add comments to the script", "the costs in that plan"
+    // ("instead of the full solution" names what is not to be done)
     let placed = (0..words.len()).any(|i| {
         matches!(
             words[i].as_str(),
             "to" | "into" | "in" | "on" | "for" | "of"
-        ) && words.get(i + 1).is_some_and(|w| match w.as_str() {
-            "the" | "my" | "our" => task,
-            "this" | "that" => true,
-            _ => false,
-        }) && thing_at(i + 2)
+        ) && !(i > 0 && words[i - 1] == "instead")
+            && words.get(i + 1).is_some_and(|w| match w.as_str() {
+                "the" | "my" | "our" => task,
+                "this" | "that" => true,
+                _ => false,
+            })
+            && thing_at(i + 2)
     });
     wanted
         || written

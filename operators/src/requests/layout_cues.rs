@@ -16,6 +16,8 @@ pub(super) const LAYOUT_CUES: &[Cue] = &[
     cue(&["preach*"], A::Moralising, M, T),
     cue(&["sermon*"], A::Moralising, M, T),
     cue(&["ethics", "lecture*"], A::Moralising, M, T),
+    cue(&["moral", "lecture*"], A::Moralising, M, T),
+    cue(&["moral", "commentary"], A::Moralising, M, T),
     cue(&["lecturing"], A::Moralising, M, T),
     cue(&["lecture", "me"], A::Moralising, M, T),
     cue(&["judge", "my"], A::Moralising, M, T),

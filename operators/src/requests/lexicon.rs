@@ -459,6 +459,9 @@ pub(super) const CUES: &[Cue] = &[
     cue(&["decisive*"], A::Hedging, L, G),
     cue(&["confident*"], A::Hedging, L, G),
     cue(&["confidence", "level*"], A::Hedging, M, T),
+    cue(&["how", "confident"], A::Hedging, M, T),
+    cue(&["how", "sure", "you"], A::Hedging, M, T),
+    cue(&["unsure", "about"], A::Hedging, M, T),
     cue(&["uncertain*"], A::Hedging, M, T),
     cue(&["commit", "to", "an", "answer"], A::Hedging, L, T),
     // naming style of identifiers in code

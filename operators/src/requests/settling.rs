@@ -376,15 +376,37 @@ const EXERCISE: &[&str] = &[
     "cardio",
 ];
 
+/// Words of money, by which pounds are sterling ("show prices in pounds").
+const MONEY: &[&str] = &[
+    "price",
+    "prices",
+    "priced",
+    "cost",
+    "costs",
+    "money",
+    "budget",
+    "pay",
+    "paying",
+    "spend",
+    "spending",
+    "salary",
+    "rent",
+    "cheap",
+    "expensive",
+    "currency",
+];
+
 /// Words that name a summary ("the summary section").
 const SUMMARY_WORDS: &[&str] = &["summary", "sum", "recap", "tldr", "conclusion"];
 
 /// Requests that say what a vaguer one read in the same text is about: the vaguer goes.
 const SETTLES: &[(&[Aspect], &[Aspect])] = &[
-    // "tables pls, not paragraphs", "a side-by-side chart, not a list"
-    (&[Aspect::Table], &[Aspect::Bullets]),
+    // "tables pls, not paragraphs", "a side-by-side chart, not a list"; "checkbox lists"
+    (&[Aspect::Table, Aspect::Checklist], &[Aspect::Bullets]),
     // "walk me through your thinking step by step"
     (&[Aspect::Reasoning], &[Aspect::Steps]),
+    // "for coding exercises give me hints": the exercises are where hints go
+    (&[Aspect::Hints], &[Aspect::Quiz]),
     (&[Aspect::WholeCode], &[Aspect::Code]),
     // "explain the comments you add": the explaining is the comments
     (&[Aspect::CodeComments], &[Aspect::CodeExplanation]),
@@ -432,7 +454,16 @@ pub(super) fn applies_here(sentence: &[String], at: usize, cue: &Cue) -> bool {
     if cue.aspect == Aspect::Bluntness && sentence.iter().any(|w| EXERCISE.contains(&w.as_str())) {
         return false;
     }
+    // "prices in pounds" is money; "my weight in pounds" is units
+    let money = sentence.iter().any(|w| MONEY.contains(&w.as_str()));
     match cue.words {
+        ["in" | "use" | "to", "pounds"] if cue.aspect == Aspect::Currency => return money,
+        ["pounds"] if money => return false,
+        _ => {}
+    }
+    match cue.words {
+        // "the short ones leave me guessing": the user guesses, not the assistant
+        ["guess*"] if previous == Some("me") => false,
         // "my kid's name": the apostrophe gone, not children to plan for
         ["kids"] => !next.is_some_and(|w| w.starts_with("name")),
         ["simple"] => next.is_none_or(|w| SIMPLE_ABOUT_ANSWERS.contains(&w)),
@@ -472,10 +503,28 @@ pub(super) fn applies_here(sentence: &[String], at: usize, cue: &Cue) -> bool {
 /// paragraphs lose me"), after "was" / "giant" / "dense" … ("that was one giant paragraph"), or
 /// a past tense after "you" ("you guessed wrong").
 pub(super) fn described(sentence: &[String], at: usize, end: usize) -> bool {
-    let after = sentence.get(end).map(String::as_str);
+    // "the short ones leave me guessing": past the noun the cue qualifies
+    let skip = usize::from(
+        sentence
+            .get(end)
+            .is_some_and(|w| matches!(w.as_str(), "ones" | "one" | "answers" | "replies")),
+    );
+    let after = sentence.get(end + skip).map(String::as_str);
     let being = matches!(
         after,
-        Some("is" | "are" | "was" | "were" | "look" | "looks" | "feel" | "feels" | "lose" | "make")
+        Some(
+            "is" | "are"
+                | "was"
+                | "were"
+                | "look"
+                | "looks"
+                | "feel"
+                | "feels"
+                | "lose"
+                | "make"
+                | "leave"
+                | "leaves"
+        )
     );
     let before = &sentence[at.saturating_sub(3)..at];
     // "you guessed wrong", "u assumed": what the assistant did

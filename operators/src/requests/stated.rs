@@ -14,7 +14,7 @@ const DIRECTIVE_STARTS: &[&str] = &[
     "add", "put", "format", "explain", "cut", "no", "less", "more", "quit", "drop", "start",
     "lead", "get", "send", "show", "tell", "try", "limit", "stick", "quiz", "warn", "throw",
     "cite", "suggest", "pick", "tone", "go", "check", "ask", "let", "mention", "flag", "assume",
-    "spare", "remember", "offer", "end", "number", "list", "leave", "lose",
+    "spare", "remember", "offer", "end", "number", "list", "leave", "lose", "default",
 ];
 
 /// Phrases that make a statement about the user's own liking: "I prefer …", "I'd like …".
@@ -31,6 +31,8 @@ const LIKINGS: &[&[&str]] = &[
     &["i", "need"],
     &["i", "like"],
     &["i", "love"],
+    &["id", "love"],
+    &["i", "would", "love"],
     &["i", "hate"],
     &["i", "dont", "like"],
     &["i", "dont", "want"],
@@ -39,6 +41,8 @@ const LIKINGS: &[&[&str]] = &[
     &["could", "you"],
     &["would", "you"],
     &["will", "you"],
+    &["can", "we"],
+    &["could", "we"],
 ];
 
 /// What an ordinary message states as a standing preference about how to be answered: the
@@ -83,7 +87,8 @@ pub fn stated_requests(text: &str) -> RequestSet {
     // "tl;dr" is one word, not two sentences
     let lower = without_quotes(&text.to_lowercase().replace("tl;dr", "tldr"));
     for sentence in lower.split_inclusive(['.', '!', '?', ';', '\n']) {
-        let question = sentence.trim_end().ends_with('?');
+        // "…, ok?" asks nothing more than the sentence before the tag does
+        let question = sentence.trim_end().ends_with('?') && !tag_question(sentence);
         let words = chat_words(sentence);
         if (0..words.len()).any(|i| ONE_OFF.iter().any(|p| matches_at(&words, i, p))) {
             continue;
@@ -256,20 +261,39 @@ fn is_directive(head: &[String], question: bool) -> bool {
     liking || imperative || (!question && conditional_directive(&head[start..]))
 }
 
+/// Whether `sentence` ends in a tag after a comma ("…, ok?", "…, right?"): a statement that
+/// asks for agreement, not a question.
+fn tag_question(sentence: &str) -> bool {
+    let body = sentence.trim_end().trim_end_matches('?').trim_end();
+    body.rsplit_once(',').is_some_and(|(_, tag)| {
+        matches!(
+            tag.trim(),
+            "ok" | "okay" | "k" | "right" | "yeah" | "alright" | "pls" | "please" | "yes"
+        )
+    })
+}
+
 /// Whether `head` opens with when it applies and then directs, without a comma: "when u talk
 /// money use pounds", "if something is unclear just check with me first". The directive's
 /// verb must not follow a subject ("when I use your code it breaks" directs nothing).
 fn conditional_directive(head: &[String]) -> bool {
     // "when the kids go to bed I read them short stories" is about someone else
-    let opens = head
-        .first()
-        .is_some_and(|w| matches!(w.as_str(), "when" | "whenever" | "if"))
-        && head.get(1).is_some_and(|w| {
-            matches!(
-                w.as_str(),
-                "you" | "i" | "it" | "something" | "anything" | "theres"
-            )
-        });
+    // "whenever possible include …", "if my question is vague just ask", "for coding
+    // exercises give me hints"
+    let opens = (head.first().is_some_and(|w| {
+        matches!(
+            w.as_str(),
+            "when" | "whenever" | "if" | "where" | "wherever"
+        )
+    }) && head.get(1).is_some_and(|w| {
+        matches!(
+            w.as_str(),
+            "you" | "i" | "it" | "something" | "anything" | "theres" | "my" | "possible"
+        )
+    })) || (head.first().is_some_and(|w| w == "for")
+        && head
+            .get(1)
+            .is_some_and(|w| !matches!(w.as_str(), "me" | "you" | "now")));
     opens
         && (2..head.len()).any(|i| {
             DIRECTIVE_STARTS.contains(&head[i].as_str())
@@ -325,15 +349,74 @@ pub const PREFERENCE_ATTRIBUTE_PREFIX: &str = "preference: ";
 mod tests {
     use super::*;
 
+    /// What `text` states, as "AspectWay" strings.
+    fn stated(text: &str) -> Vec<String> {
+        stated_requests(text)
+            .0
+            .iter()
+            .map(|r| format!("{:?}{:?}", r.aspect, r.way))
+            .collect()
+    }
+
+    #[test]
+    fn tags_quantities_openers_and_named_phrases_do_not_hide_a_preference() {
+        // a tag question asks nothing more than its statement
+        assert_eq!(
+            stated("if my question is vague just ask me what i mean instead of guessing, ok?"),
+            ["QuestionsMore"]
+        );
+        assert_eq!(
+            stated("can we switch to german for all your answers from now on?"),
+            ["LanguageValue(1)"]
+        );
+        assert_eq!(
+            stated("default to python for any code examples unless i say otherwise"),
+            ["ProgrammingLanguageValue(0)"]
+        );
+        assert_eq!(
+            stated("whenever possible include a code snippet, i get it faster from code"),
+            ["CodeMore"]
+        );
+        assert_eq!(
+            stated("for coding exercises give me hints instead of the full solution"),
+            ["HintsMore"]
+        );
+        // a quantity is not one thing to work on
+        assert_eq!(
+            stated("give me a few options to choose from instead of just one answer"),
+            ["OptionsMore"]
+        );
+        assert_eq!(
+            stated("use British spelling in everything you write for me"),
+            ["SpellingValue(0)"]
+        );
+        // a short phrase named ends no sentence
+        assert_eq!(
+            stated(
+                "can u stop with the 'great question!' stuff and drop the exclamation marks too"
+            ),
+            ["EnthusiasmLess", "FlatteryLess"]
+        );
+        assert_eq!(
+            stated("show prices in pounds please from now on"),
+            ["CurrencyValue(2)"]
+        );
+        assert_eq!(stated("my weight in pounds please"), ["UnitsValue(1)"]);
+        // the answer just given, and what might be, state nothing
+        for text in [
+            "shorter version of that pls",
+            "Can you make that last answer more formal? It's for a cover letter.",
+            "if i wanted answers in french, would you be able to do that?",
+            "hypothetically, could you answer only in emojis?",
+            "can you explain that again but with an example?",
+            "tl;dr this for me: The city council voted on Tuesday to extend bike lanes.",
+        ] {
+            assert_eq!(stated(text), Vec::<String>::new(), "{text}");
+        }
+    }
+
     #[test]
     fn standing_requests_in_ordinary_messages_are_stated_preferences() {
-        let stated = |text: &str| -> Vec<String> {
-            stated_requests(text)
-                .0
-                .iter()
-                .map(|r| format!("{:?}{:?}", r.aspect, r.way))
-                .collect()
-        };
         assert_eq!(
             stated("Please keep answers short, I read them on my phone."),
             ["LengthLess"]

@@ -115,6 +115,10 @@ pub(super) const VALUE_CUES: &[Cue] = &[
     cue(&["usd"], A::Currency, V(1), T),
     cue(&["gbp"], A::Currency, V(2), T),
     cue(&["sterling"], A::Currency, V(2), T),
+    // "prices in pounds": money, where pounds alone weigh (`settling::applies_here`)
+    cue(&["in", "pounds"], A::Currency, V(2), T),
+    cue(&["use", "pounds"], A::Currency, V(2), T),
+    cue(&["to", "pounds"], A::Currency, V(2), T),
     cue(&["they", "them"], A::Pronouns, V(0), T),
     cue(&["she", "her"], A::Pronouns, V(1), T),
     cue(&["he", "him"], A::Pronouns, V(2), T),
