@@ -205,6 +205,22 @@ pub(super) const CIRCUMSTANCE_CUES: &[Cue] = &[
     cue(&["little", "ones"], A::Children, V(0), T),
     cue(&["toddler*"], A::Children, V(0), T),
     cue(&["preschooler*"], A::Children, V(0), T),
+    cue(&["newborn*"], A::Children, V(0), T),
+    cue(&["infant*"], A::Children, V(0), T),
+    cue(&["had", "a", "baby"], A::Children, V(0), T),
+    cue(&["new", "baby"], A::Children, V(0), T),
+    cue(&["little", "one"], A::Children, V(0), T),
+    // back at an office
+    cue(&["in", "the", "office"], A::Work, V(1), T),
+    cue(&["rto"], A::Work, V(1), T),
+    cue(&["on", "site"], A::Work, V(1), T),
+    // hearing
+    cue(&["hard", "of", "hearing"], A::Accessibility, V(3), T),
+    cue(&["hearing", "aid*"], A::Accessibility, V(3), T),
+    cue(&["hearing", "loss"], A::Accessibility, V(3), T),
+    cue(&["deaf"], A::Accessibility, V(3), T),
+    cue(&["knees", "are", "bad"], A::Injury, V(0), T),
+    cue(&["glucose"], A::Diet, V(5), T),
     cue(&["pup"], A::Pets, V(1), T),
     cue(&["pups"], A::Pets, V(1), T),
     // a car: getting around without one
@@ -358,6 +374,24 @@ mod tests {
         assert_eq!(
             asked("I get around by bus and train, so don't suggest driving"),
             ["CarValue(1)"]
+        );
+        assert_eq!(
+            asked("I'm on parental leave with our newborn, factor the infant in"),
+            ["ChildrenValue(0)"]
+        );
+        assert_eq!(
+            asked("For my workout plan, remember there's a baby on the way now."),
+            ["PregnancyValue(0)"]
+        );
+        assert_eq!(
+            asked("i wear hearing aids and phone calls are impossible for me"),
+            ["AccessibilityValue(3)"]
+        );
+        assert_eq!(asked("my vegetarian phase is over lol"), ["DietValue(6)"]);
+        assert_eq!(asked("My remote days are over."), ["WorkValue(1)"]);
+        assert_eq!(
+            asked("rto happened, i'm in the office mon-fri"),
+            ["WorkValue(1)"]
         );
     }
 }

@@ -58,6 +58,7 @@ mod lexicon;
 mod reading;
 mod settling;
 mod stated;
+mod tone_cues;
 mod turning_words;
 /// How a fed-up sentence opens, and the negated verbs: topic terms read them as requests do.
 pub(crate) use turning_words::{FED_UP, NEGATED_VERBS};
@@ -191,7 +192,8 @@ pub enum Aspect {
     Allergy,
     /// The user's pets ([`Way::Value`]: 0 cats, 1 dogs).
     Pets,
-    /// How the user reads ([`Way::Value`]: 0 a screen reader, 1 dyslexia, 2 colour blindness).
+    /// How the user reads and hears ([`Way::Value`]: 0 a screen reader, 1 dyslexia, 2 colour
+    /// blindness, 3 hearing loss).
     Accessibility,
     /// The user's operating system ([`Way::Value`]: 0 Linux, 1 macOS, 2 Windows).
     OperatingSystem,
@@ -524,7 +526,12 @@ pub fn value_names(aspect: Aspect) -> &'static [&'static str] {
         Aspect::Diet => &DIETS,
         Aspect::Allergy => &ALLERGIES,
         Aspect::Pets => &["cats", "dogs"],
-        Aspect::Accessibility => &["a screen reader", "dyslexia", "colour blindness"],
+        Aspect::Accessibility => &[
+            "a screen reader",
+            "dyslexia",
+            "colour blindness",
+            "hearing loss",
+        ],
         Aspect::OperatingSystem => &["Linux", "macOS", "Windows"],
         Aspect::Naming => &["snake_case", "camelCase", "PascalCase", "kebab-case"],
         Aspect::Work => &["from home", "at an office or site"],
@@ -730,5 +737,52 @@ impl RequestSet {
             .copied()
             .collect();
         RequestSet(kept)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conflicts_are_one_aspect_asked_two_ways() {
+        let short = requests_of("keep it short");
+        let long = requests_of("more detail please");
+        let bullets = requests_of("use bullets");
+        assert!(short.conflicts_with(&long));
+        assert!(!short.conflicts_with(&bullets));
+        assert!(requests_of("short").is_subset_of(&requests_of("short, in bullets")));
+        assert!(requests_of("shorter but more detailed").is_empty());
+    }
+
+    #[test]
+    fn a_skill_leaning_against_a_request_contradicts_it() {
+        use crate::math::skills::base_skill;
+        let style = |id: &str| base_skill(id).unwrap().style;
+        let short = requests_of("please keep it short").0[0];
+        // verbosity: detailed 0.9 > 0.65; concise 0.2, technical 0.6 do not
+        assert!(short.contradicts_style(&style("detailed")));
+        assert!(!short.contradicts_style(&style("concise")));
+        assert!(!short.contradicts_style(&style("technical")));
+        let casual = requests_of("be more casual").0[0];
+        // formality: technical 0.7 > 0.65; casual 0.1 does not
+        assert!(casual.contradicts_style(&style("technical")));
+        assert!(!casual.contradicts_style(&style("casual")));
+        let formal = requests_of("be more formal").0[0];
+        assert!(formal.contradicts_style(&style("casual")));
+        // a request that sets no style dimension contradicts no skill
+        let german = requests_of("answer in German").0[0];
+        assert!(!german.contradicts_style(&style("casual")));
+    }
+
+    #[test]
+    fn requests_read_as_instructions_and_name_the_style_they_set() {
+        let short = requests_of("too long");
+        assert_eq!(short.0[0].to_string(), "Keep answers short and concise.");
+        assert_eq!(short.0[0].style_dimension(), Some(("verbosity", false)));
+        assert_eq!(
+            requests_of("auf Deutsch bitte").0[0].to_string(),
+            "Answer in German."
+        );
     }
 }

@@ -5,6 +5,7 @@ use super::circumstances::CIRCUMSTANCE_CUES;
 use super::layout_cues::LAYOUT_CUES;
 use super::lexicon::*;
 use super::settling::{applies_here, described, names_spelling, settle, Reading};
+use super::tone_cues::TONE_CUES;
 use super::turning_words::*;
 use super::value_cues::VALUE_CUES;
 use super::words::sentence_texts;
@@ -23,8 +24,9 @@ pub fn requests_of(text: &str) -> RequestSet {
         .any(|w| names_spelling(w));
     for (sentence, question) in sentences {
         // "why is everything a bullet list??" complains about what it names
+        // "no comments in the snippet??" misses what it names, as "why no examples?" does
         let rhetorical = question
-            && (sentence.first().is_some_and(|w| w == "why")
+            && (sentence.first().is_some_and(|w| w == "why" || w == "no")
                 || matches_at(&sentence, 0, &["whats", "with"])
                 || matches_at(&sentence, 0, &["what", "is", "with"]));
         // "why no examples?" asks for them as "why don't you give examples?" does
@@ -63,6 +65,7 @@ pub fn requests_of(text: &str) -> RequestSet {
             let Some(found) = CUES
                 .iter()
                 .chain(LAYOUT_CUES)
+                .chain(TONE_CUES)
                 .chain(VALUE_CUES)
                 .chain(CIRCUMSTANCE_CUES)
                 .filter(|c| matches_at(&sentence, i, c.words))
@@ -76,15 +79,23 @@ pub fn requests_of(text: &str) -> RequestSet {
             let end = i + found.words.len();
             // "skip the caveats and hedging", "stop asking me follow-up questions": a cue
             // joined to the one before by connectors only is turned as that one is
+            let joined = |last_end: usize| {
+                last_end >= clause_start
+                    && sentence[last_end..i]
+                        .iter()
+                        .all(|w| CONNECTORS.contains(&w.as_str()))
+            };
             let turned = match last {
                 Some((last_end, last_turned, last_kind))
-                    if last_end >= clause_start
-                        && last_kind != CueKind::Complaint
-                        && sentence[last_end..i]
-                            .iter()
-                            .all(|w| CONNECTORS.contains(&w.as_str())) =>
+                    if last_kind != CueKind::Complaint && joined(last_end) =>
                 {
                     last_turned
+                }
+                // "too chatty and casual": what is joined to a complaint is complained of
+                Some((last_end, _, CueKind::Complaint))
+                    if found.kind != CueKind::Complaint && joined(last_end) =>
+                {
+                    true
                 }
                 _ => turned(&sentence, clause_start, i, end, found),
             };
@@ -244,7 +255,12 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
         && sentence[clause_end..]
             .iter()
             .any(|w| REMOVALS.contains(&w.as_str()));
-    flips += usize::from(complained);
+    // "my vegetarian phase is over", "my remote days are over": a circumstance that ended
+    let ended = cue.aspect.is_circumstance()
+        && after
+            .windows(2)
+            .any(|p| matches!(p[0].as_str(), "is" | "are") && p[1] == "over");
+    flips += usize::from(complained || ended);
     // a complaint in the next clause only turns away what is not turned already ("lose the
     // emoji, it's unprofessional", "no tl;dr, it's redundant")
     let negated_cue = matches!(cue.words.first(), Some(&("no" | "dont" | "avoid")));
@@ -361,7 +377,6 @@ pub(super) fn matches_at(words: &[String], at: usize, pattern: &[&str]) -> bool 
 #[cfg(test)]
 mod tests {
     use super::super::asked;
-    use super::*;
 
     #[test]
     fn hedging_and_whole_code_are_their_own_aspects() {
@@ -753,48 +768,6 @@ mod tests {
         assert_eq!(
             asked("The capital of Australia is Canberra"),
             Vec::<String>::new()
-        );
-    }
-
-    #[test]
-    fn conflicts_are_one_aspect_asked_two_ways() {
-        let short = requests_of("keep it short");
-        let long = requests_of("more detail please");
-        let bullets = requests_of("use bullets");
-        assert!(short.conflicts_with(&long));
-        assert!(!short.conflicts_with(&bullets));
-        assert!(requests_of("short").is_subset_of(&requests_of("short, in bullets")));
-        assert!(requests_of("shorter but more detailed").is_empty());
-    }
-
-    #[test]
-    fn a_skill_leaning_against_a_request_contradicts_it() {
-        use crate::math::skills::base_skill;
-        let style = |id: &str| base_skill(id).unwrap().style;
-        let short = requests_of("please keep it short").0[0];
-        // verbosity: detailed 0.9 > 0.65; concise 0.2, technical 0.6 do not
-        assert!(short.contradicts_style(&style("detailed")));
-        assert!(!short.contradicts_style(&style("concise")));
-        assert!(!short.contradicts_style(&style("technical")));
-        let casual = requests_of("be more casual").0[0];
-        // formality: technical 0.7 > 0.65; casual 0.1 does not
-        assert!(casual.contradicts_style(&style("technical")));
-        assert!(!casual.contradicts_style(&style("casual")));
-        let formal = requests_of("be more formal").0[0];
-        assert!(formal.contradicts_style(&style("casual")));
-        // a request that sets no style dimension contradicts no skill
-        let german = requests_of("answer in German").0[0];
-        assert!(!german.contradicts_style(&style("casual")));
-    }
-
-    #[test]
-    fn requests_read_as_instructions_and_name_the_style_they_set() {
-        let short = requests_of("too long");
-        assert_eq!(short.0[0].to_string(), "Keep answers short and concise.");
-        assert_eq!(short.0[0].style_dimension(), Some(("verbosity", false)));
-        assert_eq!(
-            requests_of("auf Deutsch bitte").0[0].to_string(),
-            "Answer in German."
         );
     }
 }

@@ -151,17 +151,26 @@ const LEARNERS: &[&str] = &[
 /// German" asks for it).
 fn the_user_writes_in(sentence: &[String], at: usize) -> bool {
     const WRITING: [&str; 6] = ["write", "wrote", "writing", "type", "typed", "typing"];
+    // "I write in English", "I write to you in English"
     at >= 3
         && sentence[at - 1] == "in"
-        && WRITING.contains(&sentence[at - 2].as_str())
-        && sentence[at.saturating_sub(4)..at - 2]
-            .iter()
-            .any(|w| matches!(w.as_str(), "i" | "im"))
+        && (2..=4).filter(|&k| k < at).any(|k| {
+            WRITING.contains(&sentence[at - k].as_str())
+                && sentence[at.saturating_sub(k + 2)..at - k]
+                    .iter()
+                    .any(|w| matches!(w.as_str(), "i" | "im"))
+        })
 }
 
 /// Nouns a language's name describes as a country's ("German laws", "French food"), where it is
 /// not the language to answer in.
 const NATIONAL_THINGS: &[&str] = &[
+    "resident",
+    "residents",
+    "citizen",
+    "citizenship",
+    "ones",
+    "shops",
     "law",
     "laws",
     "holiday",
@@ -359,7 +368,7 @@ pub(super) fn names_spelling(word: &str) -> bool {
 /// Words that count what follows ("8 paragraphs", "several paragraphs").
 const COUNTS: &[&str] = &[
     "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "several", "multiple",
-    "many", "endless",
+    "many", "endless", "first", "second", "last",
 ];
 
 /// Words of exercise, whose intensity "gentle" and "easy" describe.
@@ -454,6 +463,12 @@ pub(super) fn applies_here(sentence: &[String], at: usize, cue: &Cue) -> bool {
     if cue.aspect == Aspect::Bluntness && sentence.iter().any(|w| EXERCISE.contains(&w.as_str())) {
         return false;
     }
+    // "it costs 40 euros" names a price, not the currency to use
+    if cue.aspect == Aspect::Currency
+        && previous.is_some_and(|w| w.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return false;
+    }
     // "prices in pounds" is money; "my weight in pounds" is units
     let money = sentence.iter().any(|w| MONEY.contains(&w.as_str()));
     match cue.words {
@@ -462,6 +477,12 @@ pub(super) fn applies_here(sentence: &[String], at: usize, cue: &Cue) -> bool {
         _ => {}
     }
     match cue.words {
+        // "ask me when you're not sure what I mean": the user's meaning, not the answer's
+        ["not", "sure"]
+            if next == Some("what") || sentence.iter().any(|w| w.starts_with("ask")) =>
+        {
+            false
+        }
         // "the short ones leave me guessing": the user guesses, not the assistant
         ["guess*"] if previous == Some("me") => false,
         // "my kid's name": the apostrophe gone, not children to plan for

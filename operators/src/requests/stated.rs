@@ -5,6 +5,7 @@ use super::chat_clauses::{
     says_any, someone_else_wants, without_quotes, FROM_NOW_ON, LEAD_INS, ONE_OFF, POLITE, WISHES,
 };
 use super::reading::matches_at;
+use super::words::sentence_spans;
 use super::{requests_of, value_names, Aspect, Request, RequestSet, Way};
 
 /// Words a request to the assistant starts with (after "please", "ok", "and", …).
@@ -86,7 +87,7 @@ pub fn stated_requests(text: &str) -> RequestSet {
     let mut requests = Vec::new();
     // "tl;dr" is one word, not two sentences
     let lower = without_quotes(&text.to_lowercase().replace("tl;dr", "tldr"));
-    for sentence in lower.split_inclusive(['.', '!', '?', ';', '\n']) {
+    for sentence in sentence_spans(&lower) {
         // "…, ok?" asks nothing more than the sentence before the tag does
         let question = sentence.trim_end().ends_with('?') && !tag_question(sentence);
         let words = chat_words(sentence);

@@ -20,9 +20,16 @@ pub(super) fn sentences_of(text: &str) -> Vec<Vec<String>> {
             sentence.push(std::mem::take(word));
         }
     };
-    for ch in lower.chars() {
+    let chars: Vec<char> = lower.chars().collect();
+    for (i, &ch) in chars.iter().enumerate() {
         let sentence = sentences.last_mut().expect("one sentence at least");
+        // "dd.mm.yyyy", "node.js": a dot between letters or digits ends no sentence
+        let inner_dot = ch == '.'
+            && i > 0
+            && chars[i - 1].is_alphanumeric()
+            && chars.get(i + 1).is_some_and(|c| c.is_alphanumeric());
         match ch {
+            '.' if inner_dot => flush(&mut word, sentence),
             c if c.is_alphanumeric() => word.push(c),
             '\'' => {}
             // emoji: a warning sign is a word for warnings, a prohibition sign for "no", and
@@ -115,6 +122,12 @@ fn emojis_named(sentence: &mut Vec<String>) {
                     | "add"
                     | "put"
                     | "stop"
+                    | "want"
+                    | "need"
+                    | "see"
+                    | "hate"
+                    | "love"
+                    | "like"
             )
         ) || matches!(
             after,
@@ -226,23 +239,48 @@ fn clock_words(text: &str) -> String {
     out
 }
 
+/// Where the first sentence of `text` ends: its first `. ! ? ;` or line break, but not a dot
+/// between letters or digits ("dd.mm.yyyy", "node.js").
+fn sentence_end(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    text.char_indices()
+        .find(|&(i, c)| match c {
+            '.' => {
+                let inner = i > 0
+                    && bytes[i - 1].is_ascii_alphanumeric()
+                    && bytes.get(i + 1).is_some_and(u8::is_ascii_alphanumeric);
+                !inner
+            }
+            '!' | '?' | ';' | '\n' => true,
+            _ => false,
+        })
+        .map(|(i, _)| i)
+}
+
+/// The sentences of `text`, each with the mark that ends it (see [`sentence_end`]).
+pub(super) fn sentence_spans(text: &str) -> Vec<&str> {
+    let mut spans = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let end = sentence_end(rest).map_or(rest.len(), |i| i + 1);
+        let (sentence, tail) = rest.split_at(end);
+        spans.push(sentence);
+        rest = tail;
+    }
+    spans
+}
+
 /// The sentences of `text` as words (clause breaks as ","), each with whether it ends in "?".
 pub(super) fn sentence_texts(text: &str) -> Vec<(Vec<String>, bool)> {
     let mut out = Vec::new();
     // "tl;dr" is one word, not two sentences
     // clock times are read in the whole text, whose other sentences may say the other format
     let text = clock_words(&text.to_lowercase().replace("tl;dr", "tldr"));
-    let mut rest = text.as_str();
-    while !rest.is_empty() {
-        let end = rest
-            .find(['.', '!', '?', ';', '\n'])
-            .map_or(rest.len(), |i| i + 1);
-        let (sentence, tail) = rest.split_at(end);
+    for sentence in sentence_spans(&text) {
         let question = sentence.ends_with('?');
         if let Some(words) = sentences_of(sentence).into_iter().next() {
             out.push((words, question));
         }
-        rest = tail;
     }
     out
 }
