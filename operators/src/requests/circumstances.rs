@@ -2,7 +2,9 @@
 //! allergic to, their pets, how they read, their computer, whether they have a car, work
 //! nights, have an oven. Each names a value of its aspect
 //! ("we're vegetarian", "my son has a nut allergy", "i'm on Ubuntu"); a turned one asks for
-//! nothing ("we don't have cats anymore"), except where the turn is part of the cue ("no meat").
+//! nothing ("we don't have cats anymore"), except where the turn is part of the cue ("no meat"),
+//! for two-valued ones (the other value: "sold my car"), a diet without meat (meat-eating: "not
+//! vegetarian anymore") and an allergy (still the allergy: "never anything with peanuts").
 
 use super::lexicon::{cue, Cue, CueKind::Thing as T};
 use super::Aspect as A;
@@ -34,7 +36,8 @@ pub(super) const CIRCUMSTANCE_CUES: &[Cue] = &[
     cue(&["gluten*"], A::Allergy, V(1), T),
     cue(&["no", "gluten"], A::Allergy, V(1), T),
     cue(&["celiac"], A::Allergy, V(1), T),
-    cue(&["wheat"], A::Allergy, V(1), T),
+    cue(&["no", "wheat"], A::Allergy, V(1), T),
+    cue(&["wheat", "free"], A::Allergy, V(1), T),
     cue(&["cant", "eat", "wheat"], A::Allergy, V(1), T),
     cue(&["no", "peanut*"], A::Allergy, V(0), T),
     cue(&["without", "peanut*"], A::Allergy, V(0), T),
@@ -176,9 +179,10 @@ pub(super) const CIRCUMSTANCE_CUES: &[Cue] = &[
     cue(&["samsung"], A::Phone, V(1), T),
     cue(&["google", "pixel"], A::Phone, V(1), T),
     cue(&["pixel", "phone"], A::Phone, V(1), T),
-    cue(&["a", "pixel"], A::Phone, V(1), T),
+    cue(&["got", "a", "pixel"], A::Phone, V(1), T),
     // alcohol: turned, none ("I quit alcohol", "nothing boozy")
-    cue(&["alcohol*"], A::Alcohol, V(1), T),
+    cue(&["alcohol"], A::Alcohol, V(1), T),
+    cue(&["recovering", "alcoholic"], A::Alcohol, V(0), T),
     cue(&["booze"], A::Alcohol, V(1), T),
     cue(&["boozy"], A::Alcohol, V(1), T),
     cue(&["cocktail*"], A::Alcohol, V(1), T),
@@ -212,21 +216,21 @@ pub(super) const CIRCUMSTANCE_CUES: &[Cue] = &[
     cue(&["little", "one"], A::Children, V(0), T),
     // back at an office
     cue(&["in", "the", "office"], A::Work, V(1), T),
-    cue(&["rto"], A::Work, V(1), T),
-    cue(&["on", "site"], A::Work, V(1), T),
     // hearing
     cue(&["hard", "of", "hearing"], A::Accessibility, V(3), T),
     cue(&["hearing", "aid*"], A::Accessibility, V(3), T),
     cue(&["hearing", "loss"], A::Accessibility, V(3), T),
     cue(&["deaf"], A::Accessibility, V(3), T),
     cue(&["knees", "are", "bad"], A::Injury, V(0), T),
-    cue(&["glucose"], A::Diet, V(5), T),
+    cue(&["my", "glucose"], A::Diet, V(5), T),
     cue(&["pup"], A::Pets, V(1), T),
     cue(&["pups"], A::Pets, V(1), T),
     // a car: getting around without one
     cue(&["public", "transport*"], A::Car, V(1), T),
     cue(&["public", "transit"], A::Car, V(1), T),
-    cue(&["driving"], A::Car, V(0), T),
+    cue(&["suggest", "driving"], A::Car, V(0), T),
+    cue(&["suggesting", "driving"], A::Car, V(0), T),
+    cue(&["no", "more", "driving"], A::Car, V(1), T),
 ];
 
 #[cfg(test)]
@@ -388,6 +392,18 @@ mod tests {
             ["AccessibilityValue(3)"]
         );
         assert_eq!(asked("my vegetarian phase is over lol"), ["DietValue(6)"]);
+        // what a review found: none of these is a change, a diet or an allergy of the user's
+        assert_eq!(asked("my iPhone is over five years old"), ["PhoneValue(0)"]);
+        assert_eq!(asked("I'm not allergic to peanuts"), Vec::<String>::new());
+        assert_eq!(asked("I'm a recovering alcoholic"), ["AlcoholValue(0)"]);
+        for text in [
+            "recipes with whole wheat flour",
+            "move the logo a pixel left",
+            "what's driving the error rate",
+            "I like my steak well done",
+        ] {
+            assert_eq!(asked(text), Vec::<String>::new(), "{text}");
+        }
         assert_eq!(asked("My remote days are over."), ["WorkValue(1)"]);
         assert_eq!(
             asked("rto happened, i'm in the office mon-fri"),

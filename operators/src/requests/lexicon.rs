@@ -283,7 +283,6 @@ pub(super) const CUES: &[Cue] = &[
     cue(&["ask", "questions"], A::Questions, M, T),
     cue(&["ask", "what", "i", "mean"], A::Questions, M, T),
     cue(&["asked", "what", "i", "mean"], A::Questions, M, T),
-    cue(&["being", "asked"], A::Questions, M, T),
     cue(&["asking", "questions"], A::Questions, M, T),
     cue(&["ask", "me", "questions"], A::Questions, M, T),
     cue(&["end", "with", "a", "question"], A::FollowUps, M, T),

@@ -18,8 +18,9 @@
 //! for each **flip** among the up to [`FLIP_WINDOW`] words before the cue in its clause: a negation
 //! ([`FLIPS`]: "no", "don't", "stop", "without", "less", "instead of", "no need to", …, or a word
 //! ending in "nt"), or "too" / "so" / "overly" before a gradable cue ("too long" asks for shorter).
-//! A complaint after the cue in its clause ("emojis are annoying") or a removal anywhere after it
-//! in its sentence ("…, remove them") turns it too. Complaint cues ("wordy", "wall of text",
+//! A complaint after the cue in its clause ("emojis are annoying") turns it too, and a removal
+//! anywhere after it in its sentence ("…, remove them") leaves it turned, however it was turned
+//! before ("too many comments, strip them"). Complaint cues ("wordy", "wall of text",
 //! "stiff") already point the way they are meant, and nothing turns them ("less rambling" and
 //! "don't ramble" ask for shorter too). A cue joined to the one before it by connectors only ("the
 //! caveats and hedging") is turned as that one is. Negations that ask all the same (`KEEPS`: "don't
@@ -31,7 +32,9 @@
 //!
 //! Aspects with named values ([`Aspect::Language`], [`Aspect::Units`], [`Aspect::Spelling`])
 //! take the values asked for; a value turned away ("not English", "instead of miles") is
-//! dropped, except for the two-valued units and spelling, where it asks for the other value.
+//! dropped, except for two-valued aspects (units, spelling, the phone, a car, …), where it asks
+//! for the other value, a diet without meat (turned, it eats meat) and an allergy (turned, it is
+//! still the allergy: "never anything with peanuts").
 //! Emoji that a sentence names ("stop with the 🎉🔥 stuff", "more 😂 pls") read as the word
 //! "emojis", a warning sign as "warnings" and a prohibition sign as "no"; other emoji end a
 //! clause, as people use them ("just the number isn't helpful 🤔 show me the steps"). A currency
@@ -637,6 +640,9 @@ impl fmt::Display for Request {
             (CodeExplanation, More) => "Explain the code you give: what it does and why.",
             (CodeExplanation, Less) => "Give the code alone, without explaining it.",
             (Diet, Value(6)) => "The user eats meat: dishes with meat are fine.",
+            (Accessibility, Value(3)) => {
+                "The user has hearing loss: suggest written ways to do things, not calls."
+            }
             (Alcohol, Value(0)) => "The user does not drink alcohol: leave it out of suggestions.",
             (Alcohol, Value(1)) => "The user drinks alcohol: drinks are fine in suggestions.",
             (aspect, Value(i)) => {

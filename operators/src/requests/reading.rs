@@ -25,8 +25,16 @@ pub fn requests_of(text: &str) -> RequestSet {
     for (sentence, question) in sentences {
         // "why is everything a bullet list??" complains about what it names
         // "no comments in the snippet??" misses what it names, as "why no examples?" does
+        let missed = sentence.first().is_some_and(|w| w == "no")
+            && sentence.get(1).is_some_and(|w| {
+                !matches!(
+                    w.as_str(),
+                    "," | "could" | "can" | "would" | "will" | "please" | "pls" | "i" | "you" | "u"
+                )
+            });
         let rhetorical = question
-            && (sentence.first().is_some_and(|w| w == "why" || w == "no")
+            && (sentence.first().is_some_and(|w| w == "why")
+                || missed
                 || matches_at(&sentence, 0, &["whats", "with"])
                 || matches_at(&sentence, 0, &["what", "is", "with"]));
         // "why no examples?" asks for them as "why don't you give examples?" does
@@ -93,7 +101,7 @@ pub fn requests_of(text: &str) -> RequestSet {
                 }
                 // "too chatty and casual": what is joined to a complaint is complained of
                 Some((last_end, _, CueKind::Complaint))
-                    if found.kind != CueKind::Complaint && joined(last_end) =>
+                    if found.kind == CueKind::Gradable && joined(last_end) =>
                 {
                     true
                 }
@@ -104,11 +112,16 @@ pub fn requests_of(text: &str) -> RequestSet {
             let turned = turned || (fed_up && found.kind != CueKind::Complaint);
             last = Some((end, turned, found.kind));
             // "I no longer eat gluten-free": the allergy changed, it is not one to respect
+            // "I'm not allergic to peanuts" either
             let allergy_ended = found.aspect == Aspect::Allergy
                 && turned
-                && sentence
+                && (sentence
                     .iter()
-                    .any(|w| matches!(w.as_str(), "longer" | "anymore"));
+                    .any(|w| matches!(w.as_str(), "longer" | "anymore"))
+                    || sentence.windows(2).any(|p| {
+                        matches!(p[0].as_str(), "not" | "isnt" | "arent" | "never")
+                            && p[1].starts_with("allerg")
+                    }));
             if let Some(request) = directed(found, turned).filter(|_| !allergy_ended) {
                 // "convert the dollars to euros": the value asked for follows "to" or "in"
                 let target = i > 0
@@ -144,7 +157,10 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
     if cue.aspect == Aspect::CodeExplanation
         && matches!(cue.words.first(), Some(&("just" | "only")))
     {
-        return start > 0 && matches!(sentence[start - 1].as_str(), "not" | "dont" | "no");
+        // "don't give me just the code", "I don't want just the code"
+        return sentence[clause_start.max(start.saturating_sub(3))..start]
+            .iter()
+            .any(|w| matches!(w.as_str(), "not" | "dont" | "no" | "never" | "didnt"));
     }
     let from = clause_start.max(start.saturating_sub(FLIP_WINDOW));
     // "no fluff just bullet points", "I don't want a lecture only the code": what follows "just"
@@ -161,10 +177,17 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
     // "everything is a list with you": a complaint about what it names, however negated
     // ("I hate when everything is chopped into bullets")
     let clause = &sentence[clause_start..start];
-    let everything_is = clause.iter().any(|w| w == "everythings")
-        || clause
-            .windows(2)
-            .any(|p| p[0] == "everything" && matches!(p[1].as_str(), "is" | "has"));
+    // (the cue close after it: "everything is great so keep the examples coming" asks)
+    let everything_is = (0..clause.len()).any(|k| {
+        let end = if clause[k] == "everythings" {
+            k + 1
+        } else if clause[k] == "everything" && clause.get(k + 1).is_some_and(|w| w == "is") {
+            k + 2
+        } else {
+            return false;
+        };
+        clause.len() - end <= 3
+    });
     let from = asked_after.map_or(from, |k| from.max(k + 1));
     let before = &sentence[from..start];
     let mut j = 0;
@@ -240,7 +263,9 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
         && next_clause[..clause_length(next_clause)]
             .iter()
             .any(|w| COMPLAINTS.contains(&w.as_str()));
+    // ("the puns are getting old"; "my iPhone is five years old" complains of nothing)
     let complained = after.iter().any(|w| COMPLAINTS.contains(&w.as_str()))
+        || after.windows(2).any(|p| p[0] == "getting" && p[1] == "old")
         || disapproved(after)
         || (sentence[clause_start..start]
             .iter()
@@ -256,10 +281,16 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
             .iter()
             .any(|w| REMOVALS.contains(&w.as_str()));
     // "my vegetarian phase is over", "my remote days are over": a circumstance that ended
+    // ("my cat is over 15" is no end: "over" closes the clause, chat fillers aside)
+    let closing: Vec<&str> = after
+        .iter()
+        .map(String::as_str)
+        .filter(|w| !matches!(*w, "lol" | "now" | "tbh" | "haha" | "finally"))
+        .collect();
     let ended = cue.aspect.is_circumstance()
-        && after
-            .windows(2)
-            .any(|p| matches!(p[0].as_str(), "is" | "are") && p[1] == "over");
+        && closing.len() >= 2
+        && closing[closing.len() - 1] == "over"
+        && matches!(closing[closing.len() - 2], "is" | "are");
     flips += usize::from(complained || ended);
     // a complaint in the next clause only turns away what is not turned already ("lose the
     // emoji, it's unprofessional", "no tl;dr, it's redundant")

@@ -478,7 +478,7 @@ pub(super) fn applies_here(sentence: &[String], at: usize, cue: &Cue) -> bool {
     }
     match cue.words {
         // "ask me when you're not sure what I mean": the user's meaning, not the answer's
-        ["not", "sure"]
+        [.., "not", "sure"]
             if next == Some("what") || sentence.iter().any(|w| w.starts_with("ask")) =>
         {
             false

@@ -91,7 +91,10 @@ pub fn stated_requests(text: &str) -> RequestSet {
         // "…, ok?" asks nothing more than the sentence before the tag does
         let question = sentence.trim_end().ends_with('?') && !tag_question(sentence);
         let words = chat_words(sentence);
-        if (0..words.len()).any(|i| ONE_OFF.iter().any(|p| matches_at(&words, i, p))) {
+        // "your last answer was too long, keep them short from now on" stands
+        if (0..words.len()).any(|i| ONE_OFF.iter().any(|p| matches_at(&words, i, p)))
+            && !habitual(&words)
+        {
             continue;
         }
         let (mut asks, mut read) = (false, String::new());
@@ -269,7 +272,7 @@ fn tag_question(sentence: &str) -> bool {
     body.rsplit_once(',').is_some_and(|(_, tag)| {
         matches!(
             tag.trim(),
-            "ok" | "okay" | "k" | "right" | "yeah" | "alright" | "pls" | "please" | "yes"
+            "ok" | "okay" | "k" | "right" | "yeah" | "alright" | "yes"
         )
     })
 }
@@ -292,9 +295,13 @@ fn conditional_directive(head: &[String]) -> bool {
             "you" | "i" | "it" | "something" | "anything" | "theres" | "my" | "possible"
         )
     })) || (head.first().is_some_and(|w| w == "for")
-        && head
-            .get(1)
-            .is_some_and(|w| !matches!(w.as_str(), "me" | "you" | "now")));
+        // ("for dinner tonight no meat" is one meal: a kind is plural, or "any", "every", …)
+        && head.get(1..3).is_some_and(|next| {
+            next.iter().any(|w| {
+                (w.ends_with('s') && !w.ends_with("ss"))
+                    || matches!(w.as_str(), "any" | "all" | "every" | "each")
+            })
+        }));
     opens
         && (2..head.len()).any(|i| {
             DIRECTIVE_STARTS.contains(&head[i].as_str())
@@ -403,6 +410,24 @@ mod tests {
             ["CurrencyValue(2)"]
         );
         assert_eq!(stated("my weight in pounds please"), ["UnitsValue(1)"]);
+        // what a review found: a standing wish beside the last answer stands, a capability
+        // asked politely is no preference, one meal is no diet
+        assert_eq!(
+            stated("your last answer was too long, keep them short from now on"),
+            ["LengthLess"]
+        );
+        assert_eq!(
+            stated("stop calling me buddy, don't do that again"),
+            stated("stop calling me buddy")
+        );
+        assert_eq!(
+            stated("can you speak Korean, please?"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            stated("for dinner tonight no meat please"),
+            Vec::<String>::new()
+        );
         // the answer just given, and what might be, state nothing
         for text in [
             "shorter version of that pls",

@@ -24,7 +24,8 @@ pub(super) const FLIPS: &[&[&str]] = &[
     &["give", "up", "on"],
     &["given", "up", "on"],
     &["leave", "out"],
-    &["left", "out"],
+    // "I'd rather you left out …"; "you left out the sources" asks for them
+    &["rather", "you", "left", "out"],
     &["cluttered", "with"],
     &["leaving", "out"],
     &["cut", "the"],
@@ -192,7 +193,6 @@ pub(super) const COMPLAINTS: &[&str] = &[
     "gimmicky",
     "bothers",
     "bugs",
-    "old",
     "garbage",
     "loses",
 ];
@@ -237,6 +237,25 @@ mod tests {
         assert_eq!(
             asked("I'd prefer centimetres and litres over inches and gallons"),
             ["UnitsValue(0)"]
+        );
+        // what a review found read the wrong way round
+        assert_eq!(asked("No, could you drop the emojis?"), ["EmojiLess"]);
+        assert_eq!(asked("you left out the sources again"), ["SourcesMore"]);
+        assert_eq!(
+            asked("make sure everything has comments"),
+            ["CodeCommentsMore"]
+        );
+        assert_eq!(
+            asked("everything is great so keep the examples coming"),
+            ["ExamplesMore"]
+        );
+        assert_eq!(
+            asked("don't give me just the code, explain it"),
+            ["CodeExplanationMore"]
+        );
+        assert_eq!(
+            asked("the reply was wordy and a table would be clearer"),
+            ["LengthLess", "TableMore"]
         );
         // the negation is in the cue: the complaint after it does not turn it back
         assert_eq!(asked("no tl;dr pls, it's redundant"), ["SummaryLess"]);

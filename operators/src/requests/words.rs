@@ -124,10 +124,7 @@ fn emojis_named(sentence: &mut Vec<String>) {
                     | "stop"
                     | "want"
                     | "need"
-                    | "see"
                     | "hate"
-                    | "love"
-                    | "like"
             )
         ) || matches!(
             after,
