@@ -264,4 +264,25 @@ mod tests {
             ["SummaryMore"]
         );
     }
+
+    #[test]
+    fn too_turns_gradable_cues_but_not_complaints() {
+        // "so" joining two clauses is not "so long"
+        assert_eq!(
+            asked("I'm studying for an exam so expand on everything"),
+            ["LengthMore"]
+        );
+        assert_eq!(asked("your answers are so long"), ["LengthLess"]);
+        assert_eq!(asked("too casual"), ["FormalityMore"]);
+        assert_eq!(asked("too formal"), ["FormalityLess"]);
+        assert_eq!(asked("you sound so stiff"), ["FormalityLess"]);
+        assert_eq!(asked("way too verbose"), ["LengthLess"]);
+        assert_eq!(asked("too many exclamation marks"), ["EnthusiasmLess"]);
+        assert_eq!(asked("too technical, simplify it"), ["TechnicalLess"]);
+        assert_eq!(asked("don't oversimplify"), ["TechnicalMore"]);
+        assert_eq!(asked("stop oversimplifying"), ["TechnicalMore"]);
+        assert_eq!(asked("less rambling, more brevity please"), ["LengthLess"]);
+        assert_eq!(asked("Calm down with the excitement"), ["EnthusiasmLess"]);
+        assert_eq!(asked("too simplified"), ["TechnicalMore"]);
+    }
 }
