@@ -32,6 +32,7 @@ const EXPLAINED_CODE: &[&str] = &[
     "but",
     "more",
     "stuff",
+    "wat",
 ];
 
 /// Whether "explain" at `at` of `sentence` is about the code: what follows it, past "the",

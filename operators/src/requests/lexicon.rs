@@ -756,6 +756,7 @@ pub(super) const CUES: &[Cue] = &[
 pub(super) const NOT_CUES: &[&[&str]] = &[
     &["for", "example"],
     &["for", "instance"],
+    &["long", "story", "short"],
     &["my", "question"],
     &["the", "question"],
     &["source", "code"],

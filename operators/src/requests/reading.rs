@@ -269,7 +269,7 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
         || disapproved(after)
         || (sentence[clause_start..start]
             .iter()
-            .any(|w| matches!(w.as_str(), "keep" | "leave"))
+            .any(|w| matches!(w.as_str(), "keep" | "leave" | "keeping" | "leaving"))
             && sentence[end..clause_end.min(end + 3)]
                 .iter()
                 .any(|w| w == "out"));
@@ -291,11 +291,17 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
         && closing.len() >= 2
         && closing[closing.len() - 1] == "over"
         && matches!(closing[closing.len() - 2], "is" | "are");
-    flips += usize::from(complained || ended);
-    // a complaint in the next clause only turns away what is not turned already ("lose the
-    // emoji, it's unprofessional", "no tl;dr, it's redundant")
+    // a complaint after the cue, in its clause or the next, turns it once, however it was
+    // turned before ("no emojis pls its lowkey cringe", "lose the emoji, it's unprofessional");
+    // a negation inside the cue is not turned back by the next clause ("no tl;dr, it's
+    // redundant")
     let negated_cue = matches!(cue.words.first(), Some(&("no" | "dont" | "avoid")));
-    flips % 2 == 1 || removed_later || everything_is || (complained_next && !negated_cue)
+    flips % 2 == 1
+        || complained
+        || ended
+        || removed_later
+        || everything_is
+        || (complained_next && !negated_cue)
 }
 
 /// How many of `words` come before the clause break ("," or "but") that ends their clause.
@@ -546,7 +552,8 @@ mod tests {
 
     #[test]
     fn a_currency_sign_on_an_amount_asks_for_no_currency() {
-        assert_eq!(asked("ugh, a $300 gadget? i'm broke"), Vec::<String>::new());
+        // the amount asks for no currency; being broke asks for cheap options
+        assert_eq!(asked("ugh, a $300 gadget? i'm broke"), ["CostLess"]);
         assert_eq!(
             asked("hotels under \u{a3}100 a night please"),
             Vec::<String>::new()

@@ -72,7 +72,30 @@ pub(super) const TONE_CUES: &[Cue] = &[
     // how the code given is explained
     cue(&["how", "it", "works"], A::CodeExplanation, M, T),
     cue(&["describe", "the", "logic"], A::CodeExplanation, M, T),
+    // the order of an answer ("reasoning first, conclusion last", "answer at the top")
+    cue(&["reasoning", "first"], A::Directness, L, T),
+    cue(&["details", "after"], A::Directness, M, T),
+    cue(&["conclusion", "first"], A::Directness, M, T),
+    cue(
+        &["leading", "with", "the", "conclusion"],
+        A::Directness,
+        M,
+        T,
+    ),
+    cue(&["answer", "at", "the", "top"], A::Directness, M, T),
+    cue(&["answer", "at", "the", "end"], A::Directness, L, T),
+    cue(&["conclusion", "for", "the", "end"], A::Directness, L, T),
+    // sources listed
+    cue(&["reference", "list*"], A::Sources, M, T),
+    cue(&["qualified", "professional"], A::Disclaimers, M, T),
     // what the user can spend ("my small business has almost no budget")
+    cue(&["im", "broke"], A::Cost, L, T),
+    cue(&["not", "broke"], A::Cost, M, T),
+    cue(&["budget", "no", "issue"], A::Cost, M, T),
+    cue(&["money", "is", "not", "problem"], A::Cost, M, T),
+    cue(&["money", "is", "not", "a", "problem"], A::Cost, M, T),
+    cue(&["money", "isnt", "a", "problem"], A::Cost, M, T),
+    cue(&["money", "is", "no", "problem"], A::Cost, M, T),
     cue(&["no", "budget"], A::Cost, L, T),
     cue(&["nearly", "free"], A::Cost, L, T),
     // dates said by example
@@ -141,6 +164,30 @@ mod tests {
                 "this is for a client email, I don't want ✨ and 🎉 in anything you write for me"
             ),
             ["EmojiLess"]
+        );
+        assert_eq!(
+            asked("no emojis pls its lowkey cringe when u use them"),
+            ["EmojiLess"]
+        );
+        assert_eq!(
+            asked("stop w the links n sources nobody clicks those lol"),
+            ["SourcesLess"]
+        );
+        assert_eq!(
+            asked("Would you mind leaving emojis out of your replies going forward?"),
+            ["EmojiLess"]
+        );
+        assert_eq!(
+            asked("Reasoning first, conclusion last."),
+            ["DirectnessLess"]
+        );
+        assert_eq!(
+            asked("So, long story short, I've gone vegetarian."),
+            ["DietValue(0)"]
+        );
+        assert_eq!(
+            asked("got a raise so money isnt a problem anymore"),
+            ["CostMore"]
         );
     }
 }

@@ -27,6 +27,7 @@ pub(super) const FLIPS: &[&[&str]] = &[
     // "I'd rather you left out …"; "you left out the sources" asks for them
     &["rather", "you", "left", "out"],
     &["cluttered", "with"],
+    &["refrain", "from"],
     &["leaving", "out"],
     &["cut", "the"],
     &["lose"],
