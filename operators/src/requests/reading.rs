@@ -22,7 +22,21 @@ pub fn requests_of(text: &str) -> RequestSet {
         .iter()
         .flat_map(|(words, _)| words)
         .any(|w| names_spelling(w));
-    for (sentence, question) in sentences {
+    // the first word of each sentence's next one
+    let next_starts: Vec<Option<String>> = (0..sentences.len())
+        .map(|n| sentences.get(n + 1).and_then(|(s, _)| s.first().cloned()))
+        .collect();
+    for (n, (sentence, question)) in sentences.into_iter().enumerate() {
+        // "Fahrenheit? I'm in Germany", "Commute tips? I work from home now": a thing
+        // questioned, then why it is wrong for the user, turns what it names
+        let questioned = question
+            && sentence.len() <= 4
+            && !sentence
+                .iter()
+                .any(|w| QUESTION_WORDS.contains(&w.as_str()))
+            && next_starts[n]
+                .as_deref()
+                .is_some_and(|w| matches!(w, "i" | "im" | "ive" | "my" | "we" | "were"));
         // "why is everything a bullet list??" complains about what it names
         // "no comments in the snippet??" misses what it names, as "why no examples?" does
         let missed = sentence.first().is_some_and(|w| w == "no")
@@ -44,12 +58,15 @@ pub fn requests_of(text: &str) -> RequestSet {
         });
         // "ugh, another list of sources", "ugh 'I apologise for the confusion' again": a
         // sentence that opens fed up and says "again" complains about what it names
-        let fed_up = sentence
+        let fed_up = (sentence
             .first()
             .is_some_and(|w| FED_UP.contains(&w.as_str()))
+            || matches_at(&sentence, 0, &["oh", "great"]))
             && sentence
                 .iter()
-                .any(|w| matches!(w.as_str(), "again" | "another"));
+                .any(|w| matches!(w.as_str(), "again" | "another"))
+            // "half the answer was warnings and caveats, seriously?"
+            || (question && sentence.last().is_some_and(|w| w == "seriously"));
         let mut clause_start = 0;
         let mut i = 0;
         // where the last cue ended, and whether it was turned
@@ -108,7 +125,7 @@ pub fn requests_of(text: &str) -> RequestSet {
                 _ => turned(&sentence, clause_start, i, end, found),
             };
             // "why so formal??" complains; "why don't you use bullets?" asks
-            let turned = if rhetorical { !negated } else { turned };
+            let turned = if rhetorical { !negated } else { turned } != questioned;
             let turned = turned || (fed_up && found.kind != CueKind::Complaint);
             last = Some((end, turned, found.kind));
             // "I no longer eat gluten-free": the allergy changed, it is not one to respect
@@ -288,14 +305,21 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
         .filter(|w| !matches!(*w, "lol" | "now" | "tbh" | "haha" | "finally"))
         .collect();
     let ended = cue.aspect.is_circumstance()
-        && closing.len() >= 2
-        && closing[closing.len() - 1] == "over"
-        && matches!(closing[closing.len() - 2], "is" | "are");
+        && ((closing.len() >= 2
+            && closing[closing.len() - 1] == "over"
+            && matches!(closing[closing.len() - 2], "is" | "are"))
+            || closing
+                .iter()
+                .any(|w| matches!(*w, "died" | "passed" | "rehomed")));
     // a complaint after the cue, in its clause or the next, turns it once, however it was
     // turned before ("no emojis pls its lowkey cringe", "lose the emoji, it's unprofessional");
     // a negation inside the cue is not turned back by the next clause ("no tl;dr, it's
     // redundant")
     let negated_cue = matches!(cue.words.first(), Some(&("no" | "dont" | "avoid")));
+    // "this snippet is impossible to follow, not a single comment in it": what is missing
+    if describes_absence(sentence, clause_start, start) {
+        return false;
+    }
     flips % 2 == 1
         || complained
         || ended

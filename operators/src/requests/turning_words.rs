@@ -27,6 +27,8 @@ pub(super) const FLIPS: &[&[&str]] = &[
     // "I'd rather you left out …"; "you left out the sources" asks for them
     &["rather", "you", "left", "out"],
     &["cluttered", "with"],
+    &["ended"],
+    &["gave", "up"],
     &["refrain", "from"],
     &["leaving", "out"],
     &["cut", "the"],
@@ -194,9 +196,50 @@ pub(super) const COMPLAINTS: &[&str] = &[
     "gimmicky",
     "bothers",
     "bugs",
+    "fake",
     "garbage",
     "loses",
 ];
+
+/// Words of a question that asks for something rather than questions what it names ("can you
+/// …?", "where are the emojis?", "tl;dr next time?").
+pub(super) const QUESTION_WORDS: &[&str] = &[
+    "can", "could", "would", "will", "you", "u", "where", "what", "how", "pls", "please", "next",
+];
+
+/// Words by which a sentence says the answer suffered from what it lacked ("impossible to
+/// follow", "so bland", "too abstract", "no idea what …"), or asks to add it after all.
+const LACKING: &[&str] = &[
+    "impossible",
+    "bland",
+    "flat",
+    "boring",
+    "dry",
+    "abstract",
+    "bare",
+    "useless",
+    "idea",
+    "hard",
+    "confusing",
+    "lost",
+    "add",
+    "include",
+];
+
+/// Whether the cue at `start` is named as missing from what the user got: "with no", "without",
+/// "not a single" or "zero" within the three words before it, in a sentence that complains of
+/// the lack or asks to add it ("your answers look so bland with no emojis at all", "too
+/// abstract, I have no idea what this looks like without an example"). Such a cue asks for
+/// what it names; "code without comments, please" still asks for none.
+pub(super) fn describes_absence(sentence: &[String], clause_start: usize, start: usize) -> bool {
+    let before = &sentence[clause_start.max(start.saturating_sub(3))..start];
+    let missing = before
+        .iter()
+        .any(|w| matches!(w.as_str(), "without" | "zero"))
+        || before.windows(2).any(|p| p[0] == "with" && p[1] == "no")
+        || before.windows(2).any(|p| p[0] == "a" && p[1] == "single");
+    missing && sentence.iter().any(|w| LACKING.contains(&w.as_str()))
+}
 
 /// Words that, anywhere after a cue in its sentence, ask to remove it ("…, remove them").
 pub(super) const REMOVALS: &[&str] = &[
@@ -257,6 +300,41 @@ mod tests {
         assert_eq!(
             asked("the reply was wordy and a table would be clearer"),
             ["LengthLess", "TableMore"]
+        );
+        // what is missing from what the user got is asked for; a thing questioned, then why it
+        // is wrong for the user, is turned away
+        assert_eq!(
+            asked("your answers look so bland with no emojis at all"),
+            ["EmojiMore"]
+        );
+        assert_eq!(
+            asked("this snippet is impossible to follow, not a single comment in it"),
+            ["CodeCommentsMore"]
+        );
+        assert_eq!(
+            asked("Code without comments, please."),
+            ["CodeCommentsLess"]
+        );
+        assert_eq!(
+            asked("Fahrenheit? I'm in Germany, that means nothing to me."),
+            ["UnitsValue(0)"]
+        );
+        assert_eq!(
+            asked("Commute tips? I haven't been to an office since my job went remote."),
+            ["WorkValue(0)"]
+        );
+        assert_eq!(
+            asked("Quit-smoking tips again? I'm back on cigarettes."),
+            ["SmokingValue(0)"]
+        );
+        assert_eq!(
+            asked("can you use emojis? makes it more fun to read"),
+            ["EmojiMore"]
+        );
+        assert_eq!(asked("My dog passed away."), Vec::<String>::new());
+        assert_eq!(
+            asked("half the answer was warnings and caveats, seriously?"),
+            ["DisclaimersLess"]
         );
         // the negation is in the cue: the complaint after it does not turn it back
         assert_eq!(asked("no tl;dr pls, it's redundant"), ["SummaryLess"]);
