@@ -90,7 +90,7 @@ fn figures(set: &[(String, BTreeSet<(String, String)>)]) -> (f64, usize, f64, f6
 #[test]
 fn preferences_stated_in_passing_are_read_and_other_messages_left_alone() {
     let (detection_recall, found_in_other, precision, recall) = figures(&labelled());
-    // measured at 0.922, 0, 0.898 and 0.880 when the rule was last changed
+    // measured at 0.933, 0, 0.899 and 0.890 when the rule was last changed
     assert!(
         detection_recall >= 0.9,
         "detection recall {detection_recall}"
@@ -109,7 +109,7 @@ fn preferences_stated_in_passing_are_read_and_other_messages_left_alone() {
 fn preferences_of_the_third_set_are_read() {
     let (detection_recall, found_in_other, precision, recall) =
         figures(&labelled_set("stated_preferences_c.json"));
-    // measured at 0.956, 0, 0.947 and 0.957 when the rule was last changed
+    // measured at 0.967, 0, 0.948 and 0.968 when the rule was last changed
     assert!(
         detection_recall >= 0.94,
         "detection recall {detection_recall}"
@@ -120,6 +120,23 @@ fn preferences_of_the_third_set_are_read() {
     );
     assert!(precision >= 0.92, "precision {precision}");
     assert!(recall >= 0.93, "recall {recall}");
+}
+
+/// The fourth set (`stated_preferences_d.json`, written blind with the preference mostly inside
+/// a longer request, measured once at 0.915 / 0.722 detection and 0.821 / 0.634 preferences with
+/// 6 false, then developed on).
+#[test]
+fn preferences_of_the_fourth_set_are_read() {
+    let (detection_recall, found_in_other, precision, recall) =
+        figures(&labelled_set("stated_preferences_d.json"));
+    // measured at 0.900, 3, 0.894 and 0.832 when the rule was last changed
+    assert!(
+        detection_recall >= 0.88,
+        "detection recall {detection_recall}"
+    );
+    assert!(found_in_other <= 3, "{found_in_other} false");
+    assert!(precision >= 0.87, "precision {precision}");
+    assert!(recall >= 0.81, "recall {recall}");
 }
 
 /// Hostile messages of the largest size an event may have (256 KiB): quotes that never close,

@@ -28,7 +28,7 @@ fn preferences_stated_in_ordinary_messages_are_remembered_through_the_api() {
     }
     let s = score(&set, &found);
     assert_eq!((s.messages, s.stating), (180, 90));
-    // measured at 1.000, 0.922, 0.898 and 0.880 when the rule was last changed
+    // measured at 1.000, 0.933, 0.899 and 0.890 when the rule was last changed
     assert_eq!(s.false_preferences, 0, "{s:?}");
     assert_eq!(s.detection_precision, 1.0, "{s:?}");
     assert!(s.detection_recall >= 0.9, "{s:?}");

@@ -93,9 +93,21 @@ pub(super) fn without_quotes(text: &str) -> String {
             _ => n,
         };
         let pasted = last.is_none_or(|p| !p.is_alphanumeric());
+        // "don't end every message with 'Would you like me to…?'": what the assistant says,
+        // named after "with" or "saying", whatever its length
+        let introduced = ["with", "saying", "like"].iter().any(|w| {
+            out.trim_end()
+                .rsplit(|c: char| !c.is_alphanumeric())
+                .next()
+                .is_some_and(|last_word| last_word == *w)
+        });
         // a quote of a few words in the flow of a sentence names a phrase ("stop hedging with
         // 'it depends'"); a longer one is pasted text
-        if end < n && (pasted || more_words_than(&chars[i + 1..end], NAMED_PHRASE_WORDS)) {
+        if end < n
+            && (pasted
+                || (more_words_than(&chars[i + 1..end], NAMED_PHRASE_WORDS)
+                    && !(introduced && !more_words_than(&chars[i + 1..end], 8))))
+        {
             // what was pasted ends a sentence: the text around it is not one
             out.push('\n');
             last = Some(chars[end]);
@@ -201,6 +213,7 @@ pub(super) const WISHES: &[&[&str]] = &[
     &["appreciate", "it"],
     &["no", "need"],
     &["dont", "have", "to"],
+    &["dont", "need", "to"],
     &["i", "just", "need"],
     &["i", "just", "want"],
     &["you", "can"],
@@ -265,6 +278,11 @@ const HABITUAL: &[&[&str]] = &[
     &["on", "every"],
     &["every", "answer"],
     &["every", "reply"],
+    &["all", "your", "replies"],
+    &["future", "replies"],
+    &["future", "answers"],
+    &["all", "your", "answers"],
+    &["when", "theres"],
 ];
 
 /// Whether a clause's `words` make its request habitual.
@@ -318,6 +336,8 @@ pub(super) const TASK_VERBS: &[&str] = &[
     "find",
     "book",
     "choose",
+    "tell",
+    "quiz",
 ];
 
 /// Verbs of writing: a thing right after them is what is to be written ("explain black holes
@@ -517,6 +537,8 @@ pub(super) fn names_one_thing(words: &[String]) -> bool {
             let after_task = is(TASK_VERBS, w)
                 && (i + 1..words.len().min(i + 3)).any(|j| match words[j].as_str() {
                     "a" | "an" | "the" | "my" | "our" | "this" | "that" => thing_at(j + 1),
+                    // "put these in a table": what the user gave
+                    "these" | "those" => true,
                     "it" => writing(w),
                     _ => false,
                 });

@@ -283,6 +283,11 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
     // ("the puns are getting old"; "my iPhone is five years old" complains of nothing)
     let complained = after.iter().any(|w| COMPLAINTS.contains(&w.as_str()))
         || after.windows(2).any(|p| p[0] == "getting" && p[1] == "old")
+        // "keep the jargon to a minimum"; "miles mean nothing to me"
+        || after.windows(3).any(|p| p == ["to", "a", "minimum"])
+        || after
+            .windows(2)
+            .any(|p| matches!(p[0].as_str(), "mean" | "means") && p[1] == "nothing")
         || disapproved(after)
         || (sentence[clause_start..start]
             .iter()

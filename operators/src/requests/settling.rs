@@ -165,6 +165,9 @@ fn the_user_writes_in(sentence: &[String], at: usize) -> bool {
 /// Nouns a language's name describes as a country's ("German laws", "French food"), where it is
 /// not the language to answer in.
 const NATIONAL_THINGS: &[&str] = &[
+    "revolution",
+    "history",
+    "politics",
     "resident",
     "residents",
     "citizen",

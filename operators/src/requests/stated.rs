@@ -15,7 +15,8 @@ const DIRECTIVE_STARTS: &[&str] = &[
     "add", "put", "format", "explain", "cut", "no", "less", "more", "quit", "drop", "start",
     "lead", "get", "send", "show", "tell", "try", "limit", "stick", "quiz", "warn", "throw",
     "cite", "suggest", "pick", "tone", "go", "check", "ask", "let", "mention", "flag", "assume",
-    "spare", "remember", "offer", "end", "number", "list", "leave", "lose", "default",
+    "spare", "remember", "offer", "end", "number", "list", "leave", "lose", "default", "commit",
+    "follow", "paste",
 ];
 
 /// Phrases that make a statement about the user's own liking: "I prefer …", "I'd like …".
@@ -98,6 +99,9 @@ pub fn stated_requests(text: &str) -> RequestSet {
             continue;
         }
         let (mut asks, mut read) = (false, String::new());
+        // "in general", "going forward", "whenever …", "in all your replies": a sentence that
+        // says its wish stands asks whatever its clauses read, outside a question
+        let standing = !question && habitual(&words);
         let names_answers = words
             .iter()
             .any(|w| ANSWERS_NAMED.contains(&w.as_str()) || matches!(w.as_str(), "you" | "your"));
@@ -123,7 +127,7 @@ pub fn stated_requests(text: &str) -> RequestSet {
                 let directive = is_directive(head, question) && !capability(head, question);
                 // verbless ("shorter answers plz") or merely polite ("… please")
                 let wishful = asks_for_answers(head) || says_any(&words, POLITE);
-                let own = if directive || wishful {
+                let own = if directive || wishful || standing {
                     requests_of(clause).0
                 } else {
                     Vec::new()
@@ -142,11 +146,18 @@ pub fn stated_requests(text: &str) -> RequestSet {
                 // question asks only as "can you …" ("what would be a good short name?")
                 asks |= (directs && !elliptical(head))
                     || (!question && says_any(&words, WISHES))
-                    || ((directs || wishful) && !own.is_empty());
+                    || ((directs || wishful || standing) && !own.is_empty());
                 read.push_str(clause);
             }
-            reported |= words.iter().any(|w| REPORTED.contains(&w.as_str()));
-            named_thing |= mentions_a_thing(&words);
+            // ("when I ask about architecture, …" is the user's own asking)
+            reported |= (0..words.len()).any(|k| {
+                REPORTED.contains(&words[k].as_str())
+                    && !(k > 0
+                        && words[k - 1] == "i"
+                        && matches!(words[k].as_str(), "ask" | "asked"))
+            });
+            // ("small request for all future replies: …" names no thing the rest belongs to)
+            named_thing |= mentions_a_thing(&words) && !habit;
             after_colon = clause.trim_end().ends_with(':');
         }
         // the user's pronouns stand however the user says them ("I use she/her btw"), but
@@ -410,6 +421,40 @@ mod tests {
             ["CurrencyValue(2)"]
         );
         assert_eq!(stated("my weight in pounds please"), ["UnitsValue(1)"]);
+        // a sentence that says its wish stands asks whatever it reads
+        assert_eq!(
+            stated("Small request for all future replies: British spelling, please."),
+            ["SpellingValue(0)"]
+        );
+        assert_eq!(
+            stated("Which text editor should I use? And don't list five alternatives, in general just tell me the one you'd pick."),
+            ["OptionsLess"]
+        );
+        assert_eq!(
+            stated("When I ask about architecture, fewer code snippets please."),
+            ["CodeLess"]
+        );
+        assert_eq!(
+            stated("please be more casual and drop a joke now and then, you're so stiff lol"),
+            ["FormalityLess", "HumourMore"]
+        );
+        assert_eq!(
+            stated("Don't filter out paid stuff for me; premium products are totally fine."),
+            ["CostMore"]
+        );
+        assert_eq!(
+            stated("Please don't end every message with 'Would you like me to…?' When I want more, I'll ask."),
+            ["FollowUpsLess"]
+        );
+        // one task, however it is asked
+        for text in [
+            "Can you put these in a table? Oslo 709k, Bergen 291k.",
+            "Tell me a joke about programmers.",
+            "Quiz me on the capitals of South America, 10 questions.",
+            "make a checklist for deep cleaning a kitchen",
+        ] {
+            assert_eq!(stated(text), Vec::<String>::new(), "{text}");
+        }
         // what a review found: a standing wish beside the last answer stands, a capability
         // asked politely is no preference, one meal is no diet
         assert_eq!(

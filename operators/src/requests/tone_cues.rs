@@ -20,6 +20,11 @@ pub(super) const TONE_CUES: &[Cue] = &[
     cue(&["say", "well", "done"], A::Flattery, M, T),
     cue(&["pat", "on", "the", "back"], A::Flattery, M, T),
     cue(&["excellent", "point"], A::Flattery, M, T),
+    cue(&["questions", "are", "great"], A::Flattery, M, T),
+    cue(&["great", "questions"], A::Flattery, M, T),
+    cue(&["supportive"], A::Empathy, M, G),
+    cue(&["background", "later"], A::Directness, M, T),
+    cue(&["the", "one", "youd", "pick"], A::Options, L, T),
     cue(&["great", "point"], A::Flattery, M, T),
     // offers and next steps at the end
     cue(&["i", "can", "also", "help"], A::FollowUps, M, T),

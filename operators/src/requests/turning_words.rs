@@ -61,6 +61,10 @@ pub(super) const FLIPS: &[&[&str]] = &[
 /// [`FLIPS`] in a cue's window, and turning nothing.
 pub(super) const KEEPS: &[&[&str]] = &[
     &["dont", "forget"],
+    &["dont", "filter", "out"],
+    &["dont", "leave", "out"],
+    // "drop a joke now and then", "drop a few emojis in"
+    &["drop", "a"],
     &["never", "forget"],
     &["do", "not", "forget"],
     &["dont", "hesitate"],
