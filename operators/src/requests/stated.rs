@@ -2,7 +2,8 @@
 
 use super::chat_clauses::{
     capability, chat_words, elliptical, habitual, mentions_a_thing, names_one_thing, past_lead_ins,
-    says_any, someone_else_wants, without_quotes, FROM_NOW_ON, LEAD_INS, ONE_OFF, POLITE, WISHES,
+    says_any, someone_else_wants, standing, without_quotes, FROM_NOW_ON, LEAD_INS, ONE_OFF, POLITE,
+    WISHES,
 };
 use super::reading::matches_at;
 use super::words::sentence_spans;
@@ -101,7 +102,7 @@ pub fn stated_requests(text: &str) -> RequestSet {
         let (mut asks, mut read) = (false, String::new());
         // "in general", "going forward", "whenever …", "in all your replies": a sentence that
         // says its wish stands asks whatever its clauses read, outside a question
-        let standing = !question && habitual(&words);
+        let standing = !question && standing(&words);
         let names_answers = words
             .iter()
             .any(|w| ANSWERS_NAMED.contains(&w.as_str()) || matches!(w.as_str(), "you" | "your"));
@@ -446,6 +447,17 @@ mod tests {
             stated("Please don't end every message with 'Would you like me to…?' When I want more, I'll ask."),
             ["FollowUpsLess"]
         );
+        // "never", "always" and "if you" of the user's own habits are no standing wish
+        for text in [
+            "I never use bullet points in my own notes",
+            "Sorry if you already answered this.",
+            "You never give examples",
+        ] {
+            assert_ne!(stated(text), ["BulletsLess"], "{text}");
+            assert_ne!(stated(text), ["ApologiesMore"], "{text}");
+            assert_ne!(stated(text), ["ExamplesLess"], "{text}");
+        }
+        assert_eq!(stated("Keep those jokes coming"), ["HumourMore"]);
         // one task, however it is asked
         for text in [
             "Can you put these in a table? Oslo 709k, Bergen 291k.",

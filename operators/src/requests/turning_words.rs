@@ -61,6 +61,7 @@ pub(super) const FLIPS: &[&[&str]] = &[
 /// [`FLIPS`] in a cue's window, and turning nothing.
 pub(super) const KEEPS: &[&[&str]] = &[
     &["dont", "forget"],
+    &["ended", "up"],
     &["dont", "filter", "out"],
     &["dont", "leave", "out"],
     // "drop a joke now and then", "drop a few emojis in"
@@ -242,7 +243,16 @@ pub(super) fn describes_absence(sentence: &[String], clause_start: usize, start:
         .any(|w| matches!(w.as_str(), "without" | "zero"))
         || before.windows(2).any(|p| p[0] == "with" && p[1] == "no")
         || before.windows(2).any(|p| p[0] == "a" && p[1] == "single");
-    missing && sentence.iter().any(|w| LACKING.contains(&w.as_str()))
+    // what it suffered from is said before it; adding it is asked after it ("… without an
+    // example, please add them"), not "code without comments, it's hard to maintain them"
+    let suffered = sentence[..start]
+        .iter()
+        .any(|w| LACKING.contains(&w.as_str()) && !matches!(w.as_str(), "add" | "include"));
+    let add_asked = sentence[start..].windows(2).any(|p| {
+        matches!(p[0].as_str(), "add" | "include")
+            && matches!(p[1].as_str(), "them" | "some" | "one" | "it")
+    });
+    missing && (suffered || add_asked)
 }
 
 /// Words that, anywhere after a cue in its sentence, ask to remove it ("…, remove them").
@@ -340,6 +350,31 @@ mod tests {
             asked("half the answer was warnings and caveats, seriously?"),
             ["DisclaimersLess"]
         );
+        // what a second review found read the wrong way round
+        assert_eq!(
+            asked("Why no examples? I learn better with them."),
+            ["ExamplesMore"]
+        );
+        assert_eq!(
+            asked("Why so formal? I'm just a student."),
+            ["FormalityLess"]
+        );
+        assert_eq!(
+            asked("I'd rather have code without comments, it's hard to maintain them"),
+            ["CodeCommentsLess"]
+        );
+        assert_eq!(asked("Zero emojis please, they're useless"), ["EmojiLess"]);
+        assert_eq!(asked("Skipping the examples is annoying"), ["ExamplesMore"]);
+        assert_eq!(asked("I don't find the emojis annoying"), ["EmojiMore"]);
+        assert_eq!(
+            asked("I ended up adding the comments myself"),
+            ["CodeCommentsMore"]
+        );
+        assert_eq!(asked("no sources again, seriously?"), ["SourcesMore"]);
+        assert_eq!(
+            asked("My iPhone died again, it always does this"),
+            ["PhoneValue(0)"]
+        );
         // the negation is in the cue: the complaint after it does not turn it back
         assert_eq!(asked("no tl;dr pls, it's redundant"), ["SummaryLess"]);
         assert_eq!(
@@ -367,5 +402,28 @@ mod tests {
         assert_eq!(asked("less rambling, more brevity please"), ["LengthLess"]);
         assert_eq!(asked("Calm down with the excitement"), ["EnthusiasmLess"]);
         assert_eq!(asked("too simplified"), ["TechnicalMore"]);
+    }
+
+    #[test]
+    fn a_fed_up_sentence_complains_about_what_it_names() {
+        assert_eq!(
+            asked("ugh, another list of sources nobody asked for"),
+            ["SourcesLess"]
+        );
+        assert_eq!(
+            asked("ugh, 'consult an expert' AGAIN? I know the risks"),
+            ["DisclaimersLess"]
+        );
+        // already turned: "ugh" does not turn it back
+        assert_eq!(
+            asked("ugh I don't need the step-by-step walkthrough again"),
+            ["StepsLess"]
+        );
+        // no "again": asking, not complaining
+        assert_eq!(asked("ugh just use bullet points"), ["BulletsMore"]);
+        assert_eq!(
+            asked("flag any risks or downsides when you suggest things"),
+            ["DisclaimersMore"]
+        );
     }
 }
