@@ -46,11 +46,17 @@ pub fn requests_of(text: &str) -> RequestSet {
                     "," | "could" | "can" | "would" | "will" | "please" | "pls" | "i" | "you" | "u"
                 )
             });
-        let rhetorical = question
-            && (sentence.first().is_some_and(|w| w == "why")
-                || missed
-                || matches_at(&sentence, 0, &["whats", "with"])
-                || matches_at(&sentence, 0, &["what", "is", "with"]));
+        // ("why are there 4 headings in a 3-line answer" asks as much without its "?")
+        let why_is = sentence.first().is_some_and(|w| w == "why")
+            && sentence
+                .get(1)
+                .is_some_and(|w| matches!(w.as_str(), "are" | "is"));
+        let rhetorical = why_is
+            || (question
+                && (sentence.first().is_some_and(|w| w == "why")
+                    || missed
+                    || matches_at(&sentence, 0, &["whats", "with"])
+                    || matches_at(&sentence, 0, &["what", "is", "with"])));
         // "why no examples?" asks for them as "why don't you give examples?" does
         let negated = sentence.iter().any(|w| {
             NEGATED_VERBS.contains(&w.as_str())
@@ -316,8 +322,8 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
         .collect();
     let ended = cue.aspect.is_circumstance()
         && ((closing.len() >= 2
-            && closing[closing.len() - 1] == "over"
-            && matches!(closing[closing.len() - 2], "is" | "are"))
+            && matches!(closing[closing.len() - 1], "over" | "done")
+            && matches!(closing[closing.len() - 2], "is" | "are" | "thats"))
             || (cue.aspect == Aspect::Pets
                 && closing
                     .iter()

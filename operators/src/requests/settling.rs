@@ -371,7 +371,7 @@ pub(super) fn names_spelling(word: &str) -> bool {
 /// Words that count what follows ("8 paragraphs", "several paragraphs").
 const COUNTS: &[&str] = &[
     "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "several", "multiple",
-    "many", "endless", "first", "second", "last",
+    "many", "endless", "first", "second", "last", "every", "each",
 ];
 
 /// Words of exercise, whose intensity "gentle" and "easy" describe.

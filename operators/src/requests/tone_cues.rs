@@ -70,6 +70,9 @@ pub(super) const TONE_CUES: &[Cue] = &[
     cue(&["define", "terms"], A::Technical, L, T),
     cue(&["from", "step", "zero"], A::Technical, L, T),
     // layout words people use
+    cue(&["grids"], A::Table, M, T),
+    cue(&["inside", "the", "code"], A::CodeComments, M, T),
+    cue(&["docstring*"], A::CodeComments, M, T),
     cue(&["flowing"], A::Bullets, L, G),
     cue(&["slide", "deck"], A::Bullets, M, T),
     cue(&["list", "items"], A::Bullets, M, T),
@@ -94,8 +97,8 @@ pub(super) const TONE_CUES: &[Cue] = &[
     cue(&["reference", "list*"], A::Sources, M, T),
     cue(&["qualified", "professional"], A::Disclaimers, M, T),
     // what the user can spend ("my small business has almost no budget")
-    cue(&["im", "broke"], A::Cost, L, T),
-    cue(&["not", "broke"], A::Cost, M, T),
+    cue(&["im", "broke"], A::Cost, L, C),
+    cue(&["not", "broke"], A::Cost, M, C),
     cue(&["budget", "no", "issue"], A::Cost, M, T),
     cue(&["money", "is", "not", "problem"], A::Cost, M, T),
     cue(&["money", "is", "not", "a", "problem"], A::Cost, M, T),

@@ -30,6 +30,8 @@ pub(super) const FLIPS: &[&[&str]] = &[
     &["ended"],
     &["gave", "up"],
     &["refrain", "from"],
+    // "forget what I said about being vegetarian"
+    &["forget", "what", "i", "said"],
     &["leaving", "out"],
     &["cut", "the"],
     &["lose"],
@@ -113,6 +115,7 @@ pub(super) const APPROVALS: &[&str] = &[
     "wanted",
     "welcome",
     "landing",
+    "vibe",
     "working",
     "appropriate",
     "relevant",
@@ -210,6 +213,7 @@ pub(super) const COMPLAINTS: &[&str] = &[
 /// …?", "where are the emojis?", "tl;dr next time?").
 pub(super) const QUESTION_WORDS: &[&str] = &[
     "can", "could", "would", "will", "you", "u", "where", "what", "how", "pls", "please", "next",
+    "maybe", "stick", "use", "give", "try", "just",
 ];
 
 /// Words by which a sentence says the answer suffered from what it lacked ("impossible to
@@ -375,6 +379,26 @@ mod tests {
             asked("My iPhone died again, it always does this"),
             ["PhoneValue(0)"]
         );
+        // set t: a "why are …" without its "?", markdown and code marks written out, a diet
+        // whose change "is done"
+        assert_eq!(
+            asked("why are there 4 headings in a 3-line answer"),
+            ["HeadingsLess"]
+        );
+        assert_eq!(
+            asked("you don't need a ## for every paragraph"),
+            ["HeadingsLess"]
+        );
+        assert_eq!(
+            asked("forget what I said about being vegetarian, that's done"),
+            ["DietValue(6)"]
+        );
+        assert_eq!(asked("that pun was not the vibe"), ["HumourLess"]);
+        assert_eq!(
+            asked("maybe stick to inches? my tape measure doesn't do cm"),
+            ["UnitsValue(1)"]
+        );
+        assert_eq!(asked("no luxury stuff pls im broke"), ["CostLess"]);
         // the negation is in the cue: the complaint after it does not turn it back
         assert_eq!(asked("no tl;dr pls, it's redundant"), ["SummaryLess"]);
         assert_eq!(

@@ -28,8 +28,25 @@ pub(super) fn sentences_of(text: &str) -> Vec<Vec<String>> {
             && i > 0
             && chars[i - 1].is_alphanumeric()
             && chars.get(i + 1).is_some_and(|c| c.is_alphanumeric());
+        // "a ## for every paragraph" names headings; " // notes" names code comments
+        let run_of = |c: char| {
+            chars[i..].iter().take_while(|&&x| x == c).count() >= 2 && (i == 0 || chars[i - 1] != c)
+        };
+        let spaced_after = |c: char| {
+            let end = i + chars[i..].iter().take_while(|&&x| x == c).count();
+            chars.get(end).is_none_or(|x| x.is_whitespace())
+                && (i == 0 || chars[i - 1].is_whitespace())
+        };
         match ch {
             '.' if inner_dot => flush(&mut word, sentence),
+            '#' if run_of('#') && spaced_after('#') => {
+                flush(&mut word, sentence);
+                sentence.push("headings".to_string());
+            }
+            '/' if run_of('/') && spaced_after('/') => {
+                flush(&mut word, sentence);
+                sentence.push("comments".to_string());
+            }
             c if c.is_alphanumeric() => word.push(c),
             '\'' => {}
             // emoji: a warning sign is a word for warnings, a prohibition sign for "no", and
