@@ -497,6 +497,23 @@ fn limited_to_2_events_a_second(brokers: &str) -> [(&str, &str); 3] {
     ]
 }
 
+/// How many events acme floods its topic with in the per-tenant limit tests.
+const ACME_FLOOD: u32 = 60;
+
+/// A broker with `partitions` partitions a topic, a data folder with tenant acme, and acme's
+/// [`ACME_FLOOD`] interactions already produced.
+fn acme_flood(partitions: u32) -> (Tansu, tempfile::TempDir, std::path::PathBuf) {
+    let broker = Tansu::start(partitions);
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    engram_tests::create_tenant(&data, "acme");
+    produce(
+        &broker.brokers,
+        &interactions_file(dir.path(), 0, ACME_FLOOD),
+    );
+    (broker, dir, data)
+}
+
 /// Per-tenant limits on the Kafka route: acme floods its topic with 60 events while its limit is 2
 /// events a second, and globex sends 5 behind them. globex's events are recallable while most of
 /// acme's still wait in the consumer (nothing is refused or sent to the DLQ: there is no one to
@@ -505,14 +522,10 @@ fn limited_to_2_events_a_second(brokers: &str) -> [(&str, &str); 3] {
 /// event of both tenants is stored exactly once.
 #[test]
 fn a_tenant_flooding_kafka_waits_for_its_limit_while_others_pass_and_nothing_is_lost() {
-    const FLOOD: u32 = 60;
-    let broker = Tansu::start(2);
+    const FLOOD: u32 = ACME_FLOOD;
+    let (broker, dir, data) = acme_flood(2);
     let brokers = broker.brokers.clone();
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    engram_tests::create_tenant(&data, "acme");
     engram_tests::create_tenant(&data, "globex");
-    produce(&brokers, &interactions_file(dir.path(), 0, FLOOD));
     let globex: Vec<String> = [
         "I adopted a grey cat called Miso last week.",
         "Miso hides under the sofa when the doorbell rings.",
@@ -594,16 +607,12 @@ fn a_tenant_flooding_kafka_waits_for_its_limit_while_others_pass_and_nothing_is_
 /// from its last commit when they come back: every event is stored once.
 #[test]
 fn partitions_moving_while_messages_wait_for_their_limit_lose_and_duplicate_nothing() {
-    const FLOOD: u32 = 60;
-    let broker = Tansu::start(4);
+    const FLOOD: u32 = ACME_FLOOD;
+    let (broker, dir, data) = acme_flood(4);
     let brokers = broker.brokers.clone();
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
     let config = short_session_config(dir.path());
     let args = ["--config", config.to_str().unwrap()];
     let env = limited_to_2_events_a_second(&brokers);
-    engram_tests::create_tenant(&data, "acme");
-    produce(&brokers, &interactions_file(dir.path(), 0, FLOOD));
     let server = Server::start_with_env(&data, &args, &env);
     let start = Instant::now();
     while server.metric("engram_kafka_waiting_messages") == 0 {
