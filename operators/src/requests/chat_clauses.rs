@@ -42,6 +42,10 @@ pub(super) const FROM_NOW_ON: &[&[&str]] = &[
     &["in", "the", "future"],
 ];
 
+/// How many words a quote after "with", "saying" or "like" may have and still name what the
+/// assistant says ("don't end every message with 'Would you like me to…?'").
+const INTRODUCED_PHRASE_WORDS: usize = 8;
+
 /// How many words a quote in the flow of a sentence may have and still name a phrase.
 pub(super) const NAMED_PHRASE_WORDS: usize = 3;
 
@@ -96,19 +100,18 @@ pub(super) fn without_quotes(text: &str) -> String {
         // "don't end every message with 'Would you like me to…?'": what the assistant says,
         // named after "with" or "saying", whatever its length
         let introduced = || {
-            ["with", "saying", "like"].iter().any(|w| {
-                out.trim_end()
-                    .rsplit(|c: char| !c.is_alphanumeric())
-                    .next()
-                    .is_some_and(|last_word| last_word == *w)
-            })
+            matches!(
+                out.trim_end().rsplit(|c: char| !c.is_alphanumeric()).next(),
+                Some("with" | "saying" | "like")
+            )
         };
         // a quote of a few words in the flow of a sentence names a phrase ("stop hedging with
         // 'it depends'"); a longer one is pasted text
         if end < n
             && (pasted
                 || (more_words_than(&chars[i + 1..end], NAMED_PHRASE_WORDS)
-                    && !(!more_words_than(&chars[i + 1..end], 8) && introduced())))
+                    && (more_words_than(&chars[i + 1..end], INTRODUCED_PHRASE_WORDS)
+                        || !introduced())))
         {
             // what was pasted ends a sentence: the text around it is not one
             out.push('\n');
@@ -306,22 +309,12 @@ const STANDING: &[&[&str]] = &[
 
 /// Whether a sentence's `words` say its wish stands ([`STANDING`], or from now on).
 pub(super) fn standing(words: &[String]) -> bool {
-    (0..words.len()).any(|i| {
-        STANDING
-            .iter()
-            .chain(FROM_NOW_ON)
-            .any(|p| matches_at(words, i, p))
-    })
+    says_any(words, STANDING) || says_any(words, FROM_NOW_ON)
 }
 
 /// Whether a clause's `words` make its request habitual.
 pub(super) fn habitual(words: &[String]) -> bool {
-    (0..words.len()).any(|i| {
-        HABITUAL
-            .iter()
-            .chain(FROM_NOW_ON)
-            .any(|p| matches_at(words, i, p))
-    })
+    says_any(words, HABITUAL) || says_any(words, FROM_NOW_ON)
 }
 
 /// Verbs of working on one thing: with a thing after them ("translate it", "write a toast",

@@ -51,10 +51,10 @@ pub(super) fn explains_code(sentence: &[String], at: usize) -> bool {
         .is_none_or(|w| EXPLAINED_CODE.contains(&w))
 }
 
-/// Settles [`Aspect::CodeExplanation`] among a text's readings (and the aspects read): "walk me
+/// Settles [`Aspect::CodeExplanation`] among a text's readings: "walk me
 /// through" a snippet is its explanation; explaining is dropped where no code is named, or where
 /// code is turned away and explaining asked for ("no code, just explain it in words").
-pub(super) fn settle_code_explanation(readings: &mut Vec<Reading>, aspects: &mut Vec<Aspect>) {
+pub(super) fn settle_code_explanation(readings: &mut Vec<Reading>) {
     // explaining is about code only where code is asked about; where code is turned away and
     // explaining asked for, it is the words instead of code ("no code, just explain it")
     let code_named = |readings: &[Reading], way: Option<Way>| {
@@ -66,28 +66,24 @@ pub(super) fn settle_code_explanation(readings: &mut Vec<Reading>, aspects: &mut
         })
     };
     // "walk me through the snippet": through the code is its explanation
-    if code_named(&readings, Some(Way::More)) {
+    if code_named(readings, Some(Way::More)) {
         for r in readings.iter_mut() {
             if r.cue == ["walk", "me", "through"] {
                 r.request.aspect = Aspect::CodeExplanation;
-                aspects.push(Aspect::CodeExplanation);
             }
         }
-        aspects.sort();
-        aspects.dedup();
     }
-    let explained_in_words = code_named(&readings, Some(Way::Less))
-        && !code_named(&readings, Some(Way::More))
+    let explained_in_words = code_named(readings, Some(Way::Less))
+        && !code_named(readings, Some(Way::More))
         && readings
             .iter()
             .any(|r| r.request.aspect == Aspect::CodeExplanation && r.request.way == Way::More);
-    let code_asked = code_named(&readings, None)
+    let code_asked = code_named(readings, None)
         || readings
             .iter()
             .any(|r| r.request.aspect == Aspect::CodeExplanation && r.cue.contains(&"code"));
     if !code_asked || explained_in_words {
         readings.retain(|r| r.request.aspect != Aspect::CodeExplanation);
-        aspects.retain(|a| *a != Aspect::CodeExplanation);
     }
 }
 

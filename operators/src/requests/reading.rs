@@ -22,11 +22,8 @@ pub fn requests_of(text: &str) -> RequestSet {
         .iter()
         .flat_map(|(words, _)| words)
         .any(|w| names_spelling(w));
-    // the first word of each sentence's next one
-    let next_starts: Vec<Option<String>> = (0..sentences.len())
-        .map(|n| sentences.get(n + 1).and_then(|(s, _)| s.first().cloned()))
-        .collect();
-    for (n, (sentence, question)) in sentences.into_iter().enumerate() {
+    for (n, (sentence, question)) in sentences.iter().enumerate() {
+        let (sentence, question) = (sentence.as_slice(), *question);
         // "Fahrenheit? I'm in Germany", "Commute tips? I work from home now": a thing
         // questioned, then why it is wrong for the user, turns what it names
         let questioned = question
@@ -34,9 +31,10 @@ pub fn requests_of(text: &str) -> RequestSet {
             && !sentence
                 .iter()
                 .any(|w| QUESTION_WORDS.contains(&w.as_str()))
-            && next_starts[n]
-                .as_deref()
-                .is_some_and(|w| matches!(w, "i" | "im" | "ive" | "my" | "we" | "were"));
+            && sentences
+                .get(n + 1)
+                .and_then(|(next, _)| next.first())
+                .is_some_and(|w| matches!(w.as_str(), "i" | "im" | "ive" | "my" | "we" | "were"));
         // "why is everything a bullet list??" complains about what it names
         // "no comments in the snippet??" misses what it names, as "why no examples?" does
         let missed = sentence.first().is_some_and(|w| w == "no")

@@ -473,10 +473,10 @@ pub(super) fn applies_here(sentence: &[String], at: usize, cue: &Cue) -> bool {
         return false;
     }
     // "prices in pounds" is money; "my weight in pounds" is units
-    let money = sentence.iter().any(|w| MONEY.contains(&w.as_str()));
+    let money = || sentence.iter().any(|w| MONEY.contains(&w.as_str()));
     match cue.words {
-        ["in" | "use" | "to", "pounds"] if cue.aspect == Aspect::Currency => return money,
-        ["pounds"] if money => return false,
+        ["in" | "use" | "to", "pounds"] if cue.aspect == Aspect::Currency => return money(),
+        ["pounds"] if money() => return false,
         _ => {}
     }
     match cue.words {
@@ -604,7 +604,9 @@ pub(super) fn settle(mut readings: Vec<Reading>, talks_of_spelling: bool) -> Vec
             readings.retain(|r| r.request.aspect != aspect || r.request.way == asked[0]);
         }
     }
-    settle_code_explanation(&mut readings, &mut aspects);
+    settle_code_explanation(&mut readings);
+    // the aspects read, once what code explanation settles is settled
+    let aspects: Vec<Aspect> = readings.iter().map(|r| r.request.aspect).collect();
     let has = |aspect: &Aspect| aspects.contains(aspect);
     for (specific, vaguer) in SETTLES {
         if specific.iter().any(has) {

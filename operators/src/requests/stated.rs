@@ -94,9 +94,7 @@ pub fn stated_requests(text: &str) -> RequestSet {
         let question = sentence.trim_end().ends_with('?') && !tag_question(sentence);
         let words = chat_words(sentence);
         // "your last answer was too long, keep them short from now on" stands
-        if (0..words.len()).any(|i| ONE_OFF.iter().any(|p| matches_at(&words, i, p)))
-            && !habitual(&words)
-        {
+        if says_any(&words, ONE_OFF) && !habitual(&words) {
             continue;
         }
         let (mut asks, mut read) = (false, String::new());
@@ -163,8 +161,7 @@ pub fn stated_requests(text: &str) -> RequestSet {
         }
         // the user's pronouns stand however the user says them ("I use she/her btw"), but
         // not someone else's ("our new manager, Priya (she/her)")
-        let own_pronouns =
-            (0..words.len()).any(|i| OWN_PRONOUNS.iter().any(|p| matches_at(&words, i, p)));
+        let own_pronouns = says_any(&words, OWN_PRONOUNS);
         if asks {
             requests.extend(requests_of(&read).0);
         } else if own_pronouns {

@@ -53,8 +53,6 @@ pub(super) const TONE_CUES: &[Cue] = &[
     cue(&["conclusion", "last"], A::Directness, L, T),
     // the working shown
     cue(&["calculation*"], A::Reasoning, M, T),
-    cue(&["arithmetic"], A::Reasoning, M, T),
-    cue(&["show", "the", "math*"], A::Reasoning, M, T),
     cue(&["show", "your", "math*"], A::Reasoning, M, T),
     cue(&["write", "out", "the", "math*"], A::Reasoning, M, T),
     cue(&["step", "by", "step", "math*"], A::Reasoning, M, T),
@@ -63,7 +61,6 @@ pub(super) const TONE_CUES: &[Cue] = &[
     cue(&["thin"], A::Length, M, C),
     cue(&["full", "picture"], A::Length, M, T),
     cue(&["rushed"], A::Length, M, C),
-    cue(&["businesslike"], A::Formality, M, G),
     cue(&["chatty"], A::Formality, L, G),
     cue(&["define", "any"], A::Technical, L, T),
     cue(&["define", "technical"], A::Technical, L, T),
@@ -76,14 +73,12 @@ pub(super) const TONE_CUES: &[Cue] = &[
     cue(&["flowing"], A::Bullets, L, G),
     cue(&["slide", "deck"], A::Bullets, M, T),
     cue(&["list", "items"], A::Bullets, M, T),
-    cue(&["little", "pictures"], A::Emoji, M, T),
     // how the code given is explained
     cue(&["how", "it", "works"], A::CodeExplanation, M, T),
     cue(&["describe", "the", "logic"], A::CodeExplanation, M, T),
     // the order of an answer ("reasoning first, conclusion last", "answer at the top")
     cue(&["reasoning", "first"], A::Directness, L, T),
     cue(&["details", "after"], A::Directness, M, T),
-    cue(&["conclusion", "first"], A::Directness, M, T),
     cue(
         &["leading", "with", "the", "conclusion"],
         A::Directness,

@@ -217,7 +217,7 @@ pub(super) const QUESTION_WORDS: &[&str] = &[
 ];
 
 /// Words by which a sentence says the answer suffered from what it lacked ("impossible to
-/// follow", "so bland", "too abstract", "no idea what …"), or asks to add it after all.
+/// follow", "so bland", "too abstract", "no idea what …").
 const LACKING: &[&str] = &[
     "impossible",
     "bland",
@@ -231,8 +231,6 @@ const LACKING: &[&str] = &[
     "hard",
     "confusing",
     "lost",
-    "add",
-    "include",
 ];
 
 /// Whether the cue at `start` is named as missing from what the user got: "with no", "without",
@@ -245,13 +243,14 @@ pub(super) fn describes_absence(sentence: &[String], clause_start: usize, start:
     let missing = before
         .iter()
         .any(|w| matches!(w.as_str(), "without" | "zero"))
-        || before.windows(2).any(|p| p[0] == "with" && p[1] == "no")
-        || before.windows(2).any(|p| p[0] == "a" && p[1] == "single");
+        || before
+            .windows(2)
+            .any(|p| p == ["with", "no"] || p == ["a", "single"]);
     // what it suffered from is said before it; adding it is asked after it ("… without an
     // example, please add them"), not "code without comments, it's hard to maintain them"
     let suffered = sentence[..start]
         .iter()
-        .any(|w| LACKING.contains(&w.as_str()) && !matches!(w.as_str(), "add" | "include"));
+        .any(|w| LACKING.contains(&w.as_str()));
     let add_asked = sentence[start..].windows(2).any(|p| {
         matches!(p[0].as_str(), "add" | "include")
             && matches!(p[1].as_str(), "them" | "some" | "one" | "it")

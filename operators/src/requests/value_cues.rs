@@ -34,7 +34,6 @@ pub(super) const VALUE_CUES: &[Cue] = &[
     cue(&["ounce*"], A::Units, V(1), T),
     cue(&["fahrenheit"], A::Units, V(1), T),
     cue(&["feet"], A::Units, V(1), T),
-    cue(&["inches"], A::Units, V(1), T),
     cue(&["gallons"], A::Units, V(1), T),
     cue(&["us", "customary"], A::Units, V(1), T),
     cue(&["si", "system"], A::Units, V(0), T),

@@ -1,19 +1,16 @@
 //! The words of a text as the reading sees them: sentences, clause breaks, emoji and currency
 //! signs (see the parent module).
 
-/// The sentences of `text` (its clock times already read by [`sentence_texts`]), each a list of
-/// lowercase words, with "," standing for every clause break inside a sentence (`,` `:` `(` `)` quotes and dashes between words).
-pub(super) fn sentences_of(text: &str) -> Vec<Vec<String>> {
-    let lower = currency_words(
-        &text
-            .to_lowercase()
-            .replace("c++", " cpp ")
-            .replace("c#", " csharp "),
-    )
-    .replace(['\u{2019}', '\u{2018}'], "'")
-    .replace("tl;dr", "tldr")
-    .replace("tl dr", "tldr");
-    let mut sentences = vec![Vec::new()];
+/// The lowercase words of one sentence ([`sentence_spans`], its clock times already read by
+/// [`sentence_texts`]), with "," standing for every clause break (`,` `:` `(` `)` quotes and
+/// dashes between words); the mark that ends it, and a dot inside a word ("dd.mm.yyyy"), only
+/// break words.
+fn words_of(text: &str) -> Vec<String> {
+    // (already lowercase, "tl;dr" already one word: `sentence_texts`)
+    let lower = currency_words(&text.replace("c++", " cpp ").replace("c#", " csharp "))
+        .replace(['\u{2019}', '\u{2018}'], "'")
+        .replace("tl dr", "tldr");
+    let mut sentence = Vec::new();
     let mut word = String::new();
     let flush = |word: &mut String, sentence: &mut Vec<String>| {
         if !word.is_empty() {
@@ -22,30 +19,13 @@ pub(super) fn sentences_of(text: &str) -> Vec<Vec<String>> {
     };
     let chars: Vec<char> = lower.chars().collect();
     for (i, &ch) in chars.iter().enumerate() {
-        let sentence = sentences.last_mut().expect("one sentence at least");
-        // "dd.mm.yyyy", "node.js": a dot between letters or digits ends no sentence
-        let inner_dot = ch == '.'
-            && i > 0
-            && chars[i - 1].is_alphanumeric()
-            && chars.get(i + 1).is_some_and(|c| c.is_alphanumeric());
-        // "a ## for every paragraph" names headings; " // notes" names code comments
-        let run_of = |c: char| {
-            chars[i..].iter().take_while(|&&x| x == c).count() >= 2 && (i == 0 || chars[i - 1] != c)
-        };
-        let spaced_after = |c: char| {
-            let end = i + chars[i..].iter().take_while(|&&x| x == c).count();
-            chars.get(end).is_none_or(|x| x.is_whitespace())
-                && (i == 0 || chars[i - 1].is_whitespace())
-        };
+        let sentence = &mut sentence;
         match ch {
-            '.' if inner_dot => flush(&mut word, sentence),
-            '#' if run_of('#') && spaced_after('#') => {
+            // "a ## for every paragraph" names headings; " // notes" names code comments
+            '#' | '/' if spaced_run(&chars, i) => {
                 flush(&mut word, sentence);
-                sentence.push("headings".to_string());
-            }
-            '/' if run_of('/') && spaced_after('/') => {
-                flush(&mut word, sentence);
-                sentence.push("comments".to_string());
+                let named = if ch == '#' { "headings" } else { "comments" };
+                sentence.push(named.to_string());
             }
             c if c.is_alphanumeric() => word.push(c),
             '\'' => {}
@@ -71,10 +51,6 @@ pub(super) fn sentences_of(text: &str) -> Vec<Vec<String>> {
                     sentence.push(PICTOGRAPHS.to_string());
                 }
             }
-            '.' | '!' | '?' | ';' | '\n' => {
-                flush(&mut word, sentence);
-                sentences.push(Vec::new());
-            }
             ',' | ':' | '(' | ')' | '"' | '\u{201c}' | '\u{201d}' | '\u{2014}' | '\u{2013}' => {
                 flush(&mut word, sentence);
                 if sentence.last().is_some_and(|w| w != ",") {
@@ -84,13 +60,18 @@ pub(super) fn sentences_of(text: &str) -> Vec<Vec<String>> {
             _ => flush(&mut word, sentence),
         }
     }
-    let last = sentences.last_mut().expect("one sentence at least");
-    flush(&mut word, last);
-    for sentence in &mut sentences {
-        emojis_named(sentence);
-    }
-    sentences.retain(|s| !s.is_empty());
-    sentences
+    flush(&mut word, &mut sentence);
+    emojis_named(&mut sentence);
+    sentence
+}
+
+/// Whether a run of two or more of the character at `at` stands alone between spaces (or the
+/// ends of the text): "## Overview", " // note"; not "https://".
+fn spaced_run(chars: &[char], at: usize) -> bool {
+    let run = chars[at..].iter().take_while(|&&c| c == chars[at]).count();
+    run >= 2
+        && (at == 0 || chars[at - 1].is_whitespace())
+        && chars.get(at + run).is_none_or(|c| c.is_whitespace())
 }
 
 /// Stands for a run of emoji in a sentence until [`emojis_named`] settles it.
@@ -292,7 +273,8 @@ pub(super) fn sentence_texts(text: &str) -> Vec<(Vec<String>, bool)> {
     let text = clock_words(&text.to_lowercase().replace("tl;dr", "tldr"));
     for sentence in sentence_spans(&text) {
         let question = sentence.ends_with('?');
-        if let Some(words) = sentences_of(sentence).into_iter().next() {
+        let words = words_of(sentence);
+        if !words.is_empty() {
             out.push((words, question));
         }
     }
