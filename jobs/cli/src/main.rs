@@ -223,6 +223,10 @@ enum BenchCommand {
         /// Write each question's k = 50 results and evidence ids as JSON lines (error analysis).
         #[arg(long)]
         dump: Option<PathBuf>,
+        /// Results per question in --dump: 50 by default; at least a conversation's turns
+        /// (e.g. 1000) dumps every turn scored, as `bench/rescore_dumps.py` needs.
+        #[arg(long, default_value_t = 50, requires = "dump")]
+        dump_k: usize,
     },
 }
 
@@ -422,12 +426,20 @@ fn bench_command(config: Config, bench: BenchCommand) -> anyhow::Result<()> {
                 }),
             },
         )),
-        BenchCommand::Locomo { data, json, dump } => {
-            runtime(&config)?.block_on(engram_engine::locomo::run(
-                config,
-                engram_engine::locomo::BenchOptions { data, json, dump },
-            ))
-        }
+        BenchCommand::Locomo {
+            data,
+            json,
+            dump,
+            dump_k,
+        } => runtime(&config)?.block_on(engram_engine::locomo::run(
+            config,
+            engram_engine::locomo::BenchOptions {
+                data,
+                json,
+                dump,
+                dump_k,
+            },
+        )),
     }
 }
 

@@ -52,6 +52,9 @@ pub struct BenchOptions {
     pub json: Option<std::path::PathBuf>,
     /// Write each question's k = 50 results and its evidence ids as JSON lines (error analysis).
     pub dump: Option<std::path::PathBuf>,
+    /// The results per question `dump` writes (the k = 50 recall's when 50; otherwise one more
+    /// recall at this k, `recall.max_k` raised to it if below).
+    pub dump_k: usize,
 }
 
 /// "1:56 pm on 8 May, 2023" → UTC.
@@ -148,6 +151,9 @@ pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
     let mut emb = config.embedder_config();
     emb.cache_entries = 1_000_000;
     config.embedder = Some(emb);
+    if opts.dump.is_some() {
+        config.recall.max_k = config.recall.max_k.max(opts.dump_k);
+    }
     let max_k = config.recall.max_k;
     anyhow::ensure!(
         KS.iter().all(|k| *k <= max_k),
@@ -223,12 +229,21 @@ pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
                 }
                 if let (Some(out), 50) = (dump.as_mut(), k) {
                     use std::io::Write;
+                    let deeper = if opts.dump_k == 50 {
+                        None
+                    } else {
+                        let req = RecallRequest {
+                            k: Some(opts.dump_k),
+                            ..req.clone()
+                        };
+                        Some(engine.recall.recall(&req).await?.results)
+                    };
                     let line = json!({
                         "sample_id": sample.sample_id,
                         "question": qa.question,
                         "category": category,
                         "evidence": evidence,
-                        "results": resp.results,
+                        "results": deeper.as_ref().unwrap_or(&resp.results),
                     });
                     writeln!(out, "{line}")?;
                 }
