@@ -54,6 +54,8 @@ impl fmt::Display for Request {
             (Checklist, Less) => "Do not format tasks as checklists.",
             (CommandFirst, More) => "Give the command or code first, then the explanation.",
             (CommandFirst, Less) => "Explain first, then give the command or code.",
+            (Analogies, More) => "Explain with analogies to everyday things.",
+            (Analogies, Less) => "Explain literally; no analogies or metaphors.",
             (Apologies, More) => "Apologise when you get something wrong.",
             (Apologies, Less) => "Do not apologise.",
             (Disclaimers, More) => "Add caveats and disclaimers.",

@@ -189,6 +189,9 @@ pub enum Aspect {
     Checklist,
     /// More: the command or code to run first, the explanation after it.
     CommandFirst,
+    /// More: explain by analogy, comparing with everyday things; less: literally, without
+    /// analogies or metaphors.
+    Analogies,
     /// What the user eats ([`Way::Value`]: a [`DIETS`] index).
     Diet,
     /// What the user (or their household) is allergic to ([`Way::Value`]: an [`ALLERGIES`] index).
@@ -226,7 +229,7 @@ pub enum Aspect {
 
 impl Aspect {
     /// Every aspect.
-    pub const ALL: [Aspect; 65] = [
+    pub const ALL: [Aspect; 66] = [
         Aspect::Length,
         Aspect::Formality,
         Aspect::Bullets,
@@ -276,6 +279,7 @@ impl Aspect {
         Aspect::Moralising,
         Aspect::Checklist,
         Aspect::CommandFirst,
+        Aspect::Analogies,
         Aspect::Diet,
         Aspect::Allergy,
         Aspect::Pets,
@@ -369,6 +373,7 @@ impl Aspect {
             Aspect::Moralising => "moralising",
             Aspect::Checklist => "checklist",
             Aspect::CommandFirst => "command_first",
+            Aspect::Analogies => "analogies",
             Aspect::Diet => "diet",
             Aspect::Allergy => "allergy",
             Aspect::Pets => "pets",

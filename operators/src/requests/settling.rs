@@ -413,6 +413,8 @@ const SUMMARY_WORDS: &[&str] = &["summary", "sum", "recap", "tldr", "conclusion"
 
 /// Requests that say what a vaguer one read in the same text is about: the vaguer goes.
 const SETTLES: &[(&[Aspect], &[Aspect])] = &[
+    // "the proper technical terms instead of analogies": analogies are how it is simplified
+    (&[Aspect::Technical], &[Aspect::Analogies]),
     // "tables pls, not paragraphs", "a side-by-side chart, not a list"; "checkbox lists"
     (&[Aspect::Table, Aspect::Checklist], &[Aspect::Bullets]),
     // "walk me through your thinking step by step"

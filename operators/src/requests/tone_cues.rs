@@ -1,7 +1,7 @@
 //! Cues for how an answer speaks to the user and in what order, beyond the plain style words of
 //! [`CUES`](super::lexicon::CUES): encouragement, offers at the end, how sure it sounds, the
 //! answer before or after its background, the working shown, what a thin answer is called, and
-//! what the user can spend.
+//! what the user can spend, and analogies.
 //! Matched with the others, as one list.
 
 use super::lexicon::{
@@ -12,6 +12,17 @@ use super::Aspect as A;
 use super::Way::{Less as L, More as M, Value as V};
 
 pub(super) const TONE_CUES: &[Cue] = &[
+    // analogies ("explain it with an analogy" / "skip the metaphors", "literal explanation only")
+    cue(&["analogy"], A::Analogies, M, T),
+    cue(&["analogies"], A::Analogies, M, T),
+    cue(&["metaphor*"], A::Analogies, M, T),
+    cue(&["figurative*"], A::Analogies, M, T),
+    cue(&["compare", "it", "to", "something"], A::Analogies, M, T),
+    cue(&["real", "world", "comparison*"], A::Analogies, M, T),
+    cue(&["real", "life", "comparison*"], A::Analogies, M, T),
+    cue(&["everyday", "comparison*"], A::Analogies, M, T),
+    cue(&["literal", "explanation*"], A::Analogies, L, T),
+    cue(&["explain", "it", "literally"], A::Analogies, L, T),
     // encouragement ("cheer me on", "tell me when I did something right")
     cue(&["encourag*"], A::Flattery, M, G),
     cue(&["positive", "feedback"], A::Flattery, M, T),
@@ -109,6 +120,41 @@ pub(super) const TONE_CUES: &[Cue] = &[
 #[cfg(test)]
 mod tests {
     use super::super::asked;
+
+    #[test]
+    fn analogies_are_asked_for_or_turned_away() {
+        for text in [
+            "explain it with an analogy, like how a network is a postal system or whatever",
+            "maybe a real world comparison would help? I still don't get what a mutex is",
+            "this is too abstract. can you compare it to something from everyday life?",
+            "use more metaphors, they help me remember",
+        ] {
+            assert_eq!(asked(text), ["AnalogiesMore"], "{text}");
+        }
+        for text in [
+            "enough with the pizza analogies, just tell me how it actually works",
+            "skip the metaphors pls",
+            "no more 'think of it as...'. literal explanation only",
+            "maybe drop the figurative language? it's making it harder, not easier",
+            "the analogies are confusing me",
+            "I don't need metaphors",
+        ] {
+            assert_eq!(asked(text), ["AnalogiesLess"], "{text}");
+        }
+        // a comparison of things, a translation, a filler: no analogies asked about
+        for text in [
+            "I literally asked for one thing",
+            "give me a literal translation",
+            "I think of it as a hobby",
+        ] {
+            assert!(asked(text).is_empty(), "{text}");
+        }
+        // technical terms instead of analogies: the analogies are the simplification
+        assert_eq!(
+            asked("could you use the proper technical terms instead of analogies?"),
+            ["TechnicalMore"]
+        );
+    }
 
     #[test]
     fn encouragement_offers_sureness_order_and_working_are_read() {
