@@ -41,7 +41,7 @@ use Way::{Less as L, More as M, Value as V};
 
 /// The cues, matched longest first at each word. A word ending in `*` matches every word it
 /// begins. Phrases that only look like cues ("for example", "my question") are listed with no
-/// aspect of their own by [`NOT_CUES`], which are matched first and consume their words.
+/// aspect of their own by [`NOT_CUES`](super::not_cues::NOT_CUES), which are matched first and consume their words.
 pub(super) const CUES: &[Cue] = &[
     // length
     cue(&["short*"], A::Length, L, G),
@@ -746,50 +746,4 @@ pub(super) const CUES: &[Cue] = &[
     cue(&["address", "me", "as", "sir"], A::Titles, M, T),
     cue(&["my", "first", "name"], A::UsingName, M, T),
     cue(&["by", "name"], A::UsingName, M, T),
-];
-
-/// Phrases that contain cue words but ask for nothing: consumed before the cues are matched.
-pub(super) const NOT_CUES: &[&[&str]] = &[
-    &["for", "example"],
-    &["for", "instance"],
-    &["long", "story", "short"],
-    &["my", "question"],
-    &["the", "question"],
-    &["source", "code"],
-    &["long", "time"],
-    &["long", "ago"],
-    &["as", "long", "as"],
-    &["in", "short"],
-    &["short", "term"],
-    &["long", "term"],
-    &["my", "questions"],
-    &["por", "favor"],
-    &["kind", "of"],
-    &["the", "details"],
-    &["the", "detail"],
-    &["a", "list", "of"],
-    &["feel", "free"],
-    &["free", "time"],
-    &["for", "free"],
-    // a kind of annotation that is not a comment; the user's own essays
-    &["type", "annotation*"],
-    &["my", "essay*"],
-    // "heads up, I'm a smoker again": an opener, not a wish for warnings
-    &["heads", "up", ","],
-    // a filler, not a wish for bluntness
-    &["to", "be", "honest"],
-    // "macOS shortcuts", "a shortage": not about length
-    &["shortcut*"],
-    &["shortage*"],
-    &["shortfall*"],
-    // "driving is on the table now": an idiom, not tables
-    &["on", "the", "table"],
-    &["off", "the", "table"],
-    // "I no longer eat meat": a change, not a length
-    &["no", "longer"],
-    &["any", "longer"],
-    // "don't comment on my weight": the verb, not comments in code
-    &["comment", "on"],
-    &["commenting", "on"],
-    &["commented", "on"],
 ];

@@ -59,7 +59,10 @@ mod code_explanation;
 mod instructions;
 mod layout_cues;
 mod lexicon;
+mod not_cues;
 mod reading;
+#[cfg(test)]
+mod reading_tests;
 mod settling;
 mod stated;
 mod tone_cues;

@@ -1,0 +1,364 @@
+//! The reading's unit tests: texts as people type them, and what they ask for.
+
+use super::asked;
+
+#[test]
+fn hedging_and_whole_code_are_their_own_aspects() {
+    assert_eq!(
+        asked("so wishy-washy. just commit to an answer"),
+        ["HedgingLess"]
+    );
+    assert_eq!(
+        asked("tell me if you're uncertain about something"),
+        ["HedgingMore"]
+    );
+    assert_eq!(
+        asked("send the entire file, not just the changes"),
+        ["WholeCodeMore"]
+    );
+    assert_eq!(asked("only show the diff"), ["WholeCodeLess"]);
+}
+
+#[test]
+fn bluntness_naming_and_tests_are_their_own_aspects() {
+    assert_eq!(asked("don't sugarcoat it"), ["BluntnessMore"]);
+    assert_eq!(
+        asked("be honest even if it's harsh, I can take it"),
+        ["BluntnessMore"]
+    );
+    assert_eq!(
+        asked("That was really harsh to read. Please soften how you deliver criticism."),
+        ["BluntnessLess"]
+    );
+    // "to be honest" is a filler
+    assert_eq!(asked("to be honest, way too long"), ["LengthLess"]);
+    assert_eq!(
+        asked("use snake_case for variable names"),
+        ["NamingValue(0)"]
+    );
+    assert_eq!(
+        asked("can you write a few unit tests along with the function?"),
+        ["TestsMore"]
+    );
+}
+
+#[test]
+fn a_complaint_in_the_clause_after_turns_away_what_it_points_back_to() {
+    assert_eq!(asked("emojis everywhere, it's distracting"), ["EmojiLess"]);
+    // already turned: the complaint does not turn it back
+    assert_eq!(asked("lose the emoji, its unprofessional"), ["EmojiLess"]);
+    // a clause that does not point back says nothing of the cue
+    assert_eq!(asked("use more emojis, my boss is annoying"), ["EmojiMore"]);
+}
+
+#[test]
+fn than_after_rather_and_words_that_only_look_like_cues() {
+    assert_eq!(
+        asked("i'd rather see several choices than be told what to do"),
+        ["OptionsMore"]
+    );
+    assert_eq!(
+        asked("Give me macOS shortcuts please, I switched from a PC."),
+        ["OperatingSystemValue(1)"]
+    );
+    assert!(asked("I'd prefer you not comment on my weight.").is_empty());
+    assert_eq!(asked("Heads up, I'm a smoker again."), ["SmokingValue(0)"]);
+    // a language being learnt is not one to answer in (a beginner wants plain words)
+    assert_eq!(
+        asked("i'm a beginner in spanish, so explain the rules in english pls"),
+        ["TechnicalLess", "LanguageValue(0)"]
+    );
+    assert!(asked("i'm learning japanese").is_empty());
+}
+
+#[test]
+fn clock_times_said_both_ways_ask_for_a_time_format() {
+    assert_eq!(
+        asked("please write 18:30 rather than 6:30pm"),
+        ["TimeFormatValue(0)"]
+    );
+    assert_eq!(
+        asked("Please write times as 3 PM rather than 15:00."),
+        ["TimeFormatValue(1)"]
+    );
+    assert_eq!(asked("im european, 18:00 not 6pm"), ["TimeFormatValue(0)"]);
+    // times that only say when something happens
+    assert!(asked("schedule stuff for evenings pls, i work 10pm-8am").is_empty());
+}
+
+#[test]
+fn things_kept_free_of_are_turned_away() {
+    assert_eq!(
+        asked("keep the answers free of emojis please"),
+        ["EmojiLess"]
+    );
+}
+
+#[test]
+fn a_negated_excess_still_asks_for_less() {
+    assert_eq!(asked("Don't be so concise with me"), ["LengthMore"]);
+    assert_eq!(asked("don't be too formal"), ["FormalityLess"]);
+    assert_eq!(asked("not too formal please"), ["FormalityLess"]);
+    assert_eq!(asked("stop being so formal"), ["FormalityLess"]);
+    assert_eq!(asked("don't use too many emojis"), ["EmojiLess"]);
+    assert_eq!(asked("not so formal please"), ["FormalityLess"]);
+}
+
+#[test]
+fn could_you_keep_asks_and_you_keep_complains() {
+    assert_eq!(
+        asked("Could you keep your answers shorter, please?"),
+        ["LengthLess"]
+    );
+    assert_eq!(asked("can u keep it brief"), ["LengthLess"]);
+    assert_eq!(asked("you keep giving me bullet points"), ["BulletsLess"]);
+}
+
+#[test]
+fn emoji_named_are_emojis_and_the_others_end_a_clause() {
+    assert_eq!(asked("more \u{1f602}\u{1f525}\u{2728} pls"), ["EmojiMore"]);
+    assert_eq!(
+        asked("stop with the \u{1f389}\u{1f525} stuff, it's annoying"),
+        ["EmojiLess"]
+    );
+    assert_eq!(asked("ugh the \u{1f680} again?? cut it out"), ["EmojiLess"]);
+    // a face after a request is punctuation, not a request for emoji
+    assert_eq!(
+        asked("pls use bullet points, easier to scan \u{1f64f}"),
+        ["BulletsMore"]
+    );
+    assert_eq!(
+        asked("just the number isn't helpful \u{1f914} show me the steps"),
+        ["StepsMore"]
+    );
+    assert_eq!(
+        asked("no need for the \u{26a0}\u{fe0f} stuff every time"),
+        ["DisclaimersLess"]
+    );
+}
+
+#[test]
+fn complaints_and_wishes_about_length_point_the_same_way() {
+    for text in [
+        "Too long. Keep it short.",
+        "way too wordy, cut it down",
+        "Please be more concise.",
+        "This is a wall of text!!",
+        "TL;DR please",
+        "not so long next time",
+        "brief answers only!!",
+        "answer briefly",
+    ] {
+        assert_eq!(asked(text), ["LengthLess"], "{text:?}");
+    }
+    for text in [
+        "That's too brief, I need more detail.",
+        "Go into more depth please",
+        "not a one-liner",
+    ] {
+        assert_eq!(asked(text), ["LengthMore"], "{text:?}");
+    }
+}
+
+#[test]
+fn negations_turn_things_away_wherever_they_are_said() {
+    for text in [
+        "Don't use bullet points.",
+        "No bullet points please",
+        "I hate bulleted lists",
+        "Enough with the bullet points",
+        "stop making everything a list",
+        "write it in full paragraphs instead of bullets",
+    ] {
+        assert_eq!(asked(text), ["BulletsLess"], "{text:?}");
+    }
+    assert_eq!(asked("Use bullet points."), ["BulletsMore"]);
+    assert_eq!(
+        asked("bullets please, not a big paragraph"),
+        ["BulletsMore"]
+    );
+    assert_eq!(
+        asked("emojis are unprofessional, remove them"),
+        ["EmojiLess"]
+    );
+    assert_eq!(asked("emojis are annoying"), ["EmojiLess"]);
+    assert_eq!(asked("Add some emojis!"), ["EmojiMore"]);
+    assert_eq!(asked("This isn't the place for jokes"), ["HumourLess"]);
+    assert_eq!(asked("Keep the humor out of it"), ["HumourLess"]);
+    assert_eq!(
+        asked("Leave out the caveats and hedging"),
+        ["DisclaimersLess"]
+    );
+    assert_eq!(
+        asked("Stop asking me follow-up questions"),
+        ["FollowUpsLess"]
+    );
+    assert_eq!(
+        asked("Ask me clarifying questions first"),
+        ["QuestionsMore"]
+    );
+    assert_eq!(
+        asked("add some practice questions at the end"),
+        ["QuizMore"]
+    );
+    assert_eq!(
+        asked("Use bullet points and no emojis"),
+        ["BulletsMore", "EmojiLess"]
+    );
+    assert_eq!(
+        asked("why is everything a BULLET LIST?? write it out"),
+        ["BulletsLess"]
+    );
+    assert_eq!(asked("too much jargon"), ["TechnicalLess"]);
+    assert_eq!(asked("clean code without comments"), ["CodeCommentsLess"]);
+    assert_eq!(asked("prices in \u{20ac} please"), ["CurrencyValue(0)"]);
+}
+
+#[test]
+fn reasoning_is_asked_for_or_away_and_explain_alone_is_not_it() {
+    for text in [
+        "show your work please",
+        "can you tell me the thought process behind it",
+        "explain how you got there, not just the result",
+    ] {
+        assert_eq!(asked(text), ["ReasoningMore"], "{text:?}");
+    }
+    for text in [
+        "just the answer, no explanation",
+        "skip the reasoning",
+        "Please omit the working and justification.",
+        "dont explain how u got there",
+    ] {
+        assert_eq!(asked(text), ["ReasoningLess"], "{text:?}");
+    }
+    assert!(!asked("explain it simply")
+        .iter()
+        .any(|r| r.starts_with("Reasoning")));
+}
+
+#[test]
+fn negations_that_ask_all_the_same_turn_nothing() {
+    for (text, want) in [
+        ("don't forget the sources", "SourcesMore"),
+        ("I wouldn't mind a few emojis", "EmojiMore"),
+        (
+            "don't hesitate to ask me clarifying questions",
+            "QuestionsMore",
+        ),
+        ("not enough examples", "ExamplesMore"),
+        ("dont be shy with the jokes", "HumourMore"),
+        ("it wouldn't hurt to add a table", "TableMore"),
+        ("why no examples?", "ExamplesMore"),
+        ("why is there no summary??", "SummaryMore"),
+    ] {
+        assert_eq!(asked(text), [want], "{text:?}");
+    }
+}
+
+#[test]
+fn disapproval_after_a_cue_and_far_negated_wishes_turn_it() {
+    for (text, want) in [
+        ("the jokes aren't landing", "HumourLess"),
+        ("sources are not really needed", "SourcesLess"),
+        ("the emojis are too much", "EmojiLess"),
+        ("ENOUGH bullet points", "BulletsLess"),
+        (
+            "Enough sorry sorry sorry. It's fine, move on.",
+            "ApologiesLess",
+        ),
+        (
+            "i dont need you to tell me every possible thing that could go wrong",
+            "DisclaimersLess",
+        ),
+    ] {
+        assert_eq!(asked(text), [want], "{text:?}");
+    }
+    // a clause break ends the negation, and "enough" inside a clause is no complaint
+    assert_eq!(
+        asked("I don't need much, just bullet points"),
+        ["BulletsMore"]
+    );
+    assert_eq!(asked("is that enough detail?"), ["LengthMore"]);
+    // what follows "just" or "only" is asked for, whatever was negated before it
+    assert_eq!(
+        asked("I don't want a lecture just the code"),
+        ["CodeExplanationLess"]
+    );
+    assert_eq!(
+        asked("no fluff only bullet points"),
+        ["BulletsMore", "DirectnessMore"]
+    );
+}
+
+#[test]
+fn assuming_something_named_is_a_fact_not_a_request_about_questions() {
+    assert!(asked("for email how-tos assume Outlook desktop").is_empty());
+    assert!(asked("Stop assuming im training to be a doctor").is_empty());
+    assert_eq!(
+        asked("make reasonable assumptions and go"),
+        ["QuestionsLess"]
+    );
+    assert_eq!(asked("just assume and proceed"), ["QuestionsLess"]);
+    assert_eq!(asked("don't assume!! clarify"), ["QuestionsMore"]);
+}
+
+#[test]
+fn combined_requests_keep_every_part_and_phrases_that_only_look_like_cues_ask_nothing() {
+    assert_eq!(
+        asked("Too long, keep it to three bullet points."),
+        ["LengthLess", "BulletsMore"]
+    );
+    assert_eq!(
+        asked("for example, my question was about Lisbon"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        asked("Don't repeat my question back to me."),
+        ["RestatingLess"]
+    );
+    assert_eq!(
+        asked("The capital of Australia is Canberra"),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn what_a_text_concedes_asks_nothing() {
+    // the wish comes after "but"; the conceded "I don't hate emojis" is no wish for them
+    assert_eq!(
+        asked("It's not that I hate emojis, but I really don't need three of them in every paragraph. Please leave them out."),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        asked("it's not that I want a novel, but you're being way too brief"),
+        ["LengthMore"]
+    );
+    assert_eq!(
+        asked("i'm not saying paragraphs are bad but for stuff like this bullet points would be way easier"),
+        ["BulletsMore"]
+    );
+    // conceded in a sentence of its own, the wish in the next
+    assert_eq!(
+        asked("It's not that I dislike emojis. Just fewer emojis please."),
+        ["EmojiLess"]
+    );
+}
+
+#[test]
+fn a_habit_asked_about_complains_without_its_question_mark() {
+    assert_eq!(
+        asked("why does every answer turn into a bulleted list lol"),
+        ["BulletsLess"]
+    );
+    assert_eq!(asked("why do you always add emojis"), ["EmojiLess"]);
+    assert_eq!(asked("why does it keep adding emojis"), ["EmojiLess"]);
+}
+
+#[test]
+fn the_users_own_background_is_not_the_answers() {
+    assert_eq!(
+        asked("Please assume I have no programming background."),
+        Vec::<String>::new()
+    );
+    assert_eq!(asked("skip the background"), ["DirectnessMore"]);
+}
