@@ -44,6 +44,11 @@ pub(super) const NOT_CUES: &[&[&str]] = &[
     &["comment", "on"],
     &["commenting", "on"],
     &["commented", "on"],
+    // "just a heads up that I …": an opener; "peanuts are dangerous for me": the user's life
+    &["heads", "up", "that"],
+    &["dangerous", "for", "me"],
+    &["dangerous", "to", "me"],
+    &["no", "questions", "asked"],
     // the user's own background ("I have no programming background"), not the answer's
     &["my", "background"],
     &["programming", "background"],

@@ -114,6 +114,11 @@ pub fn requests_of(text: &str) -> RequestSet {
                 continue;
             };
             let end = i + found.words.len();
+            // "I switched from Windows", "switched back from macOS": the value left behind
+            if matches!(found.way, Way::Value(_)) && left_behind(&sentence[..i]) {
+                i = end;
+                continue;
+            }
             // "skip the caveats and hedging", "stop asking me follow-up questions": a cue
             // joined to the one before by connectors only is turned as that one is
             let joined = |last_end: usize| {
@@ -174,6 +179,25 @@ pub fn requests_of(text: &str) -> RequestSet {
     }
     let requests = settle(readings, talks_of_spelling);
     RequestSet::from_requests(requests)
+}
+
+/// Whether the words before a value say it is the one the user left: "switched from",
+/// "moved back from", "changed away from".
+fn left_behind(before: &[String]) -> bool {
+    match before {
+        [.., change, from] if from == "from" => matches!(
+            change.as_str(),
+            "switched"
+                | "switching"
+                | "moved"
+                | "moving"
+                | "changed"
+                | "back"
+                | "away"
+                | "migrated"
+        ),
+        _ => false,
+    }
 }
 
 /// How sentences that concede something open ("it's not that I hate emojis, but …", "I'm not
@@ -359,7 +383,7 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
             || (cue.aspect == Aspect::Pets
                 && closing
                     .iter()
-                    .any(|w| matches!(*w, "died" | "passed" | "rehomed"))));
+                    .any(|w| matches!(*w, "died" | "passed" | "rehomed" | "gone"))));
     // a complaint after the cue, in its clause or the next, turns it once, however it was
     // turned before ("no emojis pls its lowkey cringe", "lose the emoji, it's unprofessional");
     // a negation inside the cue is not turned back by the next clause ("no tl;dr, it's

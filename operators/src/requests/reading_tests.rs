@@ -362,3 +362,40 @@ fn the_users_own_background_is_not_the_answers() {
     );
     assert_eq!(asked("skip the background"), ["DirectnessMore"]);
 }
+
+#[test]
+fn what_the_user_left_or_lost_and_openers_ask_nothing() {
+    // the value after "switched from" is the one left behind
+    assert_eq!(
+        asked("Can you give me Mac shortcuts instead? I switched from Windows last week."),
+        ["OperatingSystemValue(1)"]
+    );
+    assert_eq!(
+        asked("update: switched back from macOS, keep that in mind"),
+        Vec::<String>::new()
+    );
+    assert_eq!(asked("I use a Mac now"), ["OperatingSystemValue(1)"]);
+    // a pet that is gone is no pet to plan around
+    assert_eq!(
+        asked("It's been hard, but our dog is gone now, so you don't need to factor a pet into anything."),
+        Vec::<String>::new()
+    );
+    // "a heads up that …" and "dangerous for me" tell of the user, not of warnings
+    assert_eq!(
+        asked("Just a heads up that I found out I react badly to groundnuts, so keep them out of meal suggestions."),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        asked("peanut is dangerous for me, allergy, do not suggest"),
+        ["AllergyValue(0)"]
+    );
+    assert_eq!(
+        asked("warn me when something is dangerous"),
+        ["DisclaimersMore"]
+    );
+    assert_eq!(asked("just answer, no questions"), ["QuestionsLess"]);
+    assert_eq!(
+        asked("no questions asked, I'll take it"),
+        Vec::<String>::new()
+    );
+}

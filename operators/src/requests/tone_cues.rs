@@ -37,6 +37,8 @@ pub(super) const TONE_CUES: &[Cue] = &[
     cue(&["background", "later"], A::Directness, M, T),
     cue(&["the", "one", "youd", "pick"], A::Options, L, T),
     cue(&["great", "point"], A::Flattery, M, T),
+    // "just answer, no questions"
+    cue(&["no", "questions"], A::Questions, L, T),
     // offers and next steps at the end
     cue(&["i", "can", "also", "help"], A::FollowUps, M, T),
     cue(&["offering", "to", "do"], A::FollowUps, M, T),
