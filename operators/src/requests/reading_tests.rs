@@ -337,6 +337,16 @@ fn what_a_text_concedes_asks_nothing() {
         asked("i'm not saying paragraphs are bad but for stuff like this bullet points would be way easier"),
         ["BulletsMore"]
     );
+    // a concession ends at its clause break
+    assert_eq!(
+        asked("it's not that I don't trust your pick, I just want the alternatives"),
+        ["OptionsMore"]
+    );
+    // "it's not like …" without a "but" is what the user says
+    assert_eq!(
+        asked("it's not like I need a pat on the back for asking how to unzip a file"),
+        ["FlatteryLess"]
+    );
     // conceded in a sentence of its own, the wish in the next
     assert_eq!(
         asked("It's not that I dislike emojis. Just fewer emojis please."),
@@ -398,4 +408,188 @@ fn what_the_user_left_or_lost_and_openers_ask_nothing() {
         asked("no questions asked, I'll take it"),
         Vec::<String>::new()
     );
+}
+
+#[test]
+fn words_quoted_are_the_assistants_own_complained_of() {
+    assert_eq!(
+        asked("'I apologize for the confusion' x4... lol"),
+        ["ApologiesLess"]
+    );
+    assert_eq!(
+        asked("half the answer was 'it depends' and 'I'm not a lawyer'... lol"),
+        ["HedgingLess"]
+    );
+    // a quote across a sentence mark is one quote
+    assert_eq!(
+        asked("Every answer ends with 'Let me know if you want more!' and it's annoying"),
+        ["FollowUpsLess"]
+    );
+    assert_eq!(
+        asked("no 'let me know if you need anything else!' pls"),
+        ["FollowUpsLess"]
+    );
+    // a quote asked for
+    assert_eq!(
+        asked(
+            "Could you finish with a short 'in summary' line? Helps me remember the main takeaway."
+        ),
+        ["SummaryMore"]
+    );
+    assert_eq!(
+        asked("I wouldn't mind an 'I can also help with X' at the end."),
+        ["FollowUpsMore"]
+    );
+    // apostrophes in words and unpaired ones quote nothing
+    assert_eq!(asked("don't apologize so much"), ["ApologiesLess"]);
+    assert_eq!(asked("the users' data needs a summary"), ["SummaryMore"]);
+}
+
+#[test]
+fn one_option_or_several_said_other_ways() {
+    assert_eq!(
+        asked("pls dont list alternatives, what is best one"),
+        ["OptionsLess"]
+    );
+    assert_eq!(
+        asked("stop giving me a menu lol, i need a decision"),
+        ["OptionsLess"]
+    );
+    assert_eq!(asked("just the top choice please"), ["OptionsLess"]);
+    assert_eq!(asked("what are the alternatives?"), ["OptionsMore"]);
+}
+
+#[test]
+fn sarcasm_over_a_count_and_a_downside_missed() {
+    assert_eq!(
+        asked("oh cool, 14 bullet points with 3 words each. super readable."),
+        ["BulletsLess"]
+    );
+    assert_eq!(
+        asked("oh great, three paragraphs of disclaimers"),
+        ["DisclaimersLess"]
+    );
+    assert_eq!(
+        asked("so there's no downside at all? really? tell me the catch next time"),
+        ["DisclaimersMore"]
+    );
+    // a count asked for is no sarcasm
+    assert_eq!(asked("give me 3 bullet points"), ["BulletsMore"]);
+}
+
+#[test]
+fn a_quote_with_a_clause_break_inside_is_read_whole() {
+    // the quote begins before the clause its cue is in
+    assert_eq!(
+        asked("stop opening with 'Sure, happy to help! Great question!'"),
+        ["FlatteryLess", "FollowUpsLess"]
+    );
+    assert_eq!(
+        asked("'Certainly, here is a summary' every time..."),
+        ["SummaryLess"]
+    );
+}
+
+/// Texts put together at random from the pieces the reading treats specially (quotes and
+/// apostrophes, clause breaks, concessions, habits, sarcasm, counts, values left behind, emoji)
+/// never make it panic: a panic here stops consolidation for every user.
+#[test]
+fn random_texts_of_tricky_pieces_are_read_without_panicking() {
+    const PIECES: &[&str] = &[
+        "'",
+        "'sure,",
+        "happy",
+        "to",
+        "help!'",
+        "it's",
+        "not",
+        "that",
+        "like",
+        "but",
+        ",",
+        ".",
+        "?",
+        "!",
+        "no",
+        "why",
+        "does",
+        "every",
+        "do",
+        "you",
+        "keep",
+        "oh",
+        "cool,",
+        "14",
+        "three",
+        "bullet",
+        "points",
+        "emojis",
+        "🎉",
+        "switched",
+        "from",
+        "windows",
+        "mac",
+        "i'm",
+        "saying",
+        "shorter",
+        "more",
+        "detail",
+        "'it",
+        "depends'",
+        "say",
+        "give",
+        "me",
+        "a",
+        "summary",
+        "don't",
+        "mind",
+        "wouldn't",
+        "there's",
+        "downside",
+        "at",
+        "all",
+        "analogies",
+        "metaphors",
+        "literal",
+        "explanation",
+        "users'",
+        "data",
+        "tl;dr",
+        "first",
+        "just",
+        "only",
+        "code",
+        "the",
+        "dog",
+        "is",
+        "gone",
+        "heads",
+        "up",
+        "dangerous",
+        "for",
+        "questions",
+        "alternatives",
+        "menu",
+        "decision",
+        "\"",
+        "—",
+        "(",
+        ")",
+        ":",
+        ";",
+        "x4...",
+    ];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    for _ in 0..20_000 {
+        let len = 1 + next(24);
+        let text: Vec<&str> = (0..len).map(|_| PIECES[next(PIECES.len())]).collect();
+        let text = text.join(if next(3) == 0 { "" } else { " " });
+        let _ = super::reading::read_requests(&text);
+    }
 }

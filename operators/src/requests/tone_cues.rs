@@ -37,6 +37,15 @@ pub(super) const TONE_CUES: &[Cue] = &[
     cue(&["background", "later"], A::Directness, M, T),
     cue(&["the", "one", "youd", "pick"], A::Options, L, T),
     cue(&["great", "point"], A::Flattery, M, T),
+    // one option or several, said other ways ("don't list alternatives", "I need a decision")
+    cue(&["list", "alternatives"], A::Options, M, T),
+    cue(&["listing", "alternatives"], A::Options, M, T),
+    cue(&["the", "alternatives"], A::Options, M, T),
+    cue(&["a", "menu"], A::Options, M, T),
+    cue(&["need", "a", "decision"], A::Options, L, T),
+    cue(&["top", "choice"], A::Options, L, T),
+    cue(&["best", "one"], A::Options, L, T),
+    cue(&["the", "one", "youd", "choose"], A::Options, L, T),
     // "just answer, no questions"
     cue(&["no", "questions"], A::Questions, L, T),
     // offers and next steps at the end

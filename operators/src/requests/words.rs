@@ -5,7 +5,9 @@
 /// [`sentence_texts`]), with "," standing for every clause break (`,` `:` `(` `)` quotes and
 /// dashes between words); the mark that ends it, and a dot inside a word ("dd.mm.yyyy"), only
 /// break words.
-fn words_of(text: &str) -> Vec<String> {
+/// With each word, whether it is inside single quotes (the quotes marked by [`mark_quotes`];
+/// `in_quote` carries a quote over from the sentence before: "'Certainly! Happy to help'").
+fn words_of(text: &str, in_quote: &mut bool) -> Vec<(String, bool)> {
     // (already lowercase, "tl;dr" already one word: `sentence_texts`)
     let lower = currency_words(&text.replace("c++", " cpp ").replace("c#", " csharp "))
         .replace(['\u{2019}', '\u{2018}'], "'")
@@ -18,7 +20,15 @@ fn words_of(text: &str) -> Vec<String> {
         }
     };
     let chars: Vec<char> = lower.chars().collect();
+    let mut quoted: Vec<bool> = Vec::new();
     for (i, &ch) in chars.iter().enumerate() {
+        if matches!(ch, QUOTE_OPEN | QUOTE_CLOSE) {
+            flush(&mut word, &mut sentence);
+            quoted.resize(sentence.len(), *in_quote);
+            *in_quote = ch == QUOTE_OPEN;
+            continue;
+        }
+        quoted.resize(sentence.len(), *in_quote);
         let sentence = &mut sentence;
         match ch {
             // "a ## for every paragraph" names headings; " // notes" names code comments
@@ -61,8 +71,47 @@ fn words_of(text: &str) -> Vec<String> {
         }
     }
     flush(&mut word, &mut sentence);
+    quoted.resize(sentence.len(), *in_quote);
+    let mut sentence: Vec<(String, bool)> = sentence.into_iter().zip(quoted).collect();
     emojis_named(&mut sentence);
     sentence
+}
+
+/// Private-use characters standing for an opening and a closing single quote.
+const QUOTE_OPEN: char = '\u{e000}';
+const QUOTE_CLOSE: char = '\u{e001}';
+
+/// `text` with its single quotes marked: an apostrophe that opens a word ("'it depends'") and the
+/// next one within 100 characters that closes one are [`QUOTE_OPEN`] and [`QUOTE_CLOSE`];
+/// apostrophes inside words ("don't", "I'm") and unpaired ones ("users' data") stay as they are.
+fn mark_quotes(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let opens = |i: usize| {
+        (i == 0 || chars[i - 1].is_whitespace() || "([{\"".contains(chars[i - 1]))
+            && chars.get(i + 1).is_some_and(|c| !c.is_whitespace())
+    };
+    let closes = |i: usize| {
+        i > 0
+            && !chars[i - 1].is_whitespace()
+            && chars
+                .get(i + 1)
+                .is_none_or(|c| c.is_whitespace() || ".,!?;:)]".contains(*c))
+    };
+    let mut out = chars.clone();
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] == '\'' && opens(i) {
+            let close = (i + 2..chars.len().min(i + 100)).find(|&j| chars[j] == '\'' && closes(j));
+            if let Some(j) = close {
+                out[i] = QUOTE_OPEN;
+                out[j] = QUOTE_CLOSE;
+                i = j + 1;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    out.into_iter().collect()
 }
 
 /// Whether a run of two or more of the character at `at` stands alone between spaces (or the
@@ -86,13 +135,13 @@ fn is_pictograph(c: char) -> bool {
 /// Emoji that the sentence talks about ("stop with the 🎉🔥 stuff", "more 😂✨ pls") become the
 /// word "emojis"; the others ("easier to scan 🙏", "just the number isn't helpful 🤔 show me the
 /// steps") end a clause, as people use them.
-fn emojis_named(sentence: &mut Vec<String>) {
+fn emojis_named(sentence: &mut Vec<(String, bool)>) {
     for k in 0..sentence.len() {
-        if sentence[k] != PICTOGRAPHS {
+        if sentence[k].0 != PICTOGRAPHS {
             continue;
         }
-        let before = k.checked_sub(1).map(|j| sentence[j].as_str());
-        let after = sentence.get(k + 1).map(String::as_str);
+        let before = k.checked_sub(1).map(|j| sentence[j].0.as_str());
+        let after = sentence.get(k + 1).map(|w| w.0.as_str());
         let named = matches!(
             before,
             Some(
@@ -128,13 +177,13 @@ fn emojis_named(sentence: &mut Vec<String>) {
             after,
             Some("stuff" | "again" | "everywhere" | "things" | "thing" | "everything" | "spam")
         );
-        sentence[k] = if named { "emojis" } else { "," }.to_string();
+        sentence[k].0 = if named { "emojis" } else { "," }.to_string();
     }
-    sentence.dedup_by(|a, b| a == "," && b == ",");
-    while sentence.first().is_some_and(|w| w == ",") {
+    sentence.dedup_by(|a, b| a.0 == "," && b.0 == ",");
+    while sentence.first().is_some_and(|w| w.0 == ",") {
         sentence.remove(0);
     }
-    while sentence.last().is_some_and(|w| w == ",") {
+    while sentence.last().is_some_and(|w| w.0 == ",") {
         sentence.pop();
     }
 }
@@ -265,17 +314,34 @@ pub(super) fn sentence_spans(text: &str) -> Vec<&str> {
     spans
 }
 
-/// The sentences of `text` as words (clause breaks as ","), each with whether it ends in "?".
-pub(super) fn sentence_texts(text: &str) -> Vec<(Vec<String>, bool)> {
+/// One sentence as the reading sees it.
+pub(super) struct SentenceWords {
+    /// Its words, clause breaks as ",".
+    pub(super) words: Vec<String>,
+    /// Whether it ends in "?".
+    pub(super) question: bool,
+    /// For each word, whether it is inside single quotes: words the user quotes, mostly the
+    /// assistant's own ("'I apologize for the confusion' x4").
+    pub(super) quoted: Vec<bool>,
+}
+
+/// The sentences of `text` as words.
+pub(super) fn sentence_texts(text: &str) -> Vec<SentenceWords> {
     let mut out = Vec::new();
     // "tl;dr" is one word, not two sentences
     // clock times are read in the whole text, whose other sentences may say the other format
-    let text = clock_words(&text.to_lowercase().replace("tl;dr", "tldr"));
+    let text = mark_quotes(&clock_words(&text.to_lowercase().replace("tl;dr", "tldr")));
+    let mut in_quote = false;
     for sentence in sentence_spans(&text) {
-        let question = sentence.ends_with('?');
-        let words = words_of(sentence);
+        let question = sentence.trim_end_matches(QUOTE_CLOSE).ends_with('?');
+        let (words, quoted) = words_of(sentence, &mut in_quote).into_iter().unzip();
+        let words: Vec<String> = words;
         if !words.is_empty() {
-            out.push((words, question));
+            out.push(SentenceWords {
+                words,
+                question,
+                quoted,
+            });
         }
     }
     out
