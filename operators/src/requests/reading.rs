@@ -45,9 +45,10 @@ pub(super) fn read_requests(text: &str) -> RequestSet {
                 .and_then(|next| next.words.first())
                 .is_some_and(|w| matches!(w.as_str(), "i" | "im" | "ive" | "my" | "we" | "were"));
         // "why is everything a bullet list??" complains about what it names
-        // "no comments in the snippet??" misses what it names, as "why no examples?" does
+        // "no comments in the snippet??" misses what it names, as "why no examples?" does (and
+        // "zero comments in 80 lines, really?")
         // ("so there's no downside at all?" misses it too)
-        let missed = sentence.first().is_some_and(|w| w == "no")
+        let missed = sentence.first().is_some_and(|w| w == "no" || w == "zero")
             && sentence.get(1).is_some_and(|w| {
                 !matches!(
                     w.as_str(),
@@ -76,7 +77,7 @@ pub(super) fn read_requests(text: &str) -> RequestSet {
         // "why no examples?" asks for them as "why don't you give examples?" does
         let negated = sentence.iter().any(|w| {
             NEGATED_VERBS.contains(&w.as_str())
-                || matches!(w.as_str(), "not" | "never" | "no" | "without")
+                || matches!(w.as_str(), "not" | "never" | "no" | "without" | "zero")
         });
         // "ugh, another list of sources", "ugh 'I apologise for the confusion' again": a
         // sentence that opens fed up and says "again" complains about what it names

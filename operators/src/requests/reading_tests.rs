@@ -593,3 +593,14 @@ fn random_texts_of_tricky_pieces_are_read_without_panicking() {
         let _ = super::reading::read_requests(&text);
     }
 }
+
+#[test]
+fn going_easier_on_a_thing_and_zero_of_it_questioned() {
+    assert_eq!(asked("maybe go easier on the bold text"), ["BoldLess"]);
+    assert_eq!(asked("ease up on the emojis pls"), ["EmojiLess"]);
+    assert_eq!(
+        asked("zero comments in 80 lines, really?"),
+        ["CodeCommentsMore"]
+    );
+    assert_eq!(asked("zero emojis please"), ["EmojiLess"]);
+}

@@ -44,6 +44,12 @@ pub(super) const FLIPS: &[&[&str]] = &[
     &["hate*"],
     &["enough", "with"],
     &["tone", "down"],
+    // "go easier on the bold text", "ease up on the emojis"
+    &["easier", "on"],
+    &["easy", "on"],
+    &["lighter", "on"],
+    &["ease", "up", "on"],
+    &["cut", "back", "on"],
     &["calm", "down", "with"],
     &["you", "keep"],
     &["minus"],
