@@ -31,6 +31,9 @@ pub(super) fn read_requests(text: &str) -> RequestSet {
         .iter()
         .flat_map(|s| &s.words)
         .any(|w| names_spelling(w));
+    // "Great, one sentence. Super helpful for a 2000-word assignment.": mock praise turns what
+    // the sentences up to it name
+    let mocked_until = sentences.iter().rposition(|s| mock_praise(&s.words));
     for (n, read) in sentences.iter().enumerate() {
         let (sentence, question) = (read.words.as_slice(), read.question);
         // "Fahrenheit? I'm in Germany", "Commute tips? I work from home now": a thing
@@ -65,6 +68,11 @@ pub(super) fn read_requests(text: &str) -> RequestSet {
         let why_is = sentence.first().is_some_and(|w| w == "why")
             && sentence.get(1).is_some_and(|w| match w.as_str() {
                 "are" | "is" => true,
+                // "why am I getting British English"
+                "am" => matches!(
+                    sentence.get(3).map(String::as_str),
+                    Some("getting" | "seeing" | "reading" | "given")
+                ),
                 "do" | "does" => sentence.iter().skip(2).take(2).any(habit),
                 _ => false,
             });
@@ -165,9 +173,22 @@ pub(super) fn read_requests(text: &str) -> RequestSet {
             let turned = turned || (fed_up && found.kind != CueKind::Complaint);
             // "'I apologize for the confusion' x4... lol", "half of it was 'it depends'": words
             // quoted are the assistant's own, complained of ("just say 'in my view'" asks)
+            // (once: a sentence fed up already turned it)
+            let mocked = mocked_until.is_some_and(|m| n <= m)
+                && !fed_up
+                && found.kind != CueKind::Complaint
+                && !sentence.iter().any(|w| ASKING.contains(&w.as_str()));
+            let turned = turned != mocked;
             let turned = match quote_start(&read.quoted, i, end) {
+                // (a value quoted is only named, "it's 'colour' not 'color'")
                 Some(start) if !matches!(found.way, Way::Value(_)) => {
                     turned || !asked_to_say(sentence, clause_start, start)
+                }
+                // the user's circumstance quoted is the assistant's assumption, negations and
+                // all, disputed: "\"Since you don't have a car...\" I do now" (one turned away
+                // is not: "no 'grab a beer' ideas")
+                Some(start) if found.aspect.is_circumstance() => {
+                    turned != !negated_before(sentence, clause_start, start)
                 }
                 _ => turned,
             };
@@ -234,6 +255,13 @@ fn quote_start(quoted: &[bool], start: usize, end: usize) -> Option<usize> {
     })
 }
 
+/// Whether a negation comes before `at` in its clause ("no 'grab a beer' ideas").
+fn negated_before(sentence: &[String], clause_start: usize, at: usize) -> bool {
+    sentence[clause_start.min(at)..at].iter().any(|w| {
+        NEGATED_VERBS.contains(&w.as_str()) || matches!(w.as_str(), "not" | "never" | "no")
+    })
+}
+
 /// Whether the quote beginning at `quote` is asked for: a verb of asking among the four words
 /// before it in its clause ("say 'in my view'", "give me a 'next steps' bit", "finish with a
 /// short 'in summary' line", "I wouldn't mind an 'I can also help' at the end"), not negated
@@ -250,11 +278,41 @@ fn asked_to_say(sentence: &[String], clause_start: usize, quote: usize) -> bool 
     }) || before
         .windows(2)
         .any(|p| matches!(p[0].as_str(), "wouldnt" | "dont" | "not") && p[1] == "mind");
-    let negated = sentence[clause_start..quote].iter().any(|w| {
-        NEGATED_VERBS.contains(&w.as_str()) || matches!(w.as_str(), "not" | "never" | "no")
-    });
+    let negated = negated_before(sentence, clause_start, quote);
     asks && (!negated || before.iter().any(|w| w == "mind"))
 }
+
+/// Praise that can only be mockery after a bad answer ("super helpful", "very readable", "love
+/// that for me", "my favourite thing"), in a sentence that thanks, asks, contrasts or wants it
+/// again nothing ("the bullets were very helpful, keep doing that" is praise).
+fn mock_praise(sentence: &[String]) -> bool {
+    const MOCK: &[&[&str]] = &[
+        &["very", "helpful"],
+        &["super", "helpful"],
+        &["so", "helpful"],
+        &["very", "useful"],
+        &["super", "useful"],
+        &["very", "readable"],
+        &["super", "readable"],
+        &["love", "that", "for", "me"],
+        &["my", "favourite", "thing"],
+        &["my", "favorite", "thing"],
+        &["just", "what", "i", "needed"],
+        &["love", "how", "you"],
+    ];
+    (0..sentence.len()).any(|i| MOCK.iter().any(|m| matches_at(sentence, i, m)))
+        && !sentence.iter().any(|w| {
+            matches!(
+                w.as_str(),
+                "thanks" | "thank" | "thx" | "but" | "keep" | "again" | "more"
+            ) || ASKING.contains(&w.as_str())
+        })
+}
+
+/// Words of a sentence that asks for something, which mock praise elsewhere leaves as it is.
+const ASKING: &[&str] = &[
+    "please", "pls", "plz", "can", "could", "would", "give", "add", "use",
+];
 
 /// Whether the sentence opens as sarcasm does: "oh great,", "oh cool,", "oh nice,".
 fn sarcastic_opener(sentence: &[String]) -> bool {

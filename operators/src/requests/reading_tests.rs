@@ -440,6 +440,15 @@ fn words_quoted_are_the_assistants_own_complained_of() {
         asked("I wouldn't mind an 'I can also help with X' at the end."),
         ["FollowUpsMore"]
     );
+    // double quotes, straight or curly, quote as single ones do
+    assert_eq!(
+        asked("\"I apologize for the confusion\" again and again..."),
+        ["ApologiesLess"]
+    );
+    assert_eq!(
+        asked("\u{201c}Great question!\u{201d} every single time"),
+        ["FlatteryLess"]
+    );
     // apostrophes in words and unpaired ones quote nothing
     assert_eq!(asked("don't apologize so much"), ["ApologiesLess"]);
     assert_eq!(asked("the users' data needs a summary"), ["SummaryMore"]);
@@ -603,4 +612,56 @@ fn going_easier_on_a_thing_and_zero_of_it_questioned() {
         ["CodeCommentsMore"]
     );
     assert_eq!(asked("zero emojis please"), ["EmojiLess"]);
+}
+
+#[test]
+fn mock_praise_turns_what_it_is_about() {
+    assert_eq!(
+        asked("Great, one sentence. Super helpful for a 2000-word assignment."),
+        ["LengthMore"]
+    );
+    assert_eq!(
+        asked("Ah, a 7-column table. Very readable on a 5-inch screen."),
+        ["TableLess"]
+    );
+    assert_eq!(
+        asked("Love how you assumed everything instead of asking one single question."),
+        ["QuestionsMore"]
+    );
+    // real thanks, and what is asked after the praise, stay as they are
+    assert_eq!(
+        asked("Very helpful, thanks! Can you add more examples next time?"),
+        ["ExamplesMore"]
+    );
+    assert_eq!(
+        asked("That table was very helpful. Use a table again next time."),
+        ["TableMore"]
+    );
+    assert_eq!(
+        asked("the bullet points were very helpful, keep doing that"),
+        ["BulletsMore"]
+    );
+}
+
+#[test]
+fn an_assumption_quoted_back_and_what_the_user_is_getting() {
+    // the user's circumstance quoted is the assistant's assumption, turned
+    assert_eq!(
+        asked("\"Since you don't have a car...\" I do now, picked one up yesterday"),
+        ["CarValue(0)"]
+    );
+    // one turned away is not disputed
+    assert_eq!(
+        asked("please, no wine pairings and no 'grab a beer' ideas"),
+        ["AlcoholValue(0)"]
+    );
+    // a value quoted is only named
+    assert_eq!(
+        asked("it's 'colour' not 'color' lol, I'm in the UK"),
+        ["SpellingValue(0)"]
+    );
+    assert_eq!(
+        asked("why am I getting British English, I'm American"),
+        ["SpellingValue(1)"]
+    );
 }

@@ -22,10 +22,16 @@ fn words_of(text: &str, in_quote: &mut bool) -> Vec<(String, bool)> {
     let chars: Vec<char> = lower.chars().collect();
     let mut quoted: Vec<bool> = Vec::new();
     for (i, &ch) in chars.iter().enumerate() {
-        if matches!(ch, QUOTE_OPEN | QUOTE_CLOSE) {
+        if matches!(ch, QUOTE_OPEN | QUOTE_CLOSE | DOUBLE_OPEN | DOUBLE_CLOSE) {
             flush(&mut word, &mut sentence);
             quoted.resize(sentence.len(), *in_quote);
-            *in_quote = ch == QUOTE_OPEN;
+            *in_quote = matches!(ch, QUOTE_OPEN | DOUBLE_OPEN);
+            // double quotes break clauses, as they did before quotes were marked
+            if matches!(ch, DOUBLE_OPEN | DOUBLE_CLOSE) && sentence.last().is_some_and(|w| w != ",")
+            {
+                sentence.push(",".to_string());
+                quoted.push(false);
+            }
             continue;
         }
         quoted.resize(sentence.len(), *in_quote);
@@ -80,9 +86,13 @@ fn words_of(text: &str, in_quote: &mut bool) -> Vec<(String, bool)> {
 /// Private-use characters standing for an opening and a closing single quote.
 const QUOTE_OPEN: char = '\u{e000}';
 const QUOTE_CLOSE: char = '\u{e001}';
+/// The same for double quotes ("\"Since you don't have a car...\" I do now").
+const DOUBLE_OPEN: char = '\u{e002}';
+const DOUBLE_CLOSE: char = '\u{e003}';
 
-/// `text` with its single quotes marked: an apostrophe that opens a word ("'it depends'") and the
-/// next one within 100 characters that closes one are [`QUOTE_OPEN`] and [`QUOTE_CLOSE`];
+/// `text` with its quotes marked: an apostrophe that opens a word ("'it depends'") and the
+/// next one within 100 characters that closes one are [`QUOTE_OPEN`] and [`QUOTE_CLOSE`]
+/// (double quotes, straight or curly, [`DOUBLE_OPEN`] and [`DOUBLE_CLOSE`]);
 /// apostrophes inside words ("don't", "I'm") and unpaired ones ("users' data") stay as they are.
 fn mark_quotes(text: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
@@ -100,11 +110,18 @@ fn mark_quotes(text: &str) -> String {
     let mut out = chars.clone();
     let mut i = 0;
     while i < chars.len() {
-        if chars[i] == '\'' && opens(i) {
-            let close = (i + 2..chars.len().min(i + 100)).find(|&j| chars[j] == '\'' && closes(j));
+        let (open, close_char, marks) = match chars[i] {
+            '\'' if opens(i) => (true, '\'', (QUOTE_OPEN, QUOTE_CLOSE)),
+            '"' if opens(i) => (true, '"', (DOUBLE_OPEN, DOUBLE_CLOSE)),
+            '\u{201c}' => (true, '\u{201d}', (DOUBLE_OPEN, DOUBLE_CLOSE)),
+            _ => (false, ' ', (' ', ' ')),
+        };
+        if open {
+            let close = (i + 2..chars.len().min(i + 100))
+                .find(|&j| chars[j] == close_char && (close_char == '\u{201d}' || closes(j)));
             if let Some(j) = close {
-                out[i] = QUOTE_OPEN;
-                out[j] = QUOTE_CLOSE;
+                out[i] = marks.0;
+                out[j] = marks.1;
                 i = j + 1;
                 continue;
             }
@@ -333,7 +350,9 @@ pub(super) fn sentence_texts(text: &str) -> Vec<SentenceWords> {
     let text = mark_quotes(&clock_words(&text.to_lowercase().replace("tl;dr", "tldr")));
     let mut in_quote = false;
     for sentence in sentence_spans(&text) {
-        let question = sentence.trim_end_matches(QUOTE_CLOSE).ends_with('?');
+        let question = sentence
+            .trim_end_matches([QUOTE_CLOSE, DOUBLE_CLOSE])
+            .ends_with('?');
         let (words, quoted) = words_of(sentence, &mut in_quote).into_iter().unzip();
         let words: Vec<String> = words;
         if !words.is_empty() {
