@@ -33,7 +33,11 @@ pub(super) fn read_requests(text: &str) -> RequestSet {
         .any(|w| names_spelling(w));
     // "Great, one sentence. Super helpful for a 2000-word assignment.": mock praise turns what
     // the sentences up to it name
-    let mocked_until = sentences.iter().rposition(|s| mock_praise(&s.words));
+    let mocked_until = sentences
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(n, s)| mock_praise(&s.words).map(|strong| (n, strong)));
     for (n, read) in sentences.iter().enumerate() {
         let (sentence, question) = (read.words.as_slice(), read.question);
         // "Fahrenheit? I'm in Germany", "Commute tips? I work from home now": a thing
@@ -98,9 +102,9 @@ pub(super) fn read_requests(text: &str) -> RequestSet {
                 .any(|w| matches!(w.as_str(), "again" | "another"))
             // "half the answer was warnings and caveats, seriously?" ("no sources again,
             // seriously?" misses them)
-            || (question && sentence.last().is_some_and(|w| w == "seriously") && !negated)
-            // "oh cool, 14 bullet points with 3 words each": what is counted is complained of
-            || (sarcastic_opener(sentence) && sentence.iter().any(|w| is_count(w)));
+            || (question && sentence.last().is_some_and(|w| w == "seriously") && !negated);
+        // "oh cool, 14 bullet points with 3 words each": what is counted is complained of
+        let counted_sarcasm = sarcastic_opener(sentence) && sentence.iter().any(|w| is_count(w));
         let mut clause_start = 0;
         // "it's not that I hate emojis, but …": what is conceded asks nothing
         let mut i = conceded(sentence, n + 1 < sentences.len());
@@ -171,11 +175,18 @@ pub(super) fn read_requests(text: &str) -> RequestSet {
                 && (found.aspect.is_circumstance() || matches!(found.way, Way::Value(_)));
             let turned = if rhetorical { !negated } else { turned } != questioned;
             let turned = turned || (fed_up && found.kind != CueKind::Complaint);
+            // (the user's own circumstances are no answer mocked: "oh great, 3 steak recipes
+            // and I'm vegetarian"; "Ah, ounces and Fahrenheit. Very helpful." mocks the units)
+            let of_answers = !found.aspect.is_circumstance();
+            let turned =
+                turned || (counted_sarcasm && of_answers && found.kind != CueKind::Complaint);
             // "'I apologize for the confusion' x4... lol", "half of it was 'it depends'": words
             // quoted are the assistant's own, complained of ("just say 'in my view'" asks)
             // (once: a sentence fed up already turned it)
-            let mocked = mocked_until.is_some_and(|m| n <= m)
+            let mocked = mocked_until.is_some_and(|(m, strong)| n < m || (n == m && strong))
                 && !fed_up
+                && !counted_sarcasm
+                && of_answers
                 && found.kind != CueKind::Complaint
                 && !sentence.iter().any(|w| ASKING.contains(&w.as_str()));
             let turned = turned != mocked;
@@ -255,11 +266,28 @@ fn quote_start(quoted: &[bool], start: usize, end: usize) -> Option<usize> {
     })
 }
 
+/// Where the clause holding the quote that begins at `quote` begins: a quote with a clause
+/// break inside ("'Sure, happy to help!'") begins before the clause of its cue, and the clause
+/// break a double quote opens with is not the clause's ("add a \"next steps\" part").
+fn clause_before_quote(sentence: &[String], clause_start: usize, quote: usize) -> usize {
+    let start = clause_start.min(quote);
+    if start == quote && quote > 0 && sentence[quote - 1] == "," {
+        sentence[..quote - 1]
+            .iter()
+            .rposition(|w| w == "," || w == "but")
+            .map_or(0, |k| k + 1)
+    } else {
+        start
+    }
+}
+
 /// Whether a negation comes before `at` in its clause ("no 'grab a beer' ideas").
 fn negated_before(sentence: &[String], clause_start: usize, at: usize) -> bool {
-    sentence[clause_start.min(at)..at].iter().any(|w| {
-        NEGATED_VERBS.contains(&w.as_str()) || matches!(w.as_str(), "not" | "never" | "no")
-    })
+    sentence[clause_before_quote(sentence, clause_start, at)..at]
+        .iter()
+        .any(|w| {
+            NEGATED_VERBS.contains(&w.as_str()) || matches!(w.as_str(), "not" | "never" | "no")
+        })
 }
 
 /// Whether the quote beginning at `quote` is asked for: a verb of asking among the four words
@@ -267,13 +295,24 @@ fn negated_before(sentence: &[String], clause_start: usize, at: usize) -> bool {
 /// short 'in summary' line", "I wouldn't mind an 'I can also help' at the end"), not negated
 /// ("don't say 'Great question!'").
 fn asked_to_say(sentence: &[String], clause_start: usize, quote: usize) -> bool {
-    // a quote with a clause break inside ("'Sure, happy to help!'") begins before the clause
-    let clause_start = clause_start.min(quote);
+    let clause_start = clause_before_quote(sentence, clause_start, quote);
     let before = &sentence[clause_start.max(quote.saturating_sub(4))..quote];
     let asks = before.iter().any(|w| {
         matches!(
             w.as_str(),
-            "say" | "use" | "write" | "give" | "add" | "include" | "want" | "finish" | "end"
+            "say"
+                | "use"
+                | "write"
+                | "give"
+                | "add"
+                | "include"
+                | "want"
+                | "finish"
+                | "end"
+                | "start"
+                | "begin"
+                | "open"
+                | "put"
         )
     }) || before
         .windows(2)
@@ -285,7 +324,11 @@ fn asked_to_say(sentence: &[String], clause_start: usize, quote: usize) -> bool 
 /// Praise that can only be mockery after a bad answer ("super helpful", "very readable", "love
 /// that for me", "my favourite thing"), in a sentence that thanks, asks, contrasts or wants it
 /// again nothing ("the bullets were very helpful, keep doing that" is praise).
-fn mock_praise(sentence: &[String]) -> bool {
+///
+/// `Some(true)` for praise that mocks what its own sentence names too ("love how you assumed
+/// everything"), `Some(false)` for praise that mocks only what came before ("Super helpful for a
+/// 2000-word assignment."; "the examples were very helpful" alone is praise).
+fn mock_praise(sentence: &[String]) -> Option<bool> {
     const MOCK: &[&[&str]] = &[
         &["very", "helpful"],
         &["super", "helpful"],
@@ -294,19 +337,26 @@ fn mock_praise(sentence: &[String]) -> bool {
         &["super", "useful"],
         &["very", "readable"],
         &["super", "readable"],
+    ];
+    const STRONG: &[&[&str]] = &[
         &["love", "that", "for", "me"],
         &["my", "favourite", "thing"],
         &["my", "favorite", "thing"],
         &["just", "what", "i", "needed"],
         &["love", "how", "you"],
     ];
-    (0..sentence.len()).any(|i| MOCK.iter().any(|m| matches_at(sentence, i, m)))
+    let says = |list: &[&[&str]]| {
+        (0..sentence.len()).any(|i| list.iter().any(|m| matches_at(sentence, i, m)))
+    };
+    let strong = says(STRONG);
+    ((strong || says(MOCK))
         && !sentence.iter().any(|w| {
             matches!(
                 w.as_str(),
                 "thanks" | "thank" | "thx" | "but" | "keep" | "again" | "more"
             ) || ASKING.contains(&w.as_str())
-        })
+        }))
+    .then_some(strong)
 }
 
 /// Words of a sentence that asks for something, which mock praise elsewhere leaves as it is.
@@ -371,13 +421,39 @@ const CONCESSIONS_BEFORE_BUT: &[&[&str]] = &[&["its", "not", "like"], &["it", "i
 /// the whole sentence when it concedes without a break and another sentence follows ("It's not
 /// that emphasis is bad. Half the paragraph in bold is a lot."); 0 otherwise.
 fn conceded(sentence: &[String], more_follow: bool) -> usize {
-    if CONCESSIONS_BEFORE_BUT
-        .iter()
-        .any(|c| matches_at(sentence, 0, c))
-    {
+    // a clause follows the opening ("not that I mind", "it's not that the prose is wrong";
+    // "not that many emojis" concedes nothing)
+    let concedes = |openings: &[&[&str]]| {
+        openings.iter().any(|c| {
+            matches_at(sentence, 0, c)
+                && sentence.get(c.len()).is_some_and(|w| {
+                    matches!(
+                        w.as_str(),
+                        "i" | "im"
+                            | "ive"
+                            | "id"
+                            | "you"
+                            | "youre"
+                            | "it"
+                            | "its"
+                            | "the"
+                            | "this"
+                            | "that"
+                            | "these"
+                            | "my"
+                            | "your"
+                            | "we"
+                            | "they"
+                            | "there"
+                            | "theres"
+                    )
+                })
+        })
+    };
+    if concedes(CONCESSIONS_BEFORE_BUT) {
         return sentence.iter().position(|w| w == "but").unwrap_or(0);
     }
-    if !CONCESSIONS.iter().any(|c| matches_at(sentence, 0, c)) {
+    if !concedes(CONCESSIONS) {
         return 0;
     }
     match sentence.iter().position(|w| w == "but" || w == ",") {

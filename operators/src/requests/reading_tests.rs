@@ -665,3 +665,32 @@ fn an_assumption_quoted_back_and_what_the_user_is_getting() {
         ["SpellingValue(1)"]
     );
 }
+
+#[test]
+fn what_the_review_of_quotes_concessions_and_mockery_found() {
+    // a double-quoted thing asked for, as a single-quoted one
+    assert_eq!(asked("add a \"summary\" section"), ["SummaryMore"]);
+    assert_eq!(asked("add a 'summary' section"), ["SummaryMore"]);
+    assert_eq!(asked("start with a 'summary'"), ["SummaryMore"]);
+    // curly single quotes quote too
+    assert_eq!(
+        asked("half the answer was \u{2018}it depends\u{2019}... lol"),
+        ["HedgingLess"]
+    );
+    // mockery or sarcasm never turns the user's own circumstances
+    assert_eq!(
+        asked("I'm vegetarian. Very helpful answer."),
+        ["DietValue(0)"]
+    );
+    assert_eq!(
+        asked("oh great, 3 steak recipes and i'm vegetarian"),
+        ["DietValue(0)"]
+    );
+    // praise of what its own sentence names is praise
+    assert_eq!(asked("The examples were very helpful."), ["ExamplesMore"]);
+    // "not that many" concedes nothing
+    assert_eq!(
+        asked("not that formal, it's for friends"),
+        ["FormalityLess"]
+    );
+}

@@ -347,6 +347,8 @@ pub(super) fn sentence_texts(text: &str) -> Vec<SentenceWords> {
     let mut out = Vec::new();
     // "tl;dr" is one word, not two sentences
     // clock times are read in the whole text, whose other sentences may say the other format
+    // (curly single quotes as apostrophes first, so that they are marked as quotes too)
+    let text = text.replace(['\u{2019}', '\u{2018}'], "'");
     let text = mark_quotes(&clock_words(&text.to_lowercase().replace("tl;dr", "tldr")));
     let mut in_quote = false;
     for sentence in sentence_spans(&text) {
