@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs engram's libFuzzer targets (fuzz/, issue 29): event parsing and validation, the body of
-# POST /v1/events, and the event log's record decoder, each for RUNS executions (default
+# POST /v1/events, the event log's record decoder, and what is read from an event's text
+# (requests, stated preferences, topic terms, facts, entities), each for RUNS executions (default
 # 1,000,000), starting from the seed corpus committed under fuzz/corpus/<target>/. Not run in CI.
 #
 # Needs the nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz`). Builds go to
@@ -19,7 +20,7 @@ RUNS="${RUNS:-1000000}"
 FUZZ_TARGET_DIR="${FUZZ_TARGET_DIR:-$HOME/.cache/engram/fuzz-target}"
 FUZZ_WORK="${FUZZ_WORK:-$HOME/.cache/engram/fuzz-work}"
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(event events_body log_records)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(event events_body log_records text_reading)
 
 cd "$ROOT/fuzz"
 export CARGO_TARGET_DIR="$FUZZ_TARGET_DIR"
