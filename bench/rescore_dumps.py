@@ -7,7 +7,9 @@ benchmarks in seconds before writing it in Rust.
 
 A VARIANT is a comma-separated list of changes; each is printed on one line beside the engine's
 own order and this script's rendering of the engine's score (`engine` and `replica`, which
-should agree closely: the replica reads the signals the dump's `why` carries). Changes:
+should agree closely: the replica reads the signals the dump's `why` carries; the LoCoMo dump
+must hold every scored turn, `--dump-k 1000`, as the maxima and the cosine floor are taken over
+the turns dumped; graph expansion, off by default, is not rendered). Changes:
 
     bm25=X neighbour=X session=X speaker=X diversity=X   a weight of TurnWeights
     lists                         list questions ("what books …", "which cities …") count as
@@ -74,10 +76,17 @@ def load_lme(path):
         cands = q["candidates"]
         pos = {c["event_id"]: i for i, c in enumerate(cands)}
         turns = []
-        for c in cands:
+        roles = [c["role"] for c in cands]
+
+        def other(k, j):
+            # the turn before or after in the session, spoken by the other side (as the engine's)
+            return j if j is not None and roles[j] != roles[k] else None
+
+        for k, c in enumerate(cands):
             s, i = c["event_id"].rsplit("#", 1)
             i = int(i)
-            turns.append(turn(c, pos.get(f"{s}#{i - 1}"), pos.get(f"{s}#{i + 1}"), False))
+            prev, nxt = pos.get(f"{s}#{i - 1}"), pos.get(f"{s}#{i + 1}")
+            turns.append(turn(c, other(k, prev), other(k, nxt), False))
             turns[-1]["user"] = c["role"] == "user"
             turns[-1]["gold_id"] = f"{s}_{i + 1}"
         out.append(dict(question=q["question"], type=q["question_type"], gold=set(q["turn_gold"]), turns=turns))
@@ -158,9 +167,11 @@ def order(q, s, v):
     top, rest, taken, out = idx[:50], idx[50:], {}, []
     while top:
         ts = q["turns"]
-        b = max(top, key=lambda i: (s[i] * (1 - v["diversity"]) ** taken.get(ts[i]["session"], 0), -top.index(i)))
+        # a turn without a session counts as a session of its own
+        key = lambda i: ts[i]["session"] if ts[i]["session"] is not None else ("no session", i)
+        b = max(top, key=lambda i: (s[i] * (1 - v["diversity"]) ** taken.get(key(i), 0), -top.index(i)))
         top.remove(b)
-        taken[ts[b]["session"]] = taken.get(ts[b]["session"], 0) + 1
+        taken[key(b)] = taken.get(key(b), 0) + 1
         out.append(b)
     return out + rest
 
@@ -294,8 +305,11 @@ def main():
     locomo = [q for p in args.locomo for q in load_locomo(p)]
     variants = [(text, parse_variant(text)) for text in args.variants]
     session_docs(lme + locomo)
-    for threshold in {v["soft_threshold"] for _, v in variants if "soft_threshold" in v}:
-        soft_terms(lme + locomo, threshold)  # one threshold per run
+    thresholds = {v["soft_threshold"] for _, v in variants if "soft_threshold" in v}
+    if len(thresholds) > 1:
+        raise SystemExit("soft_terms: one threshold per run")
+    for threshold in thresholds:
+        soft_terms(lme + locomo, threshold)
     rows = [("engine", lambda q: list(range(len(q["turns"]))))]
     rows.append(("replica", lambda q, v=parse_variant(""): order(q, score(q, v), v)))
     rows += [(text, lambda q, v=v: order(q, score(q, v), v)) for text, v in variants]
