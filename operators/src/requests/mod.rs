@@ -63,6 +63,7 @@ mod not_cues;
 mod reading;
 #[cfg(test)]
 mod reading_tests;
+mod sentence_tone;
 mod settling;
 mod stated;
 mod tone_cues;

@@ -269,6 +269,12 @@ pub(super) const REMOVALS: &[&str] = &[
     "remove", "delete", "drop", "ditch", "stop", "avoid", "strip",
 ];
 
+/// Whether `word` negates what follows: "not", "never", "no" or a negated verb
+/// ([`NEGATED_VERBS`]: "don't", "isn't", …).
+pub(super) fn negates(word: &str) -> bool {
+    NEGATED_VERBS.contains(&word) || matches!(word, "not" | "never" | "no")
+}
+
 /// Contractions and negative words that turn a cue: "don't", "isn't", "can't", ….
 pub(crate) const NEGATED_VERBS: &[&str] = &[
     "dont", "doesnt", "didnt", "isnt", "arent", "wasnt", "werent", "cant", "cannot", "wont",

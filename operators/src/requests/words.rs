@@ -5,12 +5,12 @@
 /// [`sentence_texts`]), with "," standing for every clause break (`,` `:` `(` `)` quotes and
 /// dashes between words); the mark that ends it, and a dot inside a word ("dd.mm.yyyy"), only
 /// break words.
-/// With each word, whether it is inside single quotes (the quotes marked by [`mark_quotes`];
+/// With each word, whether it is inside quotes (the quotes marked by [`mark_quotes`];
 /// `in_quote` carries a quote over from the sentence before: "'Certainly! Happy to help'").
 fn words_of(text: &str, in_quote: &mut bool) -> Vec<(String, bool)> {
-    // (already lowercase, "tl;dr" already one word: `sentence_texts`)
+    // (already lowercase, "tl;dr" already one word, curly apostrophes straight and quotes
+    // marked: `sentence_texts`)
     let lower = currency_words(&text.replace("c++", " cpp ").replace("c#", " csharp "))
-        .replace(['\u{2019}', '\u{2018}'], "'")
         .replace("tl dr", "tldr");
     let mut sentence = Vec::new();
     let mut word = String::new();
