@@ -459,7 +459,7 @@ mod tests {
                 "target_event_id": "e0", "original": "a", "correction_type": "STYLE",
                 "message_id": "m", "skill_id": "concise", "reward": 1,
                 "subject": "user", "attribute": "city", "value": "Porto",
-                "covers": ["e0"], "action": "forget",
+                "covers": ["e0"], "action": "forget", "relation": "met", "object": "Jo",
             });
             let parsed = parse_event(event.to_string().as_bytes(), hint);
             assert_eq!(

@@ -42,6 +42,9 @@ pub(crate) fn capture_model(
             views.push(ViewUpdate::Summary(user, Box::new(summary)), t, d);
         }
     });
+    capture(model.relations, cap, probe, |(user, relation)| {
+        ViewUpdate::Relation(user, Box::new(relation))
+    });
     capture(model.memory_marks, cap, probe, |(key, mark)| {
         ViewUpdate::MemoryMark(key, Box::new(mark))
     });

@@ -10,6 +10,7 @@ use engram_operators::facts::{
 use engram_operators::math::beta::context_bucket;
 use engram_operators::math::fusion::{fuse_confidence, ModalitySignal, ModalityWeights};
 use engram_operators::memory_marks::MemoryUse;
+use engram_operators::relations::RelationNode;
 use engram_operators::requests::{requests_of, stated_requests, RequestSet};
 use engram_operators::skill_feedback::{FeedbackVote, MessageKey};
 use engram_operators::summaries::SummaryNode;
@@ -39,6 +40,8 @@ pub enum InputRecord {
     MemoryUse(MessageKey, MemoryUse),
     /// A summary an asynchronous reflection wrote, with the episodes it covers.
     Summary(UserKey, SummaryNode),
+    /// A relation an extractor read, with the episodes it was read from.
+    Relation(UserKey, RelationNode),
 }
 
 /// Confidence of a correction that states none and carries no signals to fuse: the user typed
@@ -176,6 +179,18 @@ pub fn correction_confidence_with(correction: &Correction, weights: &ModalityWei
     }
 }
 
+/// The episode node ids of interactions `event_ids` of `tenant`, sorted: the episode an
+/// interaction makes has the node id of its event, so a `COVERS` or `EVIDENCE_FOR` edge can
+/// name it before it arrives.
+fn episode_ids(tenant: &str, event_ids: &[String]) -> Vec<String> {
+    let mut ids: Vec<String> = event_ids
+        .iter()
+        .map(|event_id| node_id(tenant, event_id).to_string())
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
 impl InputRecord {
     /// When the event behind the record happened, microseconds since the Unix epoch.
     pub fn event_time_micros(&self) -> i64 {
@@ -188,6 +203,7 @@ impl InputRecord {
             InputRecord::TeamAssignment(_, a) => a.ts_micros,
             InputRecord::MemoryUse(_, u) => u.ts_micros,
             InputRecord::Summary(_, s) => s.ts_micros,
+            InputRecord::Relation(_, r) => r.ts_micros,
         }
     }
 
@@ -349,16 +365,24 @@ impl InputRecord {
                     ts_micros: h.ts.timestamp_micros(),
                     log_offset,
                     content: summary.content.clone(),
-                    // the episode an interaction makes has the node id of its event
-                    covers: {
-                        let mut ids: Vec<String> = summary
-                            .covers
-                            .iter()
-                            .map(|event_id| node_id(&h.tenant, event_id).to_string())
-                            .collect();
-                        ids.sort_unstable();
-                        ids
-                    },
+                    covers: episode_ids(&h.tenant, &summary.covers),
+                },
+            )],
+            Body::Relation(relation) => vec![InputRecord::Relation(
+                (h.tenant.clone(), h.user.clone()),
+                RelationNode {
+                    id: node_id(&h.tenant, &h.event_id).to_string(),
+                    event_id: h.event_id.clone(),
+                    ts_micros: h.ts.timestamp_micros(),
+                    log_offset,
+                    subject: relation.subject.clone(),
+                    relation: relation.relation.clone(),
+                    object: relation.object.clone(),
+                    time: relation.time.clone(),
+                    evidence: episode_ids(&h.tenant, &relation.evidence),
+                    confidence_milli: relation
+                        .confidence
+                        .map(|c| (f64::from(c).clamp(0.0, 1.0) * 1000.0).round() as u16),
                 },
             )],
             Body::Control(c) if c.action == ControlAction::SetTeam => {

@@ -24,6 +24,7 @@ use engram_operators::memory_marks::{
 };
 use engram_operators::memory_retention::{memory_traces, MemoryTrace};
 use engram_operators::preference_contradictions::{preference_contradictions, Contradiction};
+use engram_operators::relations::{user_relations, RelationNode};
 use engram_operators::retrieval_preferences::{retrieval_preferences, TraitKey, TraitTally};
 use engram_operators::skill_confidence::{
     discounted_skill_feedback_of, skill_confidences_of, DiscountedTally, SkillConfidence,
@@ -54,6 +55,7 @@ pub struct MemoryInputs<'scope> {
     pub assignments: Coll<'scope, (UserKey, TeamAssignment)>,
     pub uses: Coll<'scope, (MessageKey, MemoryUse)>,
     pub summaries: Coll<'scope, (UserKey, SummaryNode)>,
+    pub relations: Coll<'scope, (UserKey, RelationNode)>,
 }
 
 /// The views, by name (each becomes one kind of [`crate::views::ViewUpdate`]), and the inputs
@@ -67,6 +69,8 @@ pub struct MemoryModel<'scope> {
     pub entity_stats: Coll<'scope, (EntityKey, EntityStats)>,
     pub co_mentions: Coll<'scope, (CoMentionKey, u64)>,
     pub summaries: Coll<'scope, (UserKey, SummaryNode)>,
+    /// A view only: relations are not memories (recall and retention never see them).
+    pub relations: Coll<'scope, (UserKey, RelationNode)>,
     pub memory_marks: Coll<'scope, (MemoryKey, MemoryMark)>,
     /// The traces of memories recalls reinforced (the others' are a closed form of their row),
     /// which the lifecycle dataflow (engine time) turns into archived memories.
@@ -145,6 +149,7 @@ pub fn memory_model<'scope>(
         entity_stats: entity_stats_of(entities.clone()),
         co_mentions: co_mentions_of(entities),
         summaries,
+        relations: user_relations(input.relations),
         memory_marks: marks_of_judged(judged),
         memory_traces,
         correction_notes: correction_notes(input.notes),

@@ -11,6 +11,7 @@ use engram_operators::memories::{MemoryId, RetrievalTrait};
 use engram_operators::memory_marks::{MemoryKey, MemoryMark};
 use engram_operators::memory_retention::MemoryTrace;
 use engram_operators::preference_contradictions::Contradiction;
+use engram_operators::relations::RelationNode;
 use engram_operators::retrieval_preferences::{TraitKey, TraitTally};
 use engram_operators::skill_confidence::{DiscountedTally, SkillConfidence, UserSkillKey};
 use engram_operators::skill_feedback::{FeedbackTally, PopulationKey, SkillKey};
@@ -125,6 +126,8 @@ pub struct UserMemory {
     pub retrieval: BTreeMap<RetrievalTrait, TraitTally>,
     /// Summary event id → the summary, with its `COVERS` edges.
     pub summaries: BTreeMap<String, SummaryNode>,
+    /// Relation event id → the relation, with its `EVIDENCE_FOR` edges.
+    pub relations: BTreeMap<String, RelationNode>,
 }
 
 /// A change to the views, produced by the dataflow. Values larger than a few words are boxed:
@@ -155,6 +158,7 @@ pub enum ViewUpdate {
     OrgPreference(String, Box<OrgPreference>),
     Style(UserKey, Box<UserStyle>),
     Summary(UserKey, Box<SummaryNode>),
+    Relation(UserKey, Box<RelationNode>),
     RetrievalPreference(TraitKey, TraitTally),
     /// A memory's decay trace: no owner (a memory id is unique across tenants and users).
     MemoryTrace(MemoryId, MemoryTrace),
@@ -289,6 +293,10 @@ impl MemoryViews {
             ViewUpdate::Summary(user, summary) => {
                 let summaries = &mut self.users.entry(user).or_default().summaries;
                 set_or_clear(summaries, summary.event_id.clone(), *summary, diff);
+            }
+            ViewUpdate::Relation(user, relation) => {
+                let relations = &mut self.users.entry(user).or_default().relations;
+                set_or_clear(relations, relation.event_id.clone(), *relation, diff);
             }
             ViewUpdate::Style(user, style) => {
                 let current = &mut self.users.entry(user).or_default().style;
@@ -479,6 +487,7 @@ impl ViewUpdate {
             | ViewUpdate::Pattern(user, _)
             | ViewUpdate::CorrectionNote(user, _)
             | ViewUpdate::Summary(user, _)
+            | ViewUpdate::Relation(user, _)
             | ViewUpdate::Style(user, _)
             | ViewUpdate::PreferenceTrace((user, _), _)
             | ViewUpdate::PreferenceState((user, _), _)

@@ -18,6 +18,7 @@ use engram_operators::math::decay::LifecycleThresholds;
 use engram_operators::memories::MemoryId;
 use engram_operators::memory_marks::MemoryUse;
 use engram_operators::memory_retention::{archived_memories, MemoryTrace};
+use engram_operators::relations::RelationNode;
 use engram_operators::skill_feedback::{FeedbackVote, MessageKey};
 use engram_operators::summaries::SummaryNode;
 use engram_operators::team_preferences::TeamAssignment;
@@ -81,6 +82,7 @@ pub(crate) fn run_worker(
             scope.new_collection::<(UserKey, TeamAssignment), isize>();
         let (uses_input, uses) = scope.new_collection::<(MessageKey, MemoryUse), isize>();
         let (summaries_input, summaries) = scope.new_collection::<(UserKey, SummaryNode), isize>();
+        let (relations_input, relations) = scope.new_collection::<(UserKey, RelationNode), isize>();
         let model = memory_model(
             MemoryInputs {
                 episodes,
@@ -91,6 +93,7 @@ pub(crate) fn run_worker(
                 assignments,
                 uses,
                 summaries,
+                relations,
             },
             params,
         );
@@ -104,6 +107,7 @@ pub(crate) fn run_worker(
             assignments: assignments_input,
             uses: uses_input,
             summaries: summaries_input,
+            relations: relations_input,
         }
     });
     let mut published = 0u64;
@@ -197,6 +201,7 @@ struct Inputs {
     assignments: InputSession<u64, (UserKey, TeamAssignment), isize>,
     uses: InputSession<u64, (MessageKey, MemoryUse), isize>,
     summaries: InputSession<u64, (UserKey, SummaryNode), isize>,
+    relations: InputSession<u64, (UserKey, RelationNode), isize>,
 }
 
 impl Inputs {
@@ -210,6 +215,7 @@ impl Inputs {
             InputRecord::TeamAssignment(user, a) => self.assignments.update((user, a), diff),
             InputRecord::MemoryUse(message, used) => self.uses.update((message, used), diff),
             InputRecord::Summary(user, summary) => self.summaries.update((user, summary), diff),
+            InputRecord::Relation(user, relation) => self.relations.update((user, relation), diff),
         }
     }
 
@@ -224,6 +230,7 @@ impl Inputs {
             self.assignments.advance_to(time);
             self.uses.advance_to(time);
             self.summaries.advance_to(time);
+            self.relations.advance_to(time);
         }
         self.episodes.flush();
         self.facts.flush();
@@ -233,5 +240,6 @@ impl Inputs {
         self.assignments.flush();
         self.uses.flush();
         self.summaries.flush();
+        self.relations.flush();
     }
 }

@@ -1,5 +1,5 @@
 //! The views the running memory dataflow publishes (NEXT edges, facts over time, entities,
-//! co-mentions, skill feedback per user and per population) equal a from-scratch computation over all input so far, after every chunk of a
+//! co-mentions, skill feedback per user and per population, summaries, relations) equal a from-scratch computation over all input so far, after every chunk of a
 //! random stream with out-of-order timestamps, with one and with two workers.
 
 use chrono::{TimeZone, Utc};
@@ -14,7 +14,7 @@ use engram_operators::skill_feedback::FeedbackTally;
 use engram_operators::{episode_key, Episode};
 use engram_schemas::{
     Body, Control, ControlAction, ControlScope, Correction, CorrectionType, Event, Feedback,
-    FeedbackContext, Header, Interaction, Role, Summary,
+    FeedbackContext, Header, Interaction, Relation, Role, Summary,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -140,6 +140,23 @@ fn random_event(rng: &mut StdRng, i: usize) -> Event {
         });
         return Event { header, body };
     }
+    if rng.gen_bool(0.05) {
+        // an extractor's relation read from some earlier events (not all of them this user's)
+        let evidence = (0..rng.gen_range(0..4))
+            .map(|_| format!("e{}", rng.gen_range(0..i.max(1))))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let body = Body::Relation(Relation {
+            subject: PEOPLE[rng.gen_range(0..3)].into(),
+            relation: ["visited", "moved to"][rng.gen_range(0..2)].into(),
+            object: CITIES[rng.gen_range(0..4)].into(),
+            time: rng.gen_bool(0.5).then(|| "last summer".to_string()),
+            evidence,
+            confidence: rng.gen_bool(0.5).then_some(0.75),
+        });
+        return Event { header, body };
+    }
     if rng.gen_bool(0.2) {
         // a vote on one of a few answers: later votes on the same answer replace earlier ones
         let body = Body::Feedback(Feedback {
@@ -233,6 +250,22 @@ struct Expected {
     org_preferences: BTreeSet<(String, Vec<String>)>,
     /// `(tenant, user, summary event id)` → (content, node ids of the episodes it covers).
     summaries: BTreeMap<(String, String, String), (String, Vec<String>)>,
+    /// `(tenant, user, relation event id)` → ((subject, relation, object, time), node ids of
+    /// the episodes it was read from).
+    relations: BTreeMap<(String, String, String), (RelationTriple, Vec<String>)>,
+}
+
+/// A relation's subject, relation, object and time.
+type RelationTriple = (String, String, String, Option<String>);
+
+/// The node ids of the episodes events `event_ids` of `tenant` make, sorted.
+fn episode_ids(tenant: &str, event_ids: &[String]) -> Vec<String> {
+    let mut ids: Vec<String> = event_ids
+        .iter()
+        .map(|id| engram_schemas::node_id(tenant, id).to_string())
+        .collect();
+    ids.sort();
+    ids
 }
 
 /// The topic an event asks for as a correction: a correction's `expected_behavior`, or a
@@ -409,7 +442,7 @@ fn from_scratch(log: &[Event]) -> Expected {
                 InputRecord::Fact(k, a) => assertions.entry(k).or_default().push(a),
                 InputRecord::Feedback(..) | InputRecord::Correction(..) => {}
                 InputRecord::CorrectionNote(..) | InputRecord::TeamAssignment(..) => {}
-                InputRecord::Summary(..) => {}
+                InputRecord::Summary(..) | InputRecord::Relation(..) => {}
                 InputRecord::MemoryUse((t, u, _), used) => {
                     *recalls.entry((t, u, used.episode_id)).or_insert(0) += 1;
                 }
@@ -480,15 +513,28 @@ fn from_scratch(log: &[Event]) -> Expected {
             .filter_map(|e| match &e.body {
                 Body::Summary(s) => {
                     let h = &e.header;
-                    let mut covers: Vec<String> = s
-                        .covers
-                        .iter()
-                        .map(|id| engram_schemas::node_id(&h.tenant, id).to_string())
-                        .collect();
-                    covers.sort();
                     Some((
                         (h.tenant.clone(), h.user.clone(), h.event_id.clone()),
-                        (s.content.clone(), covers),
+                        (s.content.clone(), episode_ids(&h.tenant, &s.covers)),
+                    ))
+                }
+                _ => None,
+            })
+            .collect(),
+        relations: log
+            .iter()
+            .filter_map(|e| match &e.body {
+                Body::Relation(r) => {
+                    let h = &e.header;
+                    let triple = (
+                        r.subject.clone(),
+                        r.relation.clone(),
+                        r.object.clone(),
+                        r.time.clone(),
+                    );
+                    Some((
+                        (h.tenant.clone(), h.user.clone(), h.event_id.clone()),
+                        (triple, episode_ids(&h.tenant, &r.evidence)),
                     ))
                 }
                 _ => None,
@@ -513,7 +559,21 @@ fn published(views: &SharedViews) -> Expected {
     let mut notes = BTreeMap::new();
     let mut voted = BTreeMap::new();
     let mut summaries = BTreeMap::new();
+    let mut relations = BTreeMap::new();
     for ((tenant, user), m) in &v.users {
+        for (event_id, r) in &m.relations {
+            assert_eq!(event_id, &r.event_id);
+            let triple = (
+                r.subject.clone(),
+                r.relation.clone(),
+                r.object.clone(),
+                r.time.clone(),
+            );
+            relations.insert(
+                (tenant.clone(), user.clone(), event_id.clone()),
+                (triple, r.evidence.clone()),
+            );
+        }
         for (event_id, s) in &m.summaries {
             assert_eq!(event_id, &s.event_id);
             summaries.insert(
@@ -635,6 +695,7 @@ fn published(views: &SharedViews) -> Expected {
             .flat_map(|(tenant, held)| held.values().map(|p| (tenant.clone(), p.teams.clone())))
             .collect(),
         summaries,
+        relations,
     }
 }
 

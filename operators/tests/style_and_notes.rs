@@ -1,5 +1,5 @@
-//! `style_preferences`, `skill_confidences`, `discounted_skill_feedback`, `correction_notes` and
-//! `user_summaries` maintained incrementally equal their definitions computed from scratch, over random streams
+//! `style_preferences`, `skill_confidences`, `discounted_skill_feedback`, `correction_notes`,
+//! `user_summaries` and `user_relations` maintained incrementally equal their definitions computed from scratch, over random streams
 //! (repeats, retractions, votes out of time order, redelivered corrections), with one and two
 //! workers.
 
@@ -9,6 +9,7 @@ use common::{collect_into, execute, nonzero, random_update, settle, update, Sink
 use differential_dataflow::input::Input;
 use engram_operators::correction_clusters::UserKey;
 use engram_operators::correction_notes::{correction_notes, CorrectionNote};
+use engram_operators::relations::{user_relations, RelationNode};
 use engram_operators::skill_confidence::{
     discounted_skill_feedback, fold_discounted, fold_skill_confidence, skill_confidences,
     DiscountedTally, SkillConfidence, UserSkillKey, MICRO,
@@ -268,6 +269,50 @@ fn summaries_from_scratch(current: &BTreeMap<UserSummary, isize>) -> HashMap<Use
 #[test]
 fn user_summaries_incremental_equals_from_scratch() {
     run_seeds(user_summaries, random_summary, summaries_from_scratch);
+}
+
+type UserRelation = (UserKey, RelationNode);
+
+fn random_relation(i: u64, rng: &mut StdRng) -> UserRelation {
+    let user = (
+        format!("t{}", rng.gen_range(0..2)),
+        format!("u{}", rng.gen_range(0..2)),
+    );
+    // few ids: a redelivered relation with other fields shares its id
+    let id = rng.gen_range(0..5);
+    let relation = RelationNode {
+        id: format!("node-{id}"),
+        event_id: format!("r{id}"),
+        ts_micros: rng.gen_range(0..4),
+        log_offset: i,
+        subject: ["Caroline", "Mel"][rng.gen_range(0..2)].into(),
+        relation: ["attended", "sister of"][rng.gen_range(0..2)].into(),
+        object: format!("thing {}", rng.gen_range(0..3)),
+        time: rng.gen_bool(0.5).then(|| "2023-05-07".to_string()),
+        evidence: (0..rng.gen_range(0..3)).map(|n| format!("ep{n}")).collect(),
+        confidence_milli: rng.gen_bool(0.5).then(|| rng.gen_range(0..=1000)),
+    };
+    (user, relation)
+}
+
+/// Per user and relation id, the least relation of positive multiplicity, once.
+fn relations_from_scratch(current: &BTreeMap<UserRelation, isize>) -> HashMap<UserRelation, isize> {
+    let mut least: BTreeMap<(&UserKey, &String), &RelationNode> = BTreeMap::new();
+    for ((user, relation), m) in current {
+        let key = (user, &relation.id);
+        if *m > 0 && least.get(&key).is_none_or(|seen| *seen > relation) {
+            least.insert(key, relation);
+        }
+    }
+    least
+        .into_iter()
+        .map(|((user, _), relation)| ((user.clone(), relation.clone()), 1))
+        .collect()
+}
+
+#[test]
+fn user_relations_incremental_equals_from_scratch() {
+    run_seeds(user_relations, random_relation, relations_from_scratch);
 }
 
 #[test]

@@ -39,6 +39,7 @@ impl Event {
             Body::Feedback(_) => EventKind::Feedback,
             Body::Fact(_) => EventKind::Fact,
             Body::Summary(_) => EventKind::Summary,
+            Body::Relation(_) => EventKind::Relation,
             Body::Control(_) => EventKind::Control,
         }
     }
@@ -72,6 +73,7 @@ pub enum EventKind {
     Feedback,
     Fact,
     Summary,
+    Relation,
     Control,
 }
 
@@ -83,6 +85,7 @@ impl EventKind {
             EventKind::Feedback => "feedback",
             EventKind::Fact => "fact",
             EventKind::Summary => "summary",
+            EventKind::Relation => "relation",
             EventKind::Control => "control",
         }
     }
@@ -94,25 +97,28 @@ impl EventKind {
             "feedback" => EventKind::Feedback,
             "fact" => EventKind::Fact,
             "summary" => EventKind::Summary,
+            "relation" => EventKind::Relation,
             "control" => EventKind::Control,
             _ => return None,
         })
     }
 
-    pub const ALL: [EventKind; 6] = [
+    pub const ALL: [EventKind; 7] = [
         EventKind::Interaction,
         EventKind::Correction,
         EventKind::Feedback,
         EventKind::Fact,
         EventKind::Summary,
+        EventKind::Relation,
         EventKind::Control,
     ];
 
     /// The kind whose topic events of this kind travel on: the enrichment an asynchronous
-    /// extractor publishes (facts, summaries) goes with the interactions it was drawn from.
+    /// extractor publishes (facts, summaries, relations) goes with the interactions it was drawn
+    /// from.
     pub fn topic_kind(self) -> EventKind {
         match self {
-            EventKind::Fact | EventKind::Summary => EventKind::Interaction,
+            EventKind::Fact | EventKind::Summary | EventKind::Relation => EventKind::Interaction,
             other => other,
         }
     }
@@ -126,6 +132,7 @@ pub enum Body {
     Feedback(Feedback),
     Fact(Fact),
     Summary(Summary),
+    Relation(Relation),
     Control(Control),
 }
 
@@ -256,6 +263,26 @@ pub struct Summary {
     /// Event ids of the interactions it summarises (those of this user).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub covers: Vec<String>,
+}
+
+/// A typed edge between two things the user's conversations name ("Caroline — attended →
+/// LGBTQ support group, 2023-05-07"), from an extractor (the enrichment job, or the user's
+/// client), with the episodes it was read from (`EVIDENCE_FOR`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Relation {
+    pub subject: String,
+    /// What links them, as a short verb phrase ("attended", "works at", "sister of").
+    pub relation: String,
+    pub object: String,
+    /// When it held or happened, as the evidence says it (an ISO date where one is known,
+    /// else the words: "last summer").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    /// Event ids of the interactions it was read from (this user's), sorted, once each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f32>,
 }
 
 /// (subject, attribute, value), from an extractor or the user.

@@ -87,6 +87,7 @@ pub fn parse_event_value(value: &Value, kind_hint: Option<EventKind>) -> Res<Eve
         EventKind::Feedback => Body::Feedback(feedback(obj)?),
         EventKind::Fact => Body::Fact(fact(obj)?),
         EventKind::Summary => Body::Summary(summary(obj)?),
+        EventKind::Relation => Body::Relation(relation(obj)?),
         EventKind::Control => Body::Control(control(obj)?),
     };
     Ok(Event { header, body })
@@ -98,7 +99,7 @@ fn event_kind(obj: &Map<String, Value>, hint: Option<EventKind>) -> Res<EventKin
         Some(Value::String(s)) => Some(EventKind::parse(s).ok_or_else(|| {
             EventError::new(
                 "kind",
-                format!("unknown kind {s:?}; expected interaction, correction, feedback, fact, summary or control"),
+                format!("unknown kind {s:?}; expected interaction, correction, feedback, fact, summary, relation or control"),
             )
         })?),
         Some(_) => return Err(EventError::new("kind", "must be a string")),
@@ -122,6 +123,7 @@ fn event_kind(obj: &Map<String, Value>, hint: Option<EventKind>) -> Res<EventKin
                 ("reward", EventKind::Feedback),
                 ("attribute", EventKind::Fact),
                 ("covers", EventKind::Summary),
+                ("relation", EventKind::Relation),
             ]
             .into_iter()
             .find(|(f, _)| obj.contains_key(*f))
@@ -289,35 +291,54 @@ fn summary(obj: &Map<String, Value>) -> Res<Summary> {
     if content.trim().is_empty() {
         return Err(EventError::new("content", "must not be empty"));
     }
-    let covers = match obj.get("covers") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(ids)) if ids.len() > MAX_SUMMARY_COVERS => {
-            return Err(EventError::new(
-                "covers",
-                format!(
-                    "names {} events, more than the limit of {MAX_SUMMARY_COVERS}",
-                    ids.len()
-                ),
-            ))
+    let covers = event_ids(obj, "covers", MAX_SUMMARY_COVERS, "it summarises")?;
+    Ok(Summary { content, covers })
+}
+
+/// The most episodes one relation may name as its evidence.
+pub const MAX_RELATION_EVIDENCE: usize = 100;
+
+fn relation(obj: &Map<String, Value>) -> Res<Relation> {
+    let part = |field: &str| {
+        let text = text_field(obj, field, 1024)?;
+        if text.trim().is_empty() {
+            return Err(EventError::new(field, "must not be empty"));
         }
+        Ok(text)
+    };
+    Ok(Relation {
+        subject: part("subject")?,
+        relation: part("relation")?,
+        object: part("object")?,
+        time: opt(obj, "time", |v| text_value("time", v, 256))?,
+        evidence: event_ids(obj, "evidence", MAX_RELATION_EVIDENCE, "it was read from")?,
+        confidence: opt(obj, "confidence", |v| unit_value("confidence", v))?,
+    })
+}
+
+/// The optional array of event ids at `field` (at most `max`), sorted, once each.
+fn event_ids(obj: &Map<String, Value>, field: &str, max: usize, what: &str) -> Res<Vec<String>> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(ids)) if ids.len() > max => Err(EventError::new(
+            field,
+            format!("names {} events, more than the limit of {max}", ids.len()),
+        )),
         Some(Value::Array(ids)) => {
-            let mut covers = ids
+            let mut ids = ids
                 .iter()
                 .enumerate()
-                .map(|(i, v)| id_value(&format!("covers[{i}]"), v, MAX_ID_LEN))
+                .map(|(i, v)| id_value(&format!("{field}[{i}]"), v, MAX_ID_LEN))
                 .collect::<Res<Vec<String>>>()?;
-            covers.sort_unstable();
-            covers.dedup();
-            covers
+            ids.sort_unstable();
+            ids.dedup();
+            Ok(ids)
         }
-        Some(_) => {
-            return Err(EventError::new(
-                "covers",
-                "must be an array of the event ids it summarises",
-            ))
-        }
-    };
-    Ok(Summary { content, covers })
+        Some(_) => Err(EventError::new(
+            field,
+            format!("must be an array of the event ids {what}"),
+        )),
+    }
 }
 
 fn control(obj: &Map<String, Value>) -> Res<Control> {

@@ -25,6 +25,9 @@ fn history(tenant: &str, user: &str, marker: &str) -> Vec<Value> {
         json!({"kind": "summary", "event_id": format!("{user}-6"), "tenant": tenant, "user": user,
                "ts": at(8), "content": format!("The user keeps a locker, code {marker}, and a cat."),
                "covers": [format!("{user}-1"), format!("{user}-2")]}),
+        json!({"kind": "relation", "event_id": format!("{user}-7"), "tenant": tenant, "user": user,
+               "ts": at(8), "subject": "Tiberius", "relation": "owned by",
+               "object": format!("the holder of locker {marker}"), "evidence": [format!("{user}-1")]}),
         json!({"kind": "feedback", "event_id": format!("{user}-4"), "tenant": tenant, "user": user,
                "ts": at(8), "message_id": format!("{user}-2"), "skill_id": "concise", "reward": 1}),
         // team membership is the user's data too: the team's name goes with them
@@ -86,6 +89,7 @@ fn assert_the_export_holds_alices_subgraph_only(server: &Server) {
     assert_eq!(export["corrections"].as_array().unwrap().len(), 3);
     assert!(!export["facts"].as_array().unwrap().is_empty());
     assert_eq!(export["summaries"].as_array().unwrap().len(), 1, "{export}");
+    assert_eq!(export["relations"].as_array().unwrap().len(), 1, "{export}");
     assert!(!export["skills"].as_array().unwrap().is_empty());
     assert_eq!(export["team"], "team-zqalicemark");
     assert_eq!(
@@ -125,6 +129,7 @@ fn assert_alice_gone_and_everyone_else_kept(server: &Server) {
         "preferences",
         "corrections",
         "summaries",
+        "relations",
     ] {
         assert_eq!(export[view], json!([]), "{view} after the erase: {export}");
     }
@@ -198,6 +203,7 @@ fn assert_erasing_globex_removes_its_data_and_keys(server: &Server) {
         "skills",
         "corrections",
         "summaries",
+        "relations",
     ] {
         assert_eq!(
             memory[view],

@@ -496,6 +496,69 @@ fn a_reflections_summary_is_recalled_with_what_it_covers_and_enters_the_prompt()
 }
 
 #[test]
+fn a_relation_shows_in_the_memory_with_its_evidence_and_one_without_a_subject_is_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let said =
+        |id: &str, minute: u32, text: &str| interaction("acme", "alice", id, "s1", minute, text);
+    let relation = |user: &str, id: &str, subject: &str, evidence: Value| {
+        json!({"kind": "relation", "event_id": id, "tenant": "acme", "user": user,
+               "ts": "2025-01-02T08:00:00Z", "subject": subject, "relation": "attended",
+               "object": "LGBTQ support group", "time": "2023-05-07", "evidence": evidence})
+    };
+    let events = json!([
+        said("a1", 1, "I went to a support group yesterday."),
+        said("a2", 2, "It was the LGBTQ one, on May 7."),
+        relation("alice", "rel-1", "Caroline", json!(["a2", "a1"])),
+        relation("bob", "rel-bob", "Bob", json!([])),
+    ]);
+    let (status, body) = server.post("/v1/events", &events);
+    assert_eq!((status, &body["accepted"]), (200, &json!(4)), "{body}");
+    server.wait_caught_up(Duration::from_secs(30));
+
+    // the views hold the relation, and an EVIDENCE_FOR edge from each episode it names
+    let (status, m) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "alice"}));
+    assert_eq!(status, 200, "{m}");
+    let relations = m["relations"].as_array().unwrap();
+    assert_eq!(relations.len(), 1, "bob's relation is not alice's: {m}");
+    let mut r = relations[0].clone();
+    let evidence = r.as_object_mut().unwrap().remove("evidence").unwrap();
+    let id = r.as_object_mut().unwrap().remove("id").unwrap();
+    assert_eq!(
+        r,
+        json!({"event_id": "rel-1", "ts": "2025-01-02T08:00:00Z", "subject": "Caroline",
+               "relation": "attended", "object": "LGBTQ support group", "time": "2023-05-07",
+               "confidence": null}),
+        "{m}"
+    );
+    // its evidence is alice's two episodes, each EVIDENCE_FOR it
+    let sorted = |ids: &mut dyn Iterator<Item = &Value>| {
+        let mut ids: Vec<String> = ids.map(|id| id.as_str().unwrap().into()).collect();
+        ids.sort();
+        ids
+    };
+    let (_, export) = server.post("/v1/export", &json!({"tenant": "acme", "user": "alice"}));
+    let stored = export["episodes"].as_array().unwrap();
+    let episodes = sorted(&mut stored.iter().map(|e| &e["id"]));
+    assert_eq!(episodes.len(), 2, "{export}");
+    assert_eq!(sorted(&mut evidence.as_array().unwrap().iter()), episodes);
+    let all_edges = m["edges"].as_array().unwrap();
+    let edges: Vec<&Value> = all_edges.iter().filter(|e| e["to"] == id).collect();
+    assert!(edges.iter().all(|e| e["type"] == "EVIDENCE_FOR"), "{m}");
+    assert_eq!(
+        sorted(&mut edges.iter().map(|e| &e["from"])),
+        episodes,
+        "{m}"
+    );
+
+    // one with an empty subject is rejected, naming the field
+    let empty_subject = relation("alice", "rel-2", " ", json!(["a1"]));
+    let (status, body) = server.post("/v1/events", &json!([empty_subject]));
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["rejected"][0]["field"], "subject", "{body}");
+}
+
+#[test]
 fn a_remark_made_in_passing_inside_a_long_turn_is_recalled_through_its_passage() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path());

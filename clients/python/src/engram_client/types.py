@@ -137,6 +137,8 @@ class UserMemory(TypedDict, total=False):
     marks: List[Dict[str, Any]]
     style: Optional[Dict[str, Any]]
     summaries: List[Dict[str, Any]]
+    #: typed edges an extractor read (subject, relation, object), with their evidence episodes
+    relations: List[Dict[str, Any]]
     team: Optional[Any]
 
 

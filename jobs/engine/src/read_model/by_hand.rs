@@ -72,7 +72,7 @@ pub(super) fn memory_json_by_hand(views: &MemoryViews, tenant: &str, user: &str)
             (skill.clone(), v)
         })
         .collect();
-    let (edges, summaries) = edges_and_summaries(memory);
+    let (edges, summaries, relations) = edges_summaries_and_relations(memory);
     // corrections held for clarification when they were read, oldest first
     let mut held: Vec<(i64, &String)> = memory
         .corrections
@@ -84,7 +84,7 @@ pub(super) fn memory_json_by_hand(views: &MemoryViews, tenant: &str, user: &str)
     let held: Vec<&String> = held.into_iter().map(|(_, id)| id).collect();
     json!({
         "style": style, "corrections": corrections, "skill_confidence": skill_confidence,
-        "edges": edges, "summaries": summaries,
+        "edges": edges, "summaries": summaries, "relations": relations,
         "tenant": tenant, "user": user, "views_as_of": views.as_of,
         "team": views.user_teams.get(&(tenant.to_string(), user.to_string())),
         "marks": marks, "retrieval_preferences": retrieval,
@@ -234,8 +234,9 @@ fn preferences_json(memory: &UserMemory, now: i64) -> Vec<Value> {
         .collect()
 }
 
-/// The typed edges of the graph, and the summaries (whose `COVERS` edges come last).
-fn edges_and_summaries(memory: &UserMemory) -> (Vec<Value>, Vec<Value>) {
+/// The typed edges of the graph, the summaries and the relations (whose `COVERS` and
+/// `EVIDENCE_FOR` edges come last, in that order).
+fn edges_summaries_and_relations(memory: &UserMemory) -> (Vec<Value>, Vec<Value>, Vec<Value>) {
     // The typed edges of the consolidation graph (SPEC §3): a promoted cluster's corrections
     // CORRECT its pattern, which EVOLVES_TO its preference; a closed fact is SUPERSEDED_BY the
     // version that closed it; the message a fact was learned from is EVIDENCE_FOR it.
@@ -277,5 +278,20 @@ fn edges_and_summaries(memory: &UserMemory) -> (Vec<Value>, Vec<Value>) {
                    "content": s.content, "covers": s.covers})
         })
         .collect();
-    (edges, summaries)
+    // each episode a relation was read from is EVIDENCE_FOR it
+    let relations: Vec<Value> = memory
+        .relations
+        .values()
+        .map(|r| {
+            for episode in &r.evidence {
+                edges.push(json!({"type": "EVIDENCE_FOR", "from": episode, "to": r.id}));
+            }
+            json!({"id": r.id, "event_id": r.event_id, "ts": micros_to_rfc3339(r.ts_micros),
+                   "subject": r.subject, "relation": r.relation, "object": r.object,
+                   "time": r.time,
+                   "confidence": r.confidence_milli.map(|c| f64::from(c) / 1000.0),
+                   "evidence": r.evidence})
+        })
+        .collect();
+    (edges, summaries, relations)
 }

@@ -44,7 +44,7 @@ pub fn user_memory_view(views: &MemoryViews, tenant: &str, user: &str) -> UserMe
     let key = (tenant.to_string(), user.to_string());
     let memory = views.users.get(&key).unwrap_or(&empty);
     let now = views.engine_time_secs as i64;
-    let (edges, summaries) = edges_and_summaries(memory);
+    let (edges, summaries, relations) = edges_summaries_and_relations(memory);
     UserMemoryView {
         tenant: tenant.to_string(),
         user: user.to_string(),
@@ -97,6 +97,7 @@ pub fn user_memory_view(views: &MemoryViews, tenant: &str, user: &str) -> UserMe
             })
             .collect(),
         summaries,
+        relations,
         edges,
     }
 }
@@ -267,8 +268,11 @@ fn preferences(memory: &UserMemory, now: i64) -> Vec<PreferenceView> {
         .collect()
 }
 
-/// The typed edges of the graph, and the summaries (whose `COVERS` edges come last).
-fn edges_and_summaries(memory: &UserMemory) -> (Vec<EdgeView>, Vec<SummaryView>) {
+/// The typed edges of the graph, the summaries and the relations (whose `COVERS` and
+/// `EVIDENCE_FOR` edges come last, in that order).
+fn edges_summaries_and_relations(
+    memory: &UserMemory,
+) -> (Vec<EdgeView>, Vec<SummaryView>, Vec<RelationView>) {
     // The typed edges of the consolidation graph (SPEC §3): a promoted cluster's corrections
     // CORRECT its pattern, which EVOLVES_TO its preference; a closed fact is SUPERSEDED_BY the
     // version that closed it; the message a fact was learned from is EVIDENCE_FOR it.
@@ -313,7 +317,18 @@ fn edges_and_summaries(memory: &UserMemory) -> (Vec<EdgeView>, Vec<SummaryView>)
             SummaryView::new(s)
         })
         .collect();
-    (edges, summaries)
+    // each episode a relation was read from is EVIDENCE_FOR it
+    let relations = memory
+        .relations
+        .values()
+        .map(|r| {
+            for episode in &r.evidence {
+                edges.push(EdgeView::new(EdgeType::EvidenceFor, episode, &r.id));
+            }
+            RelationView::new(r)
+        })
+        .collect();
+    (edges, summaries, relations)
 }
 
 pub fn lifecycle_name(state: LifecycleState) -> &'static str {

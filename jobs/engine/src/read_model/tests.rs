@@ -12,6 +12,7 @@ use engram_operators::lifecycle::PreferenceTrace;
 use engram_operators::math::decay::LifecycleState;
 use engram_operators::memory_marks::MemoryMark;
 use engram_operators::preference_contradictions::{Contradiction, Resolution};
+use engram_operators::relations::RelationNode;
 use engram_operators::skill_confidence::{DiscountedTally, SkillConfidence};
 use engram_operators::skill_feedback::FeedbackTally;
 use engram_operators::style_preferences::UserStyle;
@@ -205,6 +206,25 @@ fn populated() -> UserMemory {
             covers: vec!["ep-f1".into(), "ep-f2".into()],
         },
     );
+    // one relation with a time and a confidence, one with neither and no evidence
+    let relation = |n: u64, object: &str, time: Option<&str>, evidence: &[&str]| RelationNode {
+        id: format!("relation:{n}"),
+        event_id: format!("rel-{n}"),
+        ts_micros: (T0 + 7 * DAY) * 1_000_000,
+        log_offset: 50 + n,
+        subject: "Ada".into(),
+        relation: "moved to".into(),
+        object: object.into(),
+        time: time.map(Into::into),
+        evidence: evidence.iter().map(|e| e.to_string()).collect(),
+        confidence_milli: time.map(|_| 875),
+    };
+    for r in [
+        relation(1, "Paris", Some("2024-03-04"), &["ep-f1", "ep-f2"]),
+        relation(2, "Lyon", None, &[]),
+    ] {
+        m.relations.insert(r.event_id.clone(), r);
+    }
     m
 }
 
@@ -247,11 +267,19 @@ fn typed_views_serialise_to_the_hand_built_json() {
         ("marks", 1),
         ("retrieval_preferences", 2),
         ("summaries", 1),
+        ("relations", 2),
     ] {
         assert_eq!(by_hand[part].as_array().map(Vec::len), Some(n), "{part}");
     }
     assert!(by_hand["style"].is_object() && by_hand["team"].is_string());
     assert!(by_hand["edges"].as_array().unwrap().len() >= 10);
+    let relation_evidence = |edges: &Value| {
+        let edges = edges.as_array().unwrap().iter();
+        edges
+            .filter(|e| e["type"] == "EVIDENCE_FOR" && e["to"] == "relation:1")
+            .count()
+    };
+    assert_eq!(relation_evidence(&by_hand["edges"]), 2);
     assert_eq!(typed, by_hand);
     // key order aside, the same text
     let sorted = |v: &Value| serde_json::to_string(v).unwrap();

@@ -10,6 +10,7 @@ use engram_operators::facts::FactVersion;
 use engram_operators::math::decay::LifecycleState;
 use engram_operators::memory_marks::MemoryMark;
 use engram_operators::preference_contradictions::Contradiction;
+use engram_operators::relations::RelationNode;
 use engram_operators::summaries::SummaryNode;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -46,6 +47,8 @@ pub struct UserMemoryView {
     /// preferences recall learns from feedback), by trait.
     pub retrieval_preferences: Vec<RetrievalPreferenceView>,
     pub summaries: Vec<SummaryView>,
+    /// By event id.
+    pub relations: Vec<RelationView>,
     pub edges: Vec<EdgeView>,
 }
 
@@ -332,6 +335,40 @@ impl SummaryView {
     }
 }
 
+/// A relation an extractor read: `subject —relation→ object`, with the episodes it was read
+/// from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RelationView {
+    pub id: String,
+    pub event_id: String,
+    pub ts: String,
+    pub subject: String,
+    pub relation: String,
+    pub object: String,
+    /// When it held or happened, as the evidence says it (`None` when it does not).
+    pub time: Option<String>,
+    /// The extractor's confidence in it (`None` when it stated none).
+    pub confidence: Option<f64>,
+    /// The episodes it was read from (its `EVIDENCE_FOR` edges).
+    pub evidence: Vec<String>,
+}
+
+impl RelationView {
+    pub fn new(r: &RelationNode) -> Self {
+        RelationView {
+            id: r.id.clone(),
+            event_id: r.event_id.clone(),
+            ts: micros_to_rfc3339(r.ts_micros),
+            subject: r.subject.clone(),
+            relation: r.relation.clone(),
+            object: r.object.clone(),
+            time: r.time.clone(),
+            confidence: r.confidence_milli.map(|c| f64::from(c) / 1000.0),
+            evidence: r.evidence.clone(),
+        }
+    }
+}
+
 /// A typed edge of the consolidation graph (SPEC §3).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EdgeView {
@@ -350,7 +387,8 @@ pub enum EdgeType {
     EvolvesTo,
     /// A closed fact version → the version that closed it.
     SupersededBy,
-    /// The message a fact was learned from → the fact.
+    /// The message a fact was learned from → the fact; an episode a relation was read from →
+    /// the relation.
     EvidenceFor,
     /// A summary → an episode it names.
     Covers,
