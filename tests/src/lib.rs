@@ -3,6 +3,7 @@
 
 pub mod browser;
 pub mod correction_sets;
+pub mod model_server;
 pub mod stated_sets;
 pub mod tansu;
 
@@ -702,29 +703,8 @@ pub fn stand_in_llm_answering(
                 std::thread::sleep(Duration::from_millis(10));
                 continue;
             };
-            stream.set_nonblocking(false).unwrap();
-            stream
-                .set_read_timeout(Some(Duration::from_secs(10)))
-                .unwrap();
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut request_line = String::new();
-            reader.read_line(&mut request_line).unwrap();
-            let mut length = 0;
-            loop {
-                let mut header = String::new();
-                reader.read_line(&mut header).unwrap();
-                if header.trim().is_empty() {
-                    break;
-                }
-                if let Some((name, value)) = header.split_once(':') {
-                    if name.eq_ignore_ascii_case("content-length") {
-                        length = value.trim().parse().unwrap();
-                    }
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let (request_line, request) =
+                model_server::read_http_request(&stream).expect("a readable request");
             let content = content.as_str();
             if request_line.starts_with("POST /v1/chat/completions ") && request["stream"] == true {
                 // server-sent events of small deltas, as OpenAI-compatible servers stream

@@ -106,6 +106,21 @@ enum Command {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Ask the enrichment model (an OpenAI-compatible server: `enrich.url`, else `llm.url`)
+    /// about every session in the data folder's log it has not read yet, publish what it finds
+    /// (summaries, relations, stated preferences) as events, and exit. Resumable and
+    /// idempotent; `serve` does the same as turns arrive while a model server is configured.
+    Enrich {
+        /// Data folder.
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// The model server's base URL (overrides `enrich.url`).
+        #[arg(long)]
+        url: Option<String>,
+        /// The model to ask (overrides `enrich.model`).
+        #[arg(long)]
+        model: Option<String>,
+    },
     /// Print the effective configuration (file + environment) as TOML, secrets redacted;
     /// `config reference` prints every key with its default instead (docs/configuration.md).
     Config {
@@ -309,6 +324,23 @@ fn main() -> anyhow::Result<()> {
                 json,
             ))
         }
+        Command::Enrich {
+            data_dir,
+            url,
+            model,
+        } => {
+            if let Some(d) = data_dir {
+                config.data_dir = d;
+            }
+            if url.is_some() {
+                config.enrich.url = url;
+            }
+            if model.is_some() {
+                config.enrich.model = model;
+            }
+            config.demo = false;
+            runtime(&config)?.block_on(enrich_backlog(config))
+        }
         Command::Serve {
             data_dir,
             http_addr,
@@ -334,6 +366,39 @@ fn main() -> anyhow::Result<()> {
             runtime(&config)?.block_on(serve(config))
         }
     }
+}
+
+/// `engram enrich`: the engine without its own enrichment job, and the job over the backlog.
+async fn enrich_backlog(config: Config) -> anyhow::Result<()> {
+    use engram_engine::enrich::job::{EnrichJob, Mode};
+    let job_config = config.clone();
+    let mut engine_config = config;
+    engine_config.enrich.enabled = false;
+    let engine = engram_engine::Engine::start(engine_config).await?;
+    let stats = engine.enrich_stats.clone();
+    let job = EnrichJob::new(&job_config, engine.ingestor.clone(), stats.clone())?
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "enrichment is off: it needs a model server (--url, enrich.url, ENGRAM_ENRICH_URL or llm.url) and enrich.enabled"
+            )
+        })?;
+    let (_keep_running, running) = tokio::sync::watch::channel(false);
+    let outcome = job.run(Mode::Backlog, running).await;
+    engine.wait_caught_up().await;
+    engine.stop().await?;
+    outcome?;
+    let report: serde_json::Map<String, serde_json::Value> = stats
+        .metrics()
+        .into_iter()
+        .map(|(name, _, value)| {
+            (
+                name.trim_start_matches("engram_enrich_").to_string(),
+                value.into(),
+            )
+        })
+        .collect();
+    println!("{}", serde_json::Value::Object(report));
+    Ok(())
 }
 
 /// Logs as text, or JSON lines, filtered by `ENGRAM_LOG` (default: info, Lance and DataFusion

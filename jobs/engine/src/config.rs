@@ -44,6 +44,8 @@ pub struct Config {
     pub prompt: PromptConfig,
     /// The OpenAI-compatible chat server `/v1/chat` forwards prompts to.
     pub llm: LlmConfig,
+    /// The asynchronous enrichment job (on when a model server is configured).
+    pub enrich: EnrichConfig,
     /// When a team, and an organisation, hold a preference their members hold.
     pub hierarchy: HierarchyParams,
     /// How skill feedback is weighed: `skills.feedback_half_life_days` discounts old votes.
@@ -269,6 +271,68 @@ impl Default for LlmConfig {
     }
 }
 
+/// The enrichment job: which model server it asks, how it batches and retries.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EnrichConfig {
+    /// The model server's base URL; unset, `llm.url` is used, and with neither the job is off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The model asked; unset, `llm.model`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Off turns the job off even with a model server configured.
+    pub enabled: bool,
+    /// A session nothing was added to for this long is finished and sent.
+    pub session_idle_secs: u64,
+    /// Most turns one request carries (a longer session goes in several).
+    pub max_turns_per_request: usize,
+    /// Requests to the model server at once.
+    pub concurrency: usize,
+    /// Retries of a request the server failed (connection, 429, 5xx), with doubling waits from
+    /// 1 s; after them the batch waits `retry_after_secs` (doubling, at most an hour) and is
+    /// asked again: nothing is dropped because the server is down.
+    pub retries: u32,
+    pub retry_after_secs: u64,
+    pub timeout_secs: u64,
+    /// Largest answer, in tokens.
+    pub max_tokens: u32,
+    /// A file holding the system prompt (`{schema}` is replaced by the schema); unset, the
+    /// shipped one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_file: Option<PathBuf>,
+    /// A file holding the JSON schema of the answer; unset, the shipped one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema_file: Option<PathBuf>,
+    /// Send the schema as `response_format` (servers that support it keep to it).
+    pub constrain_output: bool,
+    /// Dollars per million prompt and answer tokens, for the cost counter in `/metrics`.
+    pub prompt_usd_per_mtok: f64,
+    pub completion_usd_per_mtok: f64,
+}
+
+impl Default for EnrichConfig {
+    fn default() -> Self {
+        EnrichConfig {
+            url: None,
+            model: None,
+            enabled: true,
+            session_idle_secs: 1_800,
+            max_turns_per_request: 60,
+            concurrency: 2,
+            retries: 3,
+            retry_after_secs: 30,
+            timeout_secs: 120,
+            max_tokens: 2_048,
+            prompt_file: None,
+            schema_file: None,
+            constrain_output: true,
+            prompt_usd_per_mtok: 0.0,
+            completion_usd_per_mtok: 0.0,
+        }
+    }
+}
+
 /// The environment variables of `[limits]`, one per key: `ENGRAM_LIMIT_` and the key in capitals.
 pub const LIMITS_ENV: [&str; 11] = [
     "ENGRAM_LIMIT_REQUESTS_PER_S",
@@ -437,6 +501,7 @@ impl Default for Config {
             admin_key: None,
             prompt: PromptConfig::default(),
             llm: LlmConfig::default(),
+            enrich: EnrichConfig::default(),
             hierarchy: HierarchyParams::default(),
             skills: SkillParams::default(),
             fusion: FusionConfig::default(),
@@ -607,6 +672,12 @@ impl Config {
         }
         if let Some(v) = get("ENGRAM_LLM_MODEL") {
             self.llm.model = v;
+        }
+        if let Some(v) = get("ENGRAM_ENRICH_URL") {
+            self.enrich.url = Some(v);
+        }
+        if let Some(v) = get("ENGRAM_ENRICH_ENABLED") {
+            self.enrich.enabled = parse("ENGRAM_ENRICH_ENABLED", v)?;
         }
         if let Some(v) = get("ENGRAM_MAX_FUTURE_SKEW_S") {
             self.log.max_future_skew_s = parse("ENGRAM_MAX_FUTURE_SKEW_S", v)?;

@@ -41,6 +41,7 @@ const SECTIONS: &[(&str, &str)] = &[
     ("log", "The embedded event log (the write-ahead buffer in front of the Lance `events` table) and the reject log."),
     ("limits", "What clients may take of the HTTP server, per tenant and in all; `0` turns a limit off. Over a rate: `429` with `Retry-After`. Admin-key requests are not limited."),
     ("llm", "The OpenAI-compatible model server (vLLM, llama.cpp, Ollama) that `/v1/chat` and `/v1/chat/completions` forward prompts to."),
+    ("enrich", "The asynchronous enrichment job: per finished session, one request to an OpenAI-compatible model server for a summary, relations and the preferences the user stated, published back into the log as `summary`, `relation` and `fact` events (docs/enrichment.md). On while a model server is configured (`enrich.url`, else `llm.url`); never on the ingest path."),
     ("prompt", "Prompt assembly (`/v1/prompt`, `/v1/chat`, MCP `build_prompt`)."),
     ("embedder", "The sentence-embedding model. Absent, every key is derived from `models_dir`; a `[embedder]` table must give `ort_library`, `model` and `tokenizer`, the others default as shown (but `cache_entries` to 0)."),
     ("index", "When the Lance stores build, fold and compact their indexes, and the memory they may use."),
@@ -89,6 +90,21 @@ const KEYS: &[KeyDoc] = &[
     key("llm.model", Some("ENGRAM_LLM_MODEL"), "the model asked for; the only one `GET /v1/models` lists"),
     key("llm.timeout_secs", None, "how long a chat waits for the model server"),
     key("llm.max_tokens", None, "largest answer, in tokens; a client's `max_tokens` is capped at it"),
+    key("enrich.url", Some("ENGRAM_ENRICH_URL"), "the enrichment model server's base URL; unset, `llm.url`; with neither the job is off"),
+    key("enrich.model", None, "the model the job asks; unset, `llm.model`; part of the derived events' ids"),
+    key("enrich.enabled", Some("ENGRAM_ENRICH_ENABLED"), "`false` keeps the job off even with a model server configured"),
+    key("enrich.session_idle_secs", None, "a session nothing was added to for this long (wall time) is finished and sent; a user's next session finishes the one before at once"),
+    key("enrich.max_turns_per_request", None, "most turns one request carries; a longer session is sent in several"),
+    key("enrich.concurrency", None, "requests to the model server at once"),
+    key("enrich.retries", None, "retries of a request the server failed (connection, 429, 5xx), waiting 1, 2, 4 … s"),
+    key("enrich.retry_after_secs", None, "after the retries, the batch is asked again this much later (doubling, at most an hour): nothing is dropped while the server is down"),
+    key("enrich.timeout_secs", None, "how long one request waits for the model server"),
+    key("enrich.max_tokens", None, "largest answer, in tokens"),
+    key("enrich.prompt_file", None, "a file with the system prompt (`{schema}` stands for the schema); unset, the shipped `jobs/engine/enrich/prompt.md`"),
+    key("enrich.schema_file", None, "a file with the JSON schema of the answer; unset, the shipped `jobs/engine/enrich/schema.json`"),
+    key("enrich.constrain_output", None, "send the schema as `response_format` (`json_schema`), for servers that constrain their answers to it"),
+    key("enrich.prompt_usd_per_mtok", None, "dollars per million prompt tokens, for `engram_enrich_cost_usd_total`"),
+    key("enrich.completion_usd_per_mtok", None, "dollars per million answer tokens, for `engram_enrich_cost_usd_total`"),
     key("prompt.persona", None, "the procedural memory at the top of every system message"),
     key("prompt.default_budget_tokens", None, "budget of a prompt whose request names none, in Qwen3 tokens"),
     key("prompt.max_budget_tokens", None, "the largest budget a request may ask for"),
@@ -172,6 +188,10 @@ fn every_key_set() -> Config {
     let mut config = documented_defaults();
     config.admin_key = Some("reference-placeholder-key".into());
     config.llm.url = Some("http://127.0.0.1:8000/v1".into());
+    config.enrich.url = Some("http://127.0.0.1:8000/v1".into());
+    config.enrich.model = Some("Qwen/Qwen3-8B".into());
+    config.enrich.prompt_file = Some("enrich-prompt.md".into());
+    config.enrich.schema_file = Some("enrich-schema.json".into());
     config.skills.feedback_half_life_days = Some(30.0);
     config
 }

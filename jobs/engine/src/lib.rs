@@ -7,6 +7,8 @@
 //! - [`pipeline`]: what the dataflow's output becomes in Lance (episodes, passages, events);
 //! - [`ingest`]: validated events into the log, and the log (or Kafka) into the dataflow;
 //! - [`query`]: recall over Lance and the views, session ranking, time windows;
+//! - [`enrich`]: the asynchronous enrichment job (a model server's reading of sessions,
+//!   published back into the log);
 //! - [`engine`]: the running [`Engine`] (start, status, shutdown, export and erase);
 //! - [`prompt`], [`replay`], [`longmemeval`]: what uses a running engine.
 
@@ -14,6 +16,7 @@ pub mod audit_log;
 pub mod config;
 pub mod config_reference;
 pub mod engine;
+pub mod enrich;
 pub mod ingest;
 pub mod llm;
 pub mod locomo;

@@ -50,6 +50,10 @@ pub struct Sampling {
     pub presence_penalty: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frequency_penalty: Option<f64>,
+    /// OpenAI's `response_format` (e.g. `{"type": "json_schema", …}`: servers that support it
+    /// constrain the answer to that schema).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<serde_json::Value>,
 }
 
 impl Sampling {
@@ -68,6 +72,10 @@ impl Sampling {
 pub struct Completion {
     pub content: String,
     pub finish_reason: Option<String>,
+    /// Tokens of the prompt and of the answer, as the server's `usage` says (0 when it says
+    /// nothing).
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
 }
 
 pub struct ChatClient {
@@ -154,6 +162,8 @@ impl ChatClient {
         Ok(Completion {
             content: strip_thinking(content).to_string(),
             finish_reason: choice["finish_reason"].as_str().map(str::to_string),
+            prompt_tokens: value["usage"]["prompt_tokens"].as_u64().unwrap_or(0),
+            completion_tokens: value["usage"]["completion_tokens"].as_u64().unwrap_or(0),
         })
     }
 

@@ -44,6 +44,8 @@ pub struct Engine {
     pub chat_template: Result<Arc<engram_connectors::chat_template::Qwen3Chat>, String>,
     /// The chat server `/v1/chat` forwards to, when configured.
     pub llm: Option<crate::llm::ChatClient>,
+    /// What the enrichment job ([`crate::enrich`]) has done (zeros while it is off).
+    pub enrich_stats: Arc<crate::enrich::EnrichStats>,
     dataflow: Mutex<Option<DataflowHandle>>,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     archiver: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -257,6 +259,7 @@ impl Engine {
             )),
             chat_template,
             llm,
+            enrich_stats: Default::default(),
             dataflow: Mutex::new(Some(dataflow)),
             writer: Mutex::new(Some(writer)),
             archiver: Mutex::new(Some(archiver)),
@@ -276,7 +279,28 @@ impl Engine {
         // Erase events, however they arrive, and those a crash interrupted, are completed by
         // one task.
         tokio::spawn(gdpr::run_erasures(Arc::downgrade(&engine)));
+        engine.spawn_enrichment()?;
         Ok(engine)
+    }
+
+    /// Starts the enrichment job when a model server is configured for it; it stops when the
+    /// engine begins to close.
+    fn spawn_enrichment(&self) -> anyhow::Result<()> {
+        use crate::enrich::job::{EnrichJob, Mode};
+        let job = EnrichJob::new(
+            &self.config,
+            self.ingestor.clone(),
+            self.enrich_stats.clone(),
+        )?;
+        if let Some(job) = job {
+            let stop = self.closing();
+            tokio::spawn(async move {
+                if let Err(e) = job.run(Mode::Follow, stop).await {
+                    tracing::error!(error = %e, "the enrichment job stopped");
+                }
+            });
+        }
+        Ok(())
     }
 
     /// What a Kafka source feeds ([`crate::ingest::kafka::run_kafka_source`]).

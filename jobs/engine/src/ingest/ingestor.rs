@@ -7,7 +7,7 @@ use engram_connectors::{EventLog, HeldTable, LogError, RejectLog, Rejection, Sto
 use engram_schemas::{parse_body, Body, ControlAction, ControlScope, Event, EventError};
 pub use engram_schemas::{validate_item, MAX_EVENTS_PER_BODY};
 use serde::Serialize;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +29,11 @@ pub struct IngestReport {
     /// Events of restricted users: kept, not processed until the restriction is lifted.
     #[serde(skip_serializing_if = "is_zero")]
     pub held: usize,
+    /// Derived events dropped because their user was erased after the turns they were read
+    /// from ([`Ingestor::ingest_derived`]); not filed as rejects, which would keep the
+    /// erased user's words.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub erased: usize,
     /// Log offset of the first accepted event.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_offset: Option<u64>,
@@ -108,6 +113,10 @@ pub struct Ingestor {
     /// skips those with a receipt), then each one appended, however it arrived.
     erases: Mutex<Vec<LoggedErase>>,
     erase_added: tokio::sync::Notify,
+    /// The offset of the latest erase of each `(tenant, user)` (user `""`: the whole tenant),
+    /// so that derived events read from turns an erase has since removed are refused
+    /// ([`Ingestor::ingest_derived`]). One entry per erased user.
+    erased_at: Mutex<HashMap<(String, String), u64>>,
     /// How far ahead of this machine's clock an event's `ts` may be (`None`: any).
     max_future_skew: Option<chrono::Duration>,
     /// The log offsets of each user's data events.
@@ -188,7 +197,7 @@ impl Ingestor {
     ) -> Result<Self, IngestError> {
         let mut seen = HashSet::new();
         let mut restricted = HashSet::new();
-        let mut erases = Vec::new();
+        let mut erases: Vec<LoggedErase> = Vec::new();
         let user_offsets = Arc::new(UserOffsets::default());
         let end = log.end_offset();
         let mut at = 0;
@@ -259,6 +268,18 @@ impl Ingestor {
             restricted: Mutex::new(restricted),
             held: Mutex::new(held),
             held_table,
+            erased_at: Mutex::new(
+                erases
+                    .iter()
+                    .filter(|e| e.target_event_id.is_none())
+                    .map(|e| {
+                        (
+                            (e.tenant.clone(), e.user.clone().unwrap_or_default()),
+                            e.offset,
+                        )
+                    })
+                    .collect(),
+            ),
             erases: Mutex::new(erases),
             erase_added: tokio::sync::Notify::new(),
             max_future_skew: None,
@@ -278,7 +299,7 @@ impl Ingestor {
             })?;
         }
         // events held for a restriction lifted just before a crash go to the log now
-        ingestor.ingest_with("held", None, Vec::new(), &[], true)?;
+        ingestor.ingest_with("held", None, Vec::new(), &[], true, None)?;
         Ok(ingestor)
     }
 
@@ -421,7 +442,7 @@ impl Ingestor {
     ) -> Result<IngestReport, IngestError> {
         let (parsed, originals) = parse_body(body);
         let parsed = parsed.into_iter().map(|p| p.and_then(&check)).collect();
-        self.ingest_with(source, submitter, parsed, &originals, false)
+        self.ingest_with(source, submitter, parsed, &originals, false, None)
     }
 
     /// Ingests already-parsed events; `originals[i]` is the input text of `parsed[i]`.
@@ -431,7 +452,46 @@ impl Ingestor {
         parsed: Vec<Result<Event, EventError>>,
         originals: &[String],
     ) -> Result<IngestReport, IngestError> {
-        self.ingest_with(source, None, parsed, originals, false)
+        self.ingest_with(source, None, parsed, originals, false, None)
+    }
+
+    /// Whether an event `event_id` of `tenant` was accepted (it may since have been erased).
+    pub fn has_accepted(&self, tenant: &str, event_id: &str) -> bool {
+        let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        seen.contains(&(tenant.to_string(), event_id.to_string()))
+    }
+
+    /// Ingests events engram derived from turns at or after log offset `read_from` (the
+    /// enrichment job's): each is dropped (counted in [`IngestReport::erased`]) when its user,
+    /// or tenant, was erased after `read_from`, so that an erase that arrives while the model is reading the turns
+    /// is not undone by what it writes.
+    pub fn ingest_derived(
+        &self,
+        source: &str,
+        events: Vec<Event>,
+        read_from: u64,
+    ) -> Result<IngestReport, IngestError> {
+        let originals: Vec<String> = events.iter().map(Event::to_json).collect();
+        let parsed = events.into_iter().map(Ok).collect();
+        self.ingest_with(source, None, parsed, &originals, false, Some(read_from))
+    }
+
+    /// Whether `event` is derived from turns read from `read_from` on and its user or tenant
+    /// was erased after that (see [`Ingestor::ingest_derived`]).
+    fn erased_since(&self, event: &Event, read_from: Option<u64>) -> bool {
+        read_from
+            .is_some_and(|from| self.erased_after(&event.header.tenant, &event.header.user, from))
+    }
+
+    /// Whether `user` of `tenant`, or the whole tenant, was erased at log offset `offset` or
+    /// later.
+    pub fn erased_after(&self, tenant: &str, user: &str, offset: u64) -> bool {
+        let erased_at = self.erased_at.lock().unwrap_or_else(|p| p.into_inner());
+        [user, ""].into_iter().any(|u| {
+            erased_at
+                .get(&(tenant.to_string(), u.to_string()))
+                .is_some_and(|at| *at >= offset)
+        })
     }
 
     /// [`Ingestor::ingest_parsed`]; with `release_lifted`, held events whose restriction was
@@ -444,6 +504,7 @@ impl Ingestor {
         parsed: Vec<Result<Event, EventError>>,
         originals: &[String],
         release_lifted: bool,
+        derived_from: Option<u64>,
     ) -> Result<IngestReport, IngestError> {
         let mut report = IngestReport::default();
         let mut rejections = Vec::new();
@@ -479,6 +540,10 @@ impl Ingestor {
             let checked = p
                 .and_then(|e| self.check_not_future(e))
                 .and_then(|e| check_forget_target(e, &seen, &batch_keys));
+            if matches!(&checked, Ok(e) if self.erased_since(e, derived_from)) {
+                report.erased += 1;
+                continue;
+            }
             match checked {
                 Ok(event) => {
                     let key = (event.header.tenant.clone(), event.header.event_id.clone());
@@ -564,6 +629,14 @@ impl Ingestor {
             report.accepted = records.len() - released;
             report.first_offset = Some(first);
             if !erases.is_empty() {
+                let mut erased_at = self.erased_at.lock().unwrap_or_else(|p| p.into_inner());
+                for (i, erase) in &erases {
+                    if erase.target_event_id.is_none() {
+                        let who = (erase.tenant.clone(), erase.user.clone().unwrap_or_default());
+                        erased_at.insert(who, first + *i as u64);
+                    }
+                }
+                drop(erased_at);
                 self.erases
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())

@@ -107,6 +107,17 @@ async fn write_engine_metrics(body: &mut String, engine: &Engine) {
         engine.recall.embedder.model_seconds(),
     );
     write_backlog_metrics(body, &s.backlog);
+    for (name, help, value) in engine.enrich_stats.metrics() {
+        let kind = if name.ends_with("_total") {
+            "counter"
+        } else {
+            "gauge"
+        };
+        let _ = write!(
+            body,
+            "# HELP {name} {help}.\n# TYPE {name} {kind}\n{name} {value}\n"
+        );
+    }
 }
 
 /// The ingest backlog and the push-back on writers.

@@ -344,6 +344,7 @@ pub(super) fn sampling(req: &CompletionRequest, max_tokens: u32) -> Result<Sampl
         seed: req.seed,
         presence_penalty: req.presence_penalty,
         frequency_penalty: req.frequency_penalty,
+        response_format: None,
     })
 }
 
