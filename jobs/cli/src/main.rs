@@ -106,7 +106,7 @@ enum Command {
         #[arg(long)]
         json: Option<PathBuf>,
     },
-    /// Ask the enrichment model (an OpenAI-compatible server: `enrich.url`, else `llm.url`)
+    /// Ask the enrichment model (an OpenAI-compatible server: `--url` or `enrich.url`)
     /// about every session in the data folder's log it has not read yet, publish what it finds
     /// (summaries, relations, stated preferences) as events, and exit. Resumable and
     /// idempotent; `serve` does the same as turns arrive while a model server is configured.
@@ -379,7 +379,7 @@ async fn enrich_backlog(config: Config) -> anyhow::Result<()> {
     let job = EnrichJob::new(&job_config, engine.ingestor.clone(), stats.clone())?
         .ok_or_else(|| {
             anyhow::anyhow!(
-                "enrichment is off: it needs a model server (--url, enrich.url, ENGRAM_ENRICH_URL or llm.url) and enrich.enabled"
+                "enrichment is off: it needs a model server (--url, enrich.url or ENGRAM_ENRICH_URL) and enrich.enabled"
             )
         })?;
     let (_keep_running, running) = tokio::sync::watch::channel(false);

@@ -275,7 +275,8 @@ impl Default for LlmConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EnrichConfig {
-    /// The model server's base URL; unset, `llm.url` is used, and with neither the job is off.
+    /// The model server's base URL; unset, the job is off (it may name the same server as
+    /// `llm.url`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// The model asked; unset, `llm.model`.

@@ -82,15 +82,16 @@ pub struct EnrichJob {
 }
 
 impl EnrichJob {
-    /// The job `config` asks for, or `None` when no model server is configured or
-    /// `enrich.enabled` is off.
+    /// The job `config` asks for, or `None` when `enrich.url` is unset or `enrich.enabled` is
+    /// off. The chat server (`llm.url`) is not used unless named here too: enrichment costs
+    /// tokens on every session, so it is asked for explicitly.
     pub fn new(
         config: &Config,
         ingestor: Arc<Ingestor>,
         stats: Arc<EnrichStats>,
     ) -> anyhow::Result<Option<Self>> {
         let e = &config.enrich;
-        let Some(url) = e.url.clone().or_else(|| config.llm.url.clone()) else {
+        let Some(url) = e.url.clone() else {
             return Ok(None);
         };
         if !e.enabled {
