@@ -15,7 +15,7 @@ pub use body::{parse_body, validate_item, MAX_EVENTS_PER_BODY};
 pub use event::*;
 pub use validate::{
     check_event_size, parse_event, parse_event_value, validate_name, EventError, MAX_EVENT_BYTES,
-    MAX_SUMMARY_COVERS,
+    MAX_RELATION_EVIDENCE, MAX_SUMMARY_COVERS,
 };
 
 /// The stable UUID of the node an event creates (an episode for an interaction): the same

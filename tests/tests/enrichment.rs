@@ -24,6 +24,12 @@ fn answer_like_a_model(request: &Value) -> (u16, String) {
             "Sure! Here is the JSON you asked for: {\"summary\": \"oops".into(),
         );
     }
+    if turns.iter().any(|(_, _, text)| text.contains("ENDLESS")) {
+        return (
+            400,
+            "This model's maximum context length is 8192 tokens".into(),
+        );
+    }
     let first = turns
         .first()
         .map(|(_, s, t)| format!("{s}: {t}"))
@@ -383,6 +389,14 @@ fn engram_enrich_reads_a_backlog_once_and_exits() {
             "user",
             "We adopted a cat called Miso, she is tiny.",
         ),
+        turn(
+            "e4",
+            "erin",
+            "s3",
+            5,
+            "user",
+            "ENDLESS notes pasted from my thesis",
+        ),
     ];
     let (status, body) = server.post("/v1/events", &json!(turns));
     assert_eq!(status, 200, "{body}");
@@ -413,14 +427,25 @@ fn engram_enrich_reads_a_backlog_once_and_exits() {
         );
         report
     };
-    // both sessions, the second unfinished, are sent: 2 summaries, 2 relations (the adopted
-    // one named a turn it was not given once: rejected)
-    let report = enrich(2);
-    assert_eq!(report["batches_total"], 2.0, "{report}");
+    // every session, the last unfinished, is sent: 2 summaries, 2 relations (the adopted one
+    // named a turn it was not given once: rejected); the third the server refuses (400): it is
+    // rejected with the server's reason, not asked again
+    let report = enrich(3);
+    assert_eq!(report["batches_total"], 3.0, "{report}");
     assert_eq!(report["events_total"], 4.0, "{report}");
-    assert_eq!(report["rejected_items_total"], 1.0, "{report}");
+    assert_eq!(report["rejected_items_total"], 2.0, "{report}");
+    let refused: Vec<Value> = reject_records(&data)
+        .into_iter()
+        .map(|(_, r)| r)
+        .filter(|r| r["reason"].as_str().unwrap_or("").contains("HTTP 400"))
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("maximum context length"));
     // run again: nothing new to read, nothing asked
-    let report = enrich(2);
+    let report = enrich(3);
     assert_eq!(report["requests_total"], 0.0, "{report}");
     let server = Server::start(&data);
     server.wait_caught_up(Duration::from_secs(60));

@@ -290,7 +290,7 @@ pub struct EnrichConfig {
     pub max_turns_per_request: usize,
     /// Requests to the model server at once.
     pub concurrency: usize,
-    /// Retries of a request the server failed (connection, 429, 5xx), with doubling waits from
+    /// Retries of a request the server failed (connection, 408, 429, 5xx), with doubling waits from
     /// 1 s; after them the batch waits `retry_after_secs` (doubling, at most an hour) and is
     /// asked again: nothing is dropped because the server is down.
     pub retries: u32,

@@ -429,6 +429,8 @@ impl Engine {
     /// Stops the dataflow and the writer (whatever is durable in the log is picked up again on
     /// the next start).
     pub fn shutdown(&self) {
+        // the enrichment job and long-lived responses end with it
+        self.begin_closing();
         self.stop.store(true, Ordering::Release);
         if let Some(d) = self.dataflow.lock().unwrap().take() {
             d.stop();

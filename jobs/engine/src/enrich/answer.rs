@@ -159,10 +159,15 @@ fn items(read: &mut ReadAnswer, object: &Map<String, Value>, key: &str) -> Vec<V
     match object.get(key) {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(list)) => {
-            for (i, extra) in list.iter().enumerate().skip(MAX_ITEMS) {
+            if list.len() > MAX_ITEMS {
+                // one reject for the overflow: a runaway answer must not flood the reject log
+                let extra = Value::Array(list[MAX_ITEMS..].iter().take(3).cloned().collect());
                 read.reject(
-                    &format!("{key}[{i}]"),
-                    format!("more than {MAX_ITEMS} {key} in one answer"),
+                    &format!("{key}[{MAX_ITEMS}..]"),
+                    format!(
+                        "{} {key} past the {MAX_ITEMS} one answer may give",
+                        list.len() - MAX_ITEMS
+                    ),
                     extra,
                 );
             }
@@ -276,11 +281,17 @@ fn preference(batch: &Batch, item: &Value) -> Result<(Fact, Vec<String>), ItemEr
     let topic = part(item, "topic")?.to_lowercase();
     let preference = part(item, "preference")?;
     let evidence = evidence(batch, item, true)?;
+    // the earliest turn that says it, by log order (ids do not sort by time)
+    let earliest = batch
+        .turns
+        .iter()
+        .find(|t| evidence.contains(&t.event_id))
+        .map(|t| t.event_id.clone());
     let fact = Fact {
         subject: "user".into(),
         attribute: format!("prefers ({topic})"),
         value: preference,
-        source_event_id: evidence.first().cloned(),
+        source_event_id: earliest,
         confidence: None,
     };
     Ok((fact, evidence))

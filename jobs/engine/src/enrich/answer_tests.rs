@@ -222,6 +222,11 @@ fn more_items_than_the_limit_are_rejected_past_it() {
         serde_json::json!({"summary": "Hiking.", "relations": vec![relation; MAX_ITEMS + 3]});
     let read = read_answer(&batch(), &answer.to_string());
     assert_eq!(read.events.len(), 1 + MAX_ITEMS);
-    assert_eq!(read.rejected.len(), 3);
-    assert_eq!(read.rejected[0].field, format!("relations[{MAX_ITEMS}]"));
+    assert_eq!(read.rejected.len(), 1, "one reject for the overflow");
+    assert_eq!(read.rejected[0].field, format!("relations[{MAX_ITEMS}..]"));
+    assert!(
+        read.rejected[0].reason.starts_with("3 relations past"),
+        "{}",
+        read.rejected[0].reason
+    );
 }

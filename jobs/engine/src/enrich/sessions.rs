@@ -13,6 +13,10 @@ use std::time::{Duration, Instant};
 /// Longest turn text sent to the model, in characters (the rest is cut).
 pub const MAX_TURN_CHARS: usize = 2_000;
 
+/// Most turns in one batch: a relation may name at most this many turns as its evidence
+/// (`engram_schemas::MAX_RELATION_EVIDENCE`).
+pub const MAX_BATCH_TURNS: usize = engram_schemas::MAX_RELATION_EVIDENCE;
+
 /// One turn as the model sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Turn {
@@ -35,6 +39,7 @@ pub struct Batch {
     /// Names the batch in the ids of what it yields: a hash of the model, the tenant, the user
     /// and the turns' event ids.
     pub key: String,
+    model: String,
 }
 
 impl Batch {
@@ -61,7 +66,20 @@ impl Batch {
             session,
             turns,
             key,
+            model: model.to_string(),
         }
+    }
+
+    /// The batch of the same user and session with `turns` instead (a new key).
+    pub fn with_turns(&self, turns: Vec<Turn>) -> Batch {
+        let model = &self.model;
+        Batch::new(
+            model,
+            self.tenant.clone(),
+            self.user.clone(),
+            self.session.clone(),
+            turns,
+        )
     }
 
     pub fn turn(&self, event_id: &str) -> Option<&Turn> {
@@ -113,11 +131,11 @@ pub struct SessionBatcher {
 }
 
 impl SessionBatcher {
-    /// Batches for `model` of at most `max_turns` turns (at least 1).
+    /// Batches for `model` of at most `max_turns` turns (1 to [`MAX_BATCH_TURNS`]).
     pub fn new(model: &str, max_turns: usize) -> Self {
         SessionBatcher {
             model: model.to_string(),
-            max_turns: max_turns.max(1),
+            max_turns: max_turns.clamp(1, MAX_BATCH_TURNS),
             open: BTreeMap::new(),
             current: HashMap::new(),
         }
@@ -187,6 +205,13 @@ impl SessionBatcher {
             }
             _ => Vec::new(),
         }
+    }
+
+    /// Notes the session of a turn read but not gathered (answered for before a restart), so
+    /// that the user's next session still finishes the one before.
+    pub fn note_session(&mut self, event: &Event) {
+        let who = (event.header.tenant.clone(), event.header.user.clone());
+        self.current.insert(who, event.header.session.clone());
     }
 
     /// The batches of sessions nothing was added to for `idle` before `now`.
