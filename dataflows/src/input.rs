@@ -10,6 +10,7 @@ use engram_operators::facts::{
 use engram_operators::math::beta::context_bucket;
 use engram_operators::math::fusion::{fuse_confidence, ModalitySignal, ModalityWeights};
 use engram_operators::memory_marks::MemoryUse;
+use engram_operators::relation_extraction::extract_relations;
 use engram_operators::relations::RelationNode;
 use engram_operators::requests::{requests_of, stated_requests, RequestSet};
 use engram_operators::skill_feedback::{FeedbackVote, MessageKey};
@@ -401,6 +402,46 @@ impl InputRecord {
 
     /// The records of an interaction: the facts the user states about themselves, the memories
     /// an answer names, and the episode.
+    /// The relations the user reports in their turn ("I went to …"), read at ingest
+    /// ([`extract_relations`]): one `relation` record each, `<event id>#rel<n>`, with the
+    /// turn's episode as its evidence. The speaker is the turn's `meta.speaker`, else its
+    /// speaker prefix ("Caroline: …"), else "user". Only the user's turns.
+    fn reported_relations(h: &Header, i: &Interaction, log_offset: u64) -> Vec<InputRecord> {
+        if i.role != Role::User {
+            return Vec::new();
+        }
+        let meta_speaker = i
+            .meta
+            .as_ref()
+            .and_then(|m| m.get("speaker"))
+            .and_then(|s| s.as_str());
+        let prefix = engram_operators::turn_text::speaker_prefix(&i.content);
+        let speaker = meta_speaker.or(prefix.map(|(s, _)| s)).unwrap_or("user");
+        let text = prefix.map_or(i.content.as_str(), |(_, body)| body);
+        extract_relations(speaker, text, h.ts)
+            .into_iter()
+            .enumerate()
+            .map(|(n, r)| {
+                let event_id = format!("{}#rel{n}", h.event_id);
+                InputRecord::Relation(
+                    (h.tenant.clone(), h.user.clone()),
+                    RelationNode {
+                        id: node_id(&h.tenant, &event_id).to_string(),
+                        event_id,
+                        ts_micros: h.ts.timestamp_micros(),
+                        log_offset,
+                        subject: r.subject,
+                        relation: r.relation,
+                        object: r.object,
+                        time: r.time,
+                        evidence: vec![node_id(&h.tenant, &h.event_id).to_string()],
+                        confidence_milli: None,
+                    },
+                )
+            })
+            .collect()
+    }
+
     fn of_interaction(h: &Header, i: &Interaction, log_offset: u64) -> Vec<InputRecord> {
         let key = (
             h.tenant.clone(),
@@ -456,6 +497,7 @@ impl InputRecord {
                 )
             })
             .chain(stated)
+            .chain(Self::reported_relations(h, i, log_offset))
             .collect();
         // an answer names the memories it was built with (`meta.memories`: ids of episodes,
         // facts and summaries)

@@ -539,12 +539,52 @@ fn from_scratch(log: &[Event]) -> Expected {
                 }
                 _ => None,
             })
+            .chain(log.iter().flat_map(reported_relations))
             .collect(),
     };
     tally_votes(log, &mut expected);
     let promoted_topics = cluster_corrections(log, &mut expected);
     hierarchy(log, &promoted_topics, &mut expected);
     expected
+}
+
+type RelationEntry = (
+    (String, String, String),
+    ((String, String, String, Option<String>), Vec<String>),
+);
+
+/// The relations a user's turn reports, read at ingest: `<event id>#rel<n>`, the turn its
+/// evidence.
+fn reported_relations(e: &Event) -> Vec<RelationEntry> {
+    let h = &e.header;
+    let Body::Interaction(i) = &e.body else {
+        return Vec::new();
+    };
+    if i.role != Role::User {
+        return Vec::new();
+    }
+    let meta = i
+        .meta
+        .as_ref()
+        .and_then(|m| m.get("speaker"))
+        .and_then(|s| s.as_str());
+    let prefix = engram_operators::turn_text::speaker_prefix(&i.content);
+    let speaker = meta.or(prefix.map(|(s, _)| s)).unwrap_or("user");
+    let text = prefix.map_or(i.content.as_str(), |(_, body)| body);
+    engram_operators::relation_extraction::extract_relations(speaker, text, h.ts)
+        .into_iter()
+        .enumerate()
+        .map(|(n, r)| {
+            let id = format!("{}#rel{n}", h.event_id);
+            (
+                (h.tenant.clone(), h.user.clone(), id),
+                (
+                    (r.subject, r.relation, r.object, r.time),
+                    episode_ids(&h.tenant, std::slice::from_ref(&h.event_id)),
+                ),
+            )
+        })
+        .collect()
 }
 
 fn published(views: &SharedViews) -> Expected {

@@ -17,6 +17,7 @@ pub mod memories;
 pub mod memory_marks;
 pub mod memory_retention;
 pub mod preference_contradictions;
+pub mod relation_extraction;
 pub mod relations;
 pub mod requests;
 pub mod retrieval_preferences;

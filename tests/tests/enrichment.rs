@@ -451,9 +451,18 @@ fn engram_enrich_reads_a_backlog_once_and_exits() {
     server.wait_caught_up(Duration::from_secs(60));
     let m = memory(&server, "erin");
     assert_eq!(m["summaries"].as_array().unwrap().len(), 2, "{m}");
-    let relations: Vec<(&str, &str)> = m["relations"]
+    // the model's relations, beside those read at ingest from "I went to …" (`e1#rel0`)
+    let (derived, read_at_ingest): (Vec<&Value>, Vec<&Value>) = m["relations"]
         .as_array()
         .unwrap()
+        .iter()
+        .partition(|r| r["event_id"].as_str().unwrap().starts_with("enrich-"));
+    let ingest_ids: Vec<&str> = read_at_ingest
+        .iter()
+        .map(|r| r["event_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ingest_ids, ["e1#rel0", "e3#rel0"], "{m}");
+    let relations: Vec<(&str, &str)> = derived
         .iter()
         .map(|r| {
             (

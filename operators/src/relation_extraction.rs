@@ -1,0 +1,376 @@
+//! Relations read from a turn without a model: what its speaker reports having done ("I went
+//! to a LGBTQ support group last Saturday" → Caroline — went to → LGBTQ support group,
+//! 2023-05-06). Runs on the ingest path, so it is rules, and it favours precision: only a first
+//! person ("I", "we") followed, at most through a few adverbs, by a verb of a reported event;
+//! no questions, no negations; the object up to the first clause break or time phrase, at most
+//! six words. The enrichment job, when a model server is configured, finds the rest.
+
+use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc, Weekday};
+
+/// One relation read from a sentence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtractedRelation {
+    pub subject: String,
+    pub relation: String,
+    pub object: String,
+    /// An ISO date when the sentence fixes a day relative to when it was said ("yesterday",
+    /// "last Saturday", "3 days ago"), else the time words it has ("last week"), else none.
+    pub time: Option<String>,
+}
+
+/// Verb phrases of reported events, as said in the past tense, longest first where one begins
+/// another.
+#[rustfmt::skip]
+const VERBS: &[&str] = &[
+    "went to see", "went to visit", "went to watch", "went to", "went on", "signed up for",
+    "moved to", "moved into", "travelled to", "traveled to", "graduated from", "volunteered at",
+    "visited", "joined", "adopted", "started", "finished", "bought", "attended", "met",
+    "painted", "booked", "learned", "received", "completed", "planted", "won", "ran",
+    "quit", "married", "hosted", "organized", "organised", "launched", "published", "built",
+    "wrote", "baked", "cooked", "got married to", "got a", "got an", "got my", "got our",
+];
+
+/// Words allowed between the first person and the verb.
+const ADVERBS: &[&str] = &[
+    "just", "recently", "finally", "also", "actually", "have", "had", "even", "already", "once",
+];
+
+/// Words that end an object (a new clause, a time phrase, a place or company phrase).
+#[rustfmt::skip]
+const OBJECT_STOPS: &[&str] = &[
+    "and", "but", "because", "so", "with", "which", "that", "when", "while", "since", "after",
+    "before", "yesterday", "today", "tonight", "last", "this", "ago", "on", "in", "at", "for",
+    "during", "where", "who", "as", "to", "from", "then", "and", "or", "it", "was", "is",
+    "recently", "too", "again", "earlier", "next",
+];
+
+/// Units of "3 days ago", "two weeks ago": such a phrase ends an object.
+const TIME_UNITS: &[&str] = &[
+    "minutes", "hours", "day", "days", "week", "weeks", "month", "months", "year", "years",
+];
+
+/// Words that make a phrasal verb of the verb before them.
+const PARTICLES: &[&str] = &[
+    "up", "out", "off", "over", "down", "back", "away", "around", "by",
+];
+
+/// Objects that name nothing on their own.
+const EMPTY_OBJECTS: &[&str] = &[
+    "it",
+    "that",
+    "this",
+    "there",
+    "them",
+    "one",
+    "some",
+    "something",
+    "home",
+    "back",
+    "up",
+    "out",
+    "a",
+    "an",
+    "the",
+    "my",
+    "our",
+    "lot",
+    "bit",
+];
+
+/// The relations `speaker` reports in `text`, said at `said`.
+pub fn extract_relations(speaker: &str, text: &str, said: DateTime<Utc>) -> Vec<ExtractedRelation> {
+    let mut out = Vec::new();
+    for sentence in text.split_inclusive(['.', '!', '?', ';', '\n']) {
+        if sentence.trim_end().ends_with('?') {
+            continue; // a question reports nothing
+        }
+        let words = words_of(sentence);
+        let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+        let time = time_of(&lower, said);
+        let mut i = 0;
+        while i < lower.len() {
+            if let Some(r) = relation_at(speaker, &words, &lower, i, &time) {
+                if !out.contains(&r) {
+                    out.push(r);
+                }
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The words of `sentence` (letters, digits, apostrophes, hyphens), punctuation between them
+/// kept as a `,` word so that it ends an object.
+fn words_of(sentence: &str) -> Vec<String> {
+    let sentence = sentence.replace('’', "'");
+    let mut words = Vec::new();
+    let mut word = String::new();
+    for c in sentence.chars() {
+        if c.is_alphanumeric() || c == '\'' || c == '-' {
+            word.push(c);
+            continue;
+        }
+        if !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+        if matches!(c, ',' | ':' | '(' | ')' | '"' | '!' | '.' | ';' | '—' | '–') {
+            words.push(",".to_string());
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// The relation whose first person is at `i`, if the words from there say one.
+fn relation_at(
+    speaker: &str,
+    words: &[String],
+    lower: &[String],
+    i: usize,
+    time: &Option<String>,
+) -> Option<ExtractedRelation> {
+    let first = lower[i].as_str();
+    if !matches!(first, "i" | "we" | "i've" | "we've") {
+        return None;
+    }
+    let mut at = i + 1;
+    while lower.get(at).is_some_and(|w| ADVERBS.contains(&w.as_str())) && at < i + 3 {
+        at += 1;
+    }
+    // light verbs ("got", "made", "took") say too little alone: only "got a …" is kept
+    let verb = VERBS.iter().find(|v| {
+        let parts: Vec<&str> = v.split(' ').collect();
+        parts
+            .iter()
+            .enumerate()
+            .all(|(k, p)| lower.get(at + k).is_some_and(|w| w == p))
+    })?;
+    // "got a new job": the relation is "got", the article starts the object
+    let (verb, object_from) = match verb.strip_prefix("got ") {
+        Some("married to") | None => (*verb, at + verb.split(' ').count()),
+        Some(_) => ("got", at + 1),
+    };
+    at = object_from;
+    if lower
+        .get(at)
+        .is_some_and(|w| PARTICLES.contains(&w.as_str()))
+    {
+        return None; // "made up my mind": a phrasal verb, not an object
+    }
+    let mut object: Vec<String> = Vec::new();
+    while let Some(w) = lower.get(at) {
+        let unit_next = lower
+            .get(at + 1)
+            .is_some_and(|u| TIME_UNITS.contains(&u.as_str()));
+        let starts_time =
+            unit_next && (number(w).is_some() || matches!(w.as_str(), "few" | "several"));
+        if w == "," || OBJECT_STOPS.contains(&w.as_str()) || object.len() == 6 || starts_time {
+            break;
+        }
+        object.push(if w == "my" || w == "our" {
+            format!("{speaker}'s")
+        } else {
+            words[at].clone()
+        });
+        at += 1;
+    }
+    // a leading article says nothing about the thing
+    if object
+        .first()
+        .is_some_and(|w| matches!(w.to_lowercase().as_str(), "a" | "an" | "the"))
+    {
+        object.remove(0);
+    }
+    let object = object.join(" ");
+    if object.is_empty() || EMPTY_OBJECTS.contains(&object.to_lowercase().as_str()) {
+        return None;
+    }
+    Some(ExtractedRelation {
+        subject: speaker.to_string(),
+        relation: verb.to_string(),
+        object,
+        time: time.clone(),
+    })
+}
+
+/// When the sentence (its lowercase words) says the event happened, relative to `said`.
+fn time_of(lower: &[String], said: DateTime<Utc>) -> Option<String> {
+    let day = said.date_naive();
+    let iso = |d: NaiveDate| Some(d.format("%Y-%m-%d").to_string());
+    for (i, w) in lower.iter().enumerate() {
+        let next = lower.get(i + 1).map(String::as_str);
+        match w.as_str() {
+            "yesterday" => return iso(day - Duration::days(1)),
+            "today" | "tonight" => return iso(day),
+            "this" if matches!(next, Some("morning" | "afternoon" | "evening")) => return iso(day),
+            "last" if next == Some("night") => return iso(day - Duration::days(1)),
+            "last" => {
+                if let Some(weekday) = next.and_then(weekday_of) {
+                    return iso(last_weekday(day, weekday));
+                }
+                if let Some(
+                    unit @ ("week" | "weekend" | "month" | "year" | "summer" | "winter" | "spring"
+                    | "fall" | "autumn"),
+                ) = next
+                {
+                    return Some(format!("last {unit}"));
+                }
+            }
+            "ago" if i >= 2 => {
+                let n = number(&lower[i - 2]);
+                match (n, lower[i - 1].as_str()) {
+                    (Some(n), "days" | "day") => return iso(day - Duration::days(n)),
+                    (Some(n), "weeks" | "week") => return iso(day - Duration::days(7 * n)),
+                    (_, unit) => return Some(format!("{} {unit} ago", lower[i - 2])),
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn number(word: &str) -> Option<i64> {
+    let n = match word {
+        "a" | "one" => 1,
+        "two" | "couple" => 2,
+        "three" => 3,
+        "four" => 4,
+        "five" => 5,
+        "six" => 6,
+        "seven" => 7,
+        "ten" => 10,
+        w => w.parse().ok()?,
+    };
+    (n <= 3650).then_some(n)
+}
+
+fn weekday_of(word: &str) -> Option<Weekday> {
+    Some(match word {
+        "monday" => Weekday::Mon,
+        "tuesday" => Weekday::Tue,
+        "wednesday" => Weekday::Wed,
+        "thursday" => Weekday::Thu,
+        "friday" => Weekday::Fri,
+        "saturday" => Weekday::Sat,
+        "sunday" => Weekday::Sun,
+        _ => return None,
+    })
+}
+
+/// The latest `weekday` strictly before `day` ("last Saturday" said on Monday 8 May 2023 is
+/// Saturday 6 May; said on a Saturday it is the Saturday a week before).
+fn last_weekday(day: NaiveDate, weekday: Weekday) -> NaiveDate {
+    let back = (day.weekday().num_days_from_monday() + 7 - weekday.num_days_from_monday()) % 7;
+    day - Duration::days(if back == 0 { 7 } else { back as i64 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    /// Monday 8 May 2023, 13:56 UTC (LoCoMo's first session).
+    fn said() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2023, 5, 8, 13, 56, 0).unwrap()
+    }
+
+    fn read(text: &str) -> Vec<(String, String, String, Option<String>)> {
+        extract_relations("Caroline", text, said())
+            .into_iter()
+            .map(|r| (r.subject, r.relation, r.object, r.time))
+            .collect()
+    }
+
+    fn rel(
+        relation: &str,
+        object: &str,
+        time: Option<&str>,
+    ) -> (String, String, String, Option<String>) {
+        (
+            "Caroline".into(),
+            relation.into(),
+            object.into(),
+            time.map(str::to_string),
+        )
+    }
+
+    #[test]
+    fn reported_events_with_days_said_relatively() {
+        assert_eq!(
+            read("I went to a LGBTQ support group last Saturday, it was so powerful."),
+            [rel("went to", "LGBTQ support group", Some("2023-05-06"))]
+        );
+        assert_eq!(
+            read("Yesterday we adopted a puppy named Oscar!"),
+            [rel("adopted", "puppy named Oscar", Some("2023-05-07"))]
+        );
+        assert_eq!(
+            read("I just signed up for a pottery class 3 days ago"),
+            [rel("signed up for", "pottery class", Some("2023-05-05"))]
+        );
+        assert_eq!(
+            read("I went to see my mom in Ohio last week."),
+            [rel("went to see", "Caroline's mom", Some("last week"))]
+        );
+        assert_eq!(
+            read("We've finally moved to Austin"),
+            [rel("moved to", "Austin", None)]
+        );
+        // curly apostrophes and two events in one message
+        assert_eq!(
+            read("I’ve joined a running club. Then I ran my first 5k on Sunday"),
+            [
+                rel("joined", "running club", None),
+                rel("ran", "Caroline's first 5k", None)
+            ]
+        );
+    }
+
+    #[test]
+    fn questions_negations_third_persons_and_empty_objects_report_nothing() {
+        for text in [
+            "Did you go to the concert?",
+            "Have I visited Lisbon before?",
+            "I never went to college.",
+            "I didn't adopt the cat after all.",
+            "Melanie went to the pottery workshop.",
+            "She adopted a dog last week.",
+            "I got it!",
+            "We went to there",
+            "I made up my mind",
+            "I took a while to answer, sorry",
+            "I ran out of time",
+        ] {
+            assert_eq!(read(text), [], "{text}");
+        }
+        assert_eq!(
+            read("I got a new job at Google"),
+            [rel("got", "new job", None)]
+        );
+    }
+
+    #[test]
+    fn last_weekday_is_strictly_before_the_day_said() {
+        let monday = NaiveDate::from_ymd_opt(2023, 5, 8).unwrap();
+        assert_eq!(
+            last_weekday(monday, Weekday::Sat),
+            NaiveDate::from_ymd_opt(2023, 5, 6).unwrap()
+        );
+        assert_eq!(
+            last_weekday(monday, Weekday::Sun),
+            NaiveDate::from_ymd_opt(2023, 5, 7).unwrap()
+        );
+        assert_eq!(
+            last_weekday(monday, Weekday::Mon),
+            NaiveDate::from_ymd_opt(2023, 5, 1).unwrap()
+        );
+        assert_eq!(
+            last_weekday(monday, Weekday::Tue),
+            NaiveDate::from_ymd_opt(2023, 5, 2).unwrap()
+        );
+    }
+}
