@@ -248,7 +248,8 @@ fn number(word: &str) -> Option<i64> {
     (n <= 3650).then_some(n)
 }
 
-fn weekday_of(word: &str) -> Option<Weekday> {
+/// The weekday a lowercase word names ("saturday").
+pub fn weekday_of(word: &str) -> Option<Weekday> {
     Some(match word {
         "monday" => Weekday::Mon,
         "tuesday" => Weekday::Tue,
@@ -263,7 +264,7 @@ fn weekday_of(word: &str) -> Option<Weekday> {
 
 /// The latest `weekday` strictly before `day` ("last Saturday" said on Monday 8 May 2023 is
 /// Saturday 6 May; said on a Saturday it is the Saturday a week before).
-fn last_weekday(day: NaiveDate, weekday: Weekday) -> NaiveDate {
+pub fn last_weekday(day: NaiveDate, weekday: Weekday) -> NaiveDate {
     let back = (day.weekday().num_days_from_monday() + 7 - weekday.num_days_from_monday()) % 7;
     day - Duration::days(if back == 0 { 7 } else { back as i64 })
 }

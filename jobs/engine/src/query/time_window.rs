@@ -8,6 +8,7 @@
 //! ("ten days ago" is less exact than "yesterday").
 
 use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc, Weekday};
+use engram_operators::relation_extraction::weekday_of;
 use serde::Serialize;
 
 /// Days a conversation may come after the event it tells of.
@@ -112,19 +113,6 @@ fn month(word: &str) -> Option<u32> {
     NAMES.iter().position(|m| *m == word).map(|i| i as u32 + 1)
 }
 
-fn weekday(word: &str) -> Option<Weekday> {
-    Some(match word {
-        "monday" => Weekday::Mon,
-        "tuesday" => Weekday::Tue,
-        "wednesday" => Weekday::Wed,
-        "thursday" => Weekday::Thu,
-        "friday" => Weekday::Fri,
-        "saturday" => Weekday::Sat,
-        "sunday" => Weekday::Sun,
-        _ => return None,
-    })
-}
-
 /// The first moment of day `d`, in UTC.
 pub fn midnight(d: NaiveDate) -> DateTime<Utc> {
     Utc.from_utc_datetime(&d.and_hms_opt(0, 0, 0).expect("midnight exists"))
@@ -216,7 +204,7 @@ pub fn time_window(question: &str, asked: DateTime<Utc>) -> Option<TimeWindow> {
                 if let (Some(n), Some(unit)) = (number(w(i + 1)), unit_days(w(i + 2))) {
                     return window(asked - days(n * unit), asked, i, i + 3);
                 }
-                if let Some(day) = weekday(w(i + 1)) {
+                if let Some(day) = weekday_of(w(i + 1)) {
                     return last_weekday(asked, day).and_then(|d| {
                         window(midnight(d) - days(1.0), midnight(d) + days(2.0), i, i + 2)
                     });
@@ -269,8 +257,10 @@ pub fn days_named(message: &str, said: DateTime<Utc>) -> Vec<(String, NaiveDate)
                 Some((1, today - Duration::days(1)))
             }
             ("last", "night") => Some((2, today - Duration::days(1))),
-            ("last", d) => weekday(d).and_then(|d| Some((2, last_weekday(said, d)?))),
-            ("this", "past") => weekday(w(i + 2)).and_then(|d| Some((3, last_weekday(said, d)?))),
+            ("last", d) => weekday_of(d).and_then(|d| Some((2, last_weekday(said, d)?))),
+            ("this", "past") => {
+                weekday_of(w(i + 2)).and_then(|d| Some((3, last_weekday(said, d)?)))
+            }
             // a number of days, not "a few" or "a couple of", which name no one day
             (n, "days" | "day") if w(i + 2) == "ago" && !matches!(n, "few" | "several") => {
                 number(n)
@@ -293,11 +283,12 @@ pub fn days_named(message: &str, said: DateTime<Utc>) -> Vec<(String, NaiveDate)
     named
 }
 
+/// The latest `day` strictly before the day `asked` falls on.
 fn last_weekday(asked: DateTime<Utc>, day: Weekday) -> Option<NaiveDate> {
-    let today = asked.date_naive();
-    (1..=7)
-        .map(|back| today - Duration::days(back))
-        .find(|d| d.weekday() == day)
+    Some(engram_operators::relation_extraction::last_weekday(
+        asked.date_naive(),
+        day,
+    ))
 }
 
 #[cfg(test)]
