@@ -41,7 +41,8 @@ const OBJECT_STOPS: &[&str] = &[
     "and", "but", "because", "so", "with", "which", "that", "when", "while", "since", "after",
     "before", "yesterday", "today", "tonight", "last", "this", "ago", "on", "in", "at", "for",
     "during", "where", "who", "as", "to", "from", "then", "and", "or", "it", "was", "is",
-    "recently", "too", "again", "earlier", "next",
+    "recently", "too", "again", "earlier", "next", "here", "there", "about", "together",
+    "what", "how", "into", "like",
 ];
 
 /// Units of "3 days ago", "two weeks ago": such a phrase ends an object.
@@ -49,9 +50,15 @@ const TIME_UNITS: &[&str] = &[
     "minutes", "hours", "day", "days", "week", "weeks", "month", "months", "year", "years",
 ];
 
+/// Gerunds too light to name what was started on their own.
+const LIGHT_GERUNDS: &[&str] = &[
+    "doing", "going", "looking", "getting", "helping", "caring", "thinking", "trying", "being",
+    "having", "making", "taking", "feeling", "working",
+];
+
 /// Words that make a phrasal verb of the verb before them.
 const PARTICLES: &[&str] = &[
-    "up", "out", "off", "over", "down", "back", "away", "around", "by",
+    "up", "out", "off", "over", "down", "back", "away", "around", "by", "into", "onto", "through",
 ];
 
 /// Objects that name nothing on their own.
@@ -121,6 +128,12 @@ fn words_of(sentence: &str) -> Vec<String> {
     if !word.is_empty() {
         words.push(word);
     }
+    // a dash between spaces is a clause break, not a word
+    for w in words.iter_mut() {
+        if w.chars().all(|c| c == '-') {
+            *w = ",".to_string();
+        }
+    }
     words
 }
 
@@ -183,6 +196,13 @@ fn relation_at(
         .is_some_and(|w| matches!(w.to_lowercase().as_str(), "a" | "an" | "the"))
     {
         object.remove(0);
+    }
+    // "started doing", "started looking into …": a light verb says nothing of what was started
+    if object
+        .first()
+        .is_some_and(|w| LIGHT_GERUNDS.contains(&w.to_lowercase().as_str()))
+    {
+        return None;
     }
     let object = object.join(" ");
     if object.is_empty() || EMPTY_OBJECTS.contains(&object.to_lowercase().as_str()) {
@@ -351,6 +371,24 @@ mod tests {
         assert_eq!(
             read("I got a new job at Google"),
             [rel("got", "new job", None)]
+        );
+        // from LoCoMo's transcripts
+        assert_eq!(
+            read("I ran into a group of religious conservatives on a hike"),
+            []
+        );
+        assert_eq!(
+            read("I just started going to boot camps with my fam last month."),
+            []
+        );
+        assert_eq!(read("I started - it's tricky, but fun"), []);
+        assert_eq!(
+            read("I started volunteering here about a year ago after seeing a family struggle."),
+            [rel("started", "volunteering", Some("a year ago"))]
+        );
+        assert_eq!(
+            read("My colleagues and I went to a convention together last month."),
+            [rel("went to", "convention", Some("last month"))]
         );
     }
 
