@@ -481,3 +481,100 @@ fn engram_enrich_reads_a_backlog_once_and_exits() {
         "{relations:?}"
     );
 }
+
+#[test]
+fn a_forgotten_turn_takes_what_was_derived_from_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&data);
+    let derived = |id: &str, body: Value| {
+        let mut event = json!({"event_id": id, "tenant": TENANT, "user": "fay",
+                               "ts": "2023-05-08T14:00:00Z", "session": "s1"});
+        event
+            .as_object_mut()
+            .unwrap()
+            .extend(body.as_object().unwrap().clone());
+        event
+    };
+    let events = json!([
+        turn(
+            "f1",
+            "fay",
+            "s1",
+            8,
+            "user",
+            "I went to the zqclinicmark clinic yesterday about my back."
+        ),
+        turn(
+            "f2",
+            "fay",
+            "s1",
+            8,
+            "user",
+            "Anyway, the garden is full of tomatoes now."
+        ),
+        derived(
+            "sum-1",
+            json!({"kind": "summary", "content": "Fay saw the zqsummarymark doctor; tomatoes.", "covers": ["f1", "f2"]})
+        ),
+        derived(
+            "sum-2",
+            json!({"kind": "summary", "content": "Fay grows tomatoes.", "covers": ["f2"]})
+        ),
+        derived(
+            "rel-1",
+            json!({"kind": "relation", "subject": "Fay", "relation": "visited", "object": "zqrelationmark clinic", "evidence": ["f1"]})
+        ),
+        derived(
+            "fact-1",
+            json!({"kind": "fact", "subject": "user", "attribute": "health", "value": "zqfactmark back pain", "source_event_id": "f1"})
+        ),
+    ]);
+    let (status, body) = server.post("/v1/events", &events);
+    assert_eq!(status, 200, "{body}");
+    server.wait_caught_up(Duration::from_secs(60));
+    let m = memory(&server, "fay");
+    assert_eq!(m["summaries"].as_array().unwrap().len(), 2, "{m}");
+    assert_eq!(
+        m["relations"].as_array().unwrap().len(),
+        2,
+        "read at ingest and sent: {m}"
+    );
+    let (status, body) = server.post(
+        "/v1/events",
+        &json!({"kind": "control", "event_id": "forget-f1", "tenant": TENANT, "user": "fay",
+                "ts": "2023-05-09T00:00:00Z", "action": "forget", "target_event_id": "f1"}),
+    );
+    assert_eq!(status, 200, "{body}");
+    eventually(
+        Duration::from_secs(20),
+        "what f1 said gone from the data folder",
+        || {
+            [
+                "zqclinicmark",
+                "zqsummarymark",
+                "zqrelationmark",
+                "zqfactmark",
+            ]
+            .iter()
+            .all(|marker| files_containing(&data, marker).is_empty())
+        },
+    );
+    let m = memory(&server, "fay");
+    let summaries: Vec<&str> = m["summaries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["event_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(summaries, ["sum-2"], "{m}");
+    assert_eq!(m["relations"], json!([]), "{m}");
+    assert!(!m["facts"].to_string().contains("zqfactmark"), "{m}");
+    // a restart reads the same
+    assert!(server.interrupt().success());
+    let server = Server::start(&data);
+    server.wait_caught_up(Duration::from_secs(60));
+    let m = memory(&server, "fay");
+    assert_eq!(m["summaries"].as_array().unwrap().len(), 1, "{m}");
+    assert_eq!(m["relations"], json!([]), "{m}");
+}

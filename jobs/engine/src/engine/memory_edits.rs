@@ -207,43 +207,62 @@ impl Engine {
         let log = self.ingestor.log().clone();
         let index = self.ingestor.user_offsets().clone();
         let (t, u, id) = (tenant.to_string(), user.to_string(), target.to_string());
-        let at = tokio::task::spawn_blocking(move || {
+        // the target, and what was derived from it: summaries that cover it, relations it is
+        // evidence for, facts learned from it (an enrichment job's, or a client's)
+        let found = tokio::task::spawn_blocking(move || {
             let offsets = index.offsets(&t, Some(&u), offset);
             let records = index.read(&log, &offsets)?;
-            Ok::<_, engram_connectors::LogError>(records.into_iter().find_map(|(o, bytes)| {
-                let e = Event::from_canonical_json(&bytes).ok()?;
-                (e.header.tenant == t
-                    && e.header.user == u
-                    && e.header.event_id == id
-                    && !e.governs_processing())
-                .then_some(o)
-            }))
+            let mut target_at = None;
+            let mut derived = Vec::new();
+            for (o, bytes) in records {
+                let Ok(e) = Event::from_canonical_json(&bytes) else {
+                    continue;
+                };
+                if e.header.tenant != t || e.header.user != u || e.governs_processing() {
+                    continue;
+                }
+                if e.header.event_id == id {
+                    target_at = Some(o);
+                } else if crate::ingest::derived_from(&e, &id) {
+                    derived.push(o);
+                }
+            }
+            Ok::<_, engram_connectors::LogError>(target_at.map(|at| (at, derived)))
         })
         .await
         .expect("find task")?;
-        if let Some(at) = at {
-            receipt.episodes_erased = self.store.forget(tenant, user, at).await?;
-            if let Some(p) = &self.recall.passages {
-                receipt.passages_erased = p.forget(tenant, user, at).await?;
-            }
-            if let Some(f) = &self.recall.facts {
-                receipt.facts_erased = f.forget(tenant, user, at).await?;
-            }
-            if let Some(s) = &self.recall.summaries {
-                receipt.summaries_erased = s.forget(tenant, user, at).await?;
+        if let Some((at, derived)) = found {
+            let all: Vec<u64> = std::iter::once(at).chain(derived).collect();
+            for &at in &all {
+                receipt.episodes_erased += self.store.forget(tenant, user, at).await?;
+                if let Some(p) = &self.recall.passages {
+                    receipt.passages_erased += p.forget(tenant, user, at).await?;
+                }
+                if let Some(f) = &self.recall.facts {
+                    receipt.facts_erased += f.forget(tenant, user, at).await?;
+                }
+                if let Some(s) = &self.recall.summaries {
+                    receipt.summaries_erased += s.forget(tenant, user, at).await?;
+                }
             }
             // the events table holds the target once it has everything below the forget
             if !self.events.wait_for(offset + 1, VIEWS_WAIT).await {
                 return Err(GdprError::EventsLate(offset));
             }
-            receipt.events_redacted = self.events.forget(tenant, user, at).await?;
+            for &at in &all {
+                receipt.events_redacted += self.events.forget(tenant, user, at).await?;
+            }
             let log = self.ingestor.log().clone();
             receipt.log_records_redacted = tokio::task::spawn_blocking(move || {
-                if at < log.base_offset() {
-                    // below the base the events table is the record, redacted just now
+                // below the base the events table is the record, redacted just now
+                let in_file: Vec<u64> = all
+                    .into_iter()
+                    .filter(|o| *o >= log.base_offset())
+                    .collect();
+                if in_file.is_empty() {
                     return Ok(0);
                 }
-                log.redact(&[at], |old| {
+                log.redact(&in_file, |old| {
                     let e = Event::from_canonical_json(old).expect("read just now");
                     Redacted::new(&e.header.tenant, &e.header.event_id)
                         .to_json()

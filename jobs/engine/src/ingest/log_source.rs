@@ -287,7 +287,9 @@ impl LogSource {
     }
 
     /// The retractions a `forget` at `at` of `target` (an event id of `(tenant, user)`) makes
-    /// on this worker: the records sent for that event, exactly as sent. Nothing when the
+    /// on this worker: the records sent for that event, and for the user's earlier events
+    /// derived from it ([`super::derived_from`]: summaries covering it, relations it is evidence
+    /// for, facts learned from it), exactly as sent. Nothing when the
     /// target is not an earlier event of that user, is another worker's, or was retracted
     /// already (forgotten, erased, or withdrawn by a restriction: then it is only noted, so
     /// that lifting the restriction does not send it again).
@@ -299,42 +301,52 @@ impl LogSource {
         at: u64,
     ) -> Vec<(u64, InputRecord, isize)> {
         let mut found = None;
+        let mut derived = Vec::new();
         self.for_each_record_before(tenant, Some(user), at, |o, bytes| {
-            if found.is_some() {
-                return;
-            }
             if let Ok(event) = Event::from_canonical_json(bytes) {
                 let h = &event.header;
-                if h.tenant == tenant
-                    && h.user == user
-                    && h.event_id == target
-                    && !event.governs_processing()
-                {
-                    found = Some((o, event));
+                if h.tenant != tenant || h.user != user || event.governs_processing() {
+                    return;
+                }
+                if h.event_id == target {
+                    found.get_or_insert((o, event));
+                } else if super::derived_from(&event, target) {
+                    derived.push((o, event));
                 }
             }
         });
         let Some((o, event)) = found else {
             return Vec::new();
         };
-        if worker_for(&event.key(), self.peers) != self.worker || !self.forgotten.insert(o) {
+        if worker_for(&event.key(), self.peers) != self.worker {
             return Vec::new();
         }
-        let sent_correction = self
-            .sent_corrections
-            .get_mut(&(tenant.to_string(), user.to_string()))
-            .and_then(|sent| {
-                let i = sent.iter().position(|(s, _)| *s == o)?;
-                Some(sent.remove(i).1)
-            });
-        if self.withdrawn(tenant, user) || self.erased_since(tenant, user).is_some_and(|s| o <= s) {
-            return Vec::new();
+        // the target, then what was derived from it (summaries, relations, facts)
+        let mut out = Vec::new();
+        for (o, event) in std::iter::once((o, event)).chain(derived) {
+            if !self.forgotten.insert(o) {
+                continue;
+            }
+            let sent_correction = self
+                .sent_corrections
+                .get_mut(&(tenant.to_string(), user.to_string()))
+                .and_then(|sent| {
+                    let i = sent.iter().position(|(s, _)| *s == o)?;
+                    Some(sent.remove(i).1)
+                });
+            let gone = self.withdrawn(tenant, user)
+                || self.erased_since(tenant, user).is_some_and(|s| o <= s);
+            if gone {
+                continue;
+            }
+            out.extend(
+                InputRecord::from_event_with(&event, o, &self.fusion)
+                    .into_iter()
+                    .chain(sent_correction)
+                    .map(|r| (at, r, -1)),
+            );
         }
-        InputRecord::from_event_with(&event, o, &self.fusion)
-            .into_iter()
-            .chain(sent_correction)
-            .map(|r| (at, r, -1))
-            .collect()
+        out
     }
 
     /// What a `restrict` or `unrestrict` of the tenant (of `user` only, when given) at `at`
@@ -582,7 +594,9 @@ mod tests {
                     Body::Control(c) if c.action == ControlAction::Forget => {
                         later.header.tenant == e.header.tenant
                             && later.header.user == e.header.user
-                            && c.target_event_id.as_ref() == Some(&e.header.event_id)
+                            && c.target_event_id.as_ref().is_some_and(|t| {
+                                t == &e.header.event_id || crate::ingest::derived_from(e, t)
+                            })
                     }
                     _ => false,
                 });
