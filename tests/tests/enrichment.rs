@@ -237,6 +237,7 @@ fn what_the_model_reads_is_published_once_survives_a_kill_and_goes_with_an_erase
         "{metrics}"
     );
     assert_eq!(server.metric("engram_enrich_events_total"), 3, "{metrics}");
+    assert_eq!(server.metric("engram_enrich_running"), 1, "{metrics}");
     assert!(
         server.metric("engram_enrich_prompt_tokens_total") >= 200,
         "{metrics}"

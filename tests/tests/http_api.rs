@@ -520,13 +520,24 @@ fn a_relation_shows_in_the_memory_with_its_evidence_and_one_without_a_subject_is
     let (status, m) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "alice"}));
     assert_eq!(status, 200, "{m}");
     let relations = m["relations"].as_array().unwrap();
-    let ids: Vec<&str> = relations.iter().map(|r| r["event_id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = relations
+        .iter()
+        .map(|r| r["event_id"].as_str().unwrap())
+        .collect();
     // bob's relation is not alice's; hers are the one sent and the one read at ingest from
     // "I went to a support group yesterday."
     assert_eq!(ids, ["a1#rel0", "rel-1"], "{m}");
     assert_eq!(
-        (&relations[0]["relation"], &relations[0]["object"], &relations[0]["time"]),
-        (&json!("went to"), &json!("support group"), &json!("2024-12-31")),
+        (
+            &relations[0]["relation"],
+            &relations[0]["object"],
+            &relations[0]["time"]
+        ),
+        (
+            &json!("went to"),
+            &json!("support group"),
+            &json!("2024-12-31")
+        ),
         "{m}"
     );
     let mut r = relations[1].clone();

@@ -287,19 +287,41 @@ impl Engine {
     /// engine begins to close.
     fn spawn_enrichment(&self) -> anyhow::Result<()> {
         use crate::enrich::job::{EnrichJob, Mode};
-        let job = EnrichJob::new(
-            &self.config,
+        let (config, ingestor, stats) = (
+            self.config.clone(),
             self.ingestor.clone(),
             self.enrich_stats.clone(),
-        )?;
-        if let Some(job) = job {
-            let stop = self.closing();
-            tokio::spawn(async move {
-                if let Err(e) = job.run(Mode::Follow, stop).await {
-                    tracing::error!(error = %e, "the enrichment job stopped");
+        );
+        // the prompt files are read now: a mistake in them stops the start, with the reason
+        let Some(mut job) = EnrichJob::new(&config, ingestor.clone(), stats.clone())? else {
+            return Ok(());
+        };
+        let stop = self.closing();
+        tokio::spawn(async move {
+            // an error (a log it cannot read, a state it cannot save: a full disk) stops one
+            // run; the job starts again from its saved state, waiting longer each time
+            let mut wait = std::time::Duration::from_secs(5);
+            loop {
+                stats.running.store(1, std::sync::atomic::Ordering::Relaxed);
+                let outcome = job.run(Mode::Follow, stop.clone()).await;
+                stats.running.store(0, std::sync::atomic::Ordering::Relaxed);
+                match outcome {
+                    Ok(()) => return, // the engine is closing
+                    Err(e) => tracing::error!(error = %e, retry_in_secs = wait.as_secs(),
+                        "the enrichment job stopped; it starts again"),
                 }
-            });
-        }
+                let mut closing = stop.clone();
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = closing.changed() => return,
+                }
+                wait = (wait * 2).min(std::time::Duration::from_secs(600));
+                match EnrichJob::new(&config, ingestor.clone(), stats.clone()) {
+                    Ok(Some(next)) => job = next,
+                    _ => return,
+                }
+            }
+        });
         Ok(())
     }
 

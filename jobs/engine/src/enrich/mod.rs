@@ -102,6 +102,8 @@ pub struct EnrichStats {
     pub read_offset: AtomicU64,
     /// Batches waiting for, or in, a request.
     pub pending_batches: AtomicU64,
+    /// 1 while the job runs in `engram serve` (0: off, or restarting after an error).
+    pub running: AtomicU64,
 }
 
 impl EnrichStats {
@@ -158,6 +160,11 @@ impl EnrichStats {
                 "engram_enrich_pending_batches",
                 "batches waiting for, or in, a request",
                 get(&self.pending_batches),
+            ),
+            (
+                "engram_enrich_running",
+                "1 while the enrichment job runs (0: off, or restarting after an error)",
+                get(&self.running),
             ),
         ]
     }
