@@ -91,6 +91,36 @@ fn assert_the_export_holds_alices_subgraph_only(server: &Server) {
     assert_eq!(export["summaries"].as_array().unwrap().len(), 1, "{export}");
     // the one sent, and "I moved to Porto" read at ingest
     assert_eq!(export["relations"].as_array().unwrap().len(), 2, "{export}");
+    // MENTIONS: from her episodes to the entities listed, by their ids; "Porto" is one
+    let entity_ids: std::collections::BTreeMap<&str, &str> = export["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["id"].as_str().unwrap(), e["name"].as_str().unwrap()))
+        .collect();
+    let episode_ids: Vec<&Value> = export["episodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["id"])
+        .collect();
+    let mentions: Vec<&Value> = export["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "MENTIONS")
+        .collect();
+    assert!(!mentions.is_empty(), "{export}");
+    for m in &mentions {
+        assert!(episode_ids.contains(&&m["from"]), "{m}");
+        assert!(entity_ids.contains_key(m["to"].as_str().unwrap()), "{m}");
+    }
+    assert!(
+        mentions
+            .iter()
+            .any(|m| entity_ids[m["to"].as_str().unwrap()] == "porto"),
+        "{export}"
+    );
     assert!(!export["skills"].as_array().unwrap().is_empty());
     assert_eq!(export["team"], "team-zqalicemark");
     assert_eq!(

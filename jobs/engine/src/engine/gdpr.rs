@@ -340,7 +340,24 @@ impl Engine {
             })
             .collect();
         let mut out = crate::read_model::memory_json(&views, tenant, user);
+        // MENTIONS: each episode to the entities the views hold that its content names (as the
+        // entity view reads them: every role's episodes)
+        let known = views.users.get(&(tenant.to_string(), user.to_string()));
+        let mut mentions = Vec::new();
+        for e in &episodes {
+            let Some(known) = known else { break };
+            let content = e["content"].as_str().unwrap_or_default();
+            for (name, _) in engram_operators::entities::extract_entities(content) {
+                if known.entities.contains_key(name.as_str()) {
+                    let to = crate::read_model::entity_id(tenant, &name);
+                    mentions.push(json!({"type": "MENTIONS", "from": e["id"], "to": to}));
+                }
+            }
+        }
         drop(views);
+        if let Some(edges) = out["edges"].as_array_mut() {
+            edges.extend(mentions);
+        }
         out["episodes"] = Value::Array(episodes);
         if self.ingestor.is_restricted(tenant, user) {
             // processing is frozen, so the views hold nothing of the user: the export gives

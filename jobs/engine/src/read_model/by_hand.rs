@@ -19,7 +19,7 @@ pub(super) fn memory_json_by_hand(views: &MemoryViews, tenant: &str, user: &str)
         .get(&(tenant.to_string(), user.to_string()))
         .unwrap_or(&empty);
     let facts = facts_json(memory);
-    let (entities, co_mentions) = entities_json(memory);
+    let (entities, co_mentions) = entities_json(memory, tenant);
     let skills = skills_json(views, memory, tenant);
     let correction_clusters = correction_clusters_json(memory);
     let now = views.engine_time_secs as i64;
@@ -130,14 +130,17 @@ fn facts_json(memory: &UserMemory) -> Vec<Value> {
 }
 
 /// Entities and co-mentions, by name.
-fn entities_json(memory: &UserMemory) -> (Vec<Value>, Vec<Value>) {
+fn entities_json(memory: &UserMemory, tenant: &str) -> (Vec<Value>, Vec<Value>) {
     // the views hold entities and co-mentions unordered; an export lists them by name
     let mut entities: Vec<_> = memory.entities.iter().collect();
     entities.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let entities: Vec<_> = entities
         .into_iter()
         .map(|(name, s)| {
+            // the same name-derived id, written out here again
+            let id = engram_schemas::node_id(tenant, &format!("\0entity\0{name}"));
             json!({
+                "id": id.to_string(),
                 "name": &**name, "kind": format!("{:?}", s.kind).to_lowercase(), "mentions": s.mention_count,
                 "first_seen": micros_to_rfc3339(s.first_seen_micros),
                 "last_seen": micros_to_rfc3339(s.last_seen_micros),

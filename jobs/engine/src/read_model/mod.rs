@@ -52,7 +52,7 @@ pub fn user_memory_view(views: &MemoryViews, tenant: &str, user: &str) -> UserMe
         engine_time: micros_to_rfc3339(now * 1_000_000),
         team: views.user_teams.get(&key).cloned(),
         facts: facts(memory),
-        entities: entities(memory),
+        entities: entities(memory, tenant),
         co_mentions: co_mentions(memory),
         skills: skills(views, memory, tenant),
         skill_confidence: memory
@@ -153,12 +153,12 @@ fn facts(memory: &UserMemory) -> Vec<FactView> {
 }
 
 /// Entities, by name (the views hold them unordered).
-fn entities(memory: &UserMemory) -> Vec<EntityView> {
+fn entities(memory: &UserMemory, tenant: &str) -> Vec<EntityView> {
     let mut entities: Vec<_> = memory.entities.iter().collect();
     entities.sort_unstable_by(|a, b| a.0.cmp(b.0));
     entities
         .into_iter()
-        .map(|(name, s)| EntityView::new(name, s))
+        .map(|(name, s)| EntityView::new(tenant, name, s))
         .collect()
 }
 

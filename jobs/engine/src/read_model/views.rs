@@ -99,9 +99,18 @@ impl FactView {
     }
 }
 
+/// The stable UUID of the entity node `name` (the normalised name the views key it by) of
+/// `tenant`: the same name always gives the same id, and never an event's node id (event ids
+/// cannot hold the NUL that separates the namespace).
+pub fn entity_id(tenant: &str, name: &str) -> String {
+    engram_schemas::node_id(tenant, &format!("\0entity\0{name}")).to_string()
+}
+
 /// An entity, as `/v1/memory` lists it and the dashboard's entity rows show it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EntityView {
+    /// Stable UUID of the entity node ([`entity_id`]).
+    pub id: String,
     pub name: String,
     /// `named` or `nounphrase`.
     pub kind: String,
@@ -111,8 +120,9 @@ pub struct EntityView {
 }
 
 impl EntityView {
-    pub fn new(name: &str, s: &EntityStats) -> Self {
+    pub fn new(tenant: &str, name: &str, s: &EntityStats) -> Self {
         EntityView {
+            id: entity_id(tenant, name),
             name: name.to_string(),
             kind: format!("{:?}", s.kind).to_lowercase(),
             mentions: s.mention_count,

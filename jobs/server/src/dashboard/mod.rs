@@ -393,7 +393,7 @@ impl Touched {
                 put("fact", key, fact_row(memory, subject, attribute));
             }
             for name in &self.entities {
-                put("entity", name.clone(), entity_row(memory, name));
+                put("entity", name.clone(), entity_row(memory, tenant, name));
             }
             for correction in &self.corrections {
                 if let Some(cluster) = memory.correction_clusters.get(correction) {
@@ -527,7 +527,7 @@ fn snapshot(
         let mut names: Vec<_> = memory.entities.keys().collect();
         names.sort_unstable();
         for name in names {
-            if let Some(row) = entity_row(memory, name) {
+            if let Some(row) = entity_row(memory, tenant, name) {
                 rows.push(json!({"table": "entity", "key": &**name, "value": row}));
             }
         }

@@ -138,9 +138,9 @@ pub(super) fn fact_row(memory: &UserMemory, subject: &str, attribute: &str) -> O
 }
 
 /// An entity, as the read model's [`EntityView`].
-pub(super) fn entity_row(memory: &UserMemory, name: &str) -> Option<Value> {
+pub(super) fn entity_row(memory: &UserMemory, tenant: &str, name: &str) -> Option<Value> {
     let s = memory.entities.get(name)?;
-    Some(json!(EntityView::new(name, s)))
+    Some(json!(EntityView::new(tenant, name, s)))
 }
 
 /// A correction's words as the dashboard shows them: what it asks for, else the original.
