@@ -2,6 +2,7 @@
 //! parts, in [`views`]) that `/v1/memory` returns, export and GDPR embed and the dashboard's
 //! fact and entity rows show, read from the views at one timestamp.
 
+mod as_of;
 mod views;
 
 #[cfg(test)]
@@ -9,6 +10,7 @@ mod by_hand;
 #[cfg(test)]
 mod tests;
 
+pub use as_of::memory_as_of;
 pub use views::*;
 
 use engram_dataflows::views::UserMemory;

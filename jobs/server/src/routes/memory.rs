@@ -39,6 +39,10 @@ struct MemoryRequest {
     #[serde(default)]
     tenant: String,
     user: String,
+    /// An event time: the graph's time-stamped parts as they stood then
+    /// ([`engram_engine::read_model::memory_as_of`]).
+    #[serde(default)]
+    as_of: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// One user's facts (every version, with validity and supersession), entities, co-mentions and
@@ -62,5 +66,9 @@ pub(crate) async fn post_memory(
     if let Err(resp) = check_not_restricted(&engine, &req.tenant, &req.user) {
         return resp;
     }
-    Json(memory_json(&engine.views.read(), &req.tenant, &req.user)).into_response()
+    let mut memory = memory_json(&engine.views.read(), &req.tenant, &req.user);
+    if let Some(as_of) = req.as_of {
+        engram_engine::read_model::memory_as_of(&mut memory, as_of);
+    }
+    Json(memory).into_response()
 }
