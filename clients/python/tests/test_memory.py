@@ -54,8 +54,9 @@ def test_a_fact_is_rectified_once_and_its_old_version_refused(
     alice = fresh("alice")
     engram.add_events({
         "kind": "fact", "event_id": fresh("f-city"), "tenant": engram.tenant(), "user": alice,
-        "ts": dt.datetime.now(dt.timezone.utc).isoformat(), "subject": alice,
-        "attribute": "city", "value": "Berlin", "confidence": 0.9,
+        # an hour ago: the rectification below is later by more than the views' 1 s resolution
+        "ts": (dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=1)).isoformat(),
+        "subject": alice, "attribute": "city", "value": "Berlin", "confidence": 0.9,
     })
     wait_caught_up(admin)
     [berlin] = engram.memory(alice)["facts"]
@@ -66,6 +67,10 @@ def test_a_fact_is_rectified_once_and_its_old_version_refused(
     wait_caught_up(admin)
     facts = {f["value"]: f for f in engram.memory(alice)["facts"]}
     assert facts["Porto"]["current"] is True and facts["Berlin"]["current"] is False
+    # as of an event time before the rectification, Berlin still held
+    before = engram.memory(alice, as_of=berlin["valid_from"])
+    assert [(f["value"], f["current"]) for f in before["facts"]] == [("Berlin", True)]
+    assert before["as_of"]
 
     with pytest.raises(Conflict) as refused:
         engram.rectify(alice, berlin["id"], "Faro")

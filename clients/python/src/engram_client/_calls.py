@@ -144,8 +144,10 @@ def recall(
     return Call("POST", "/v1/recall", _drop_none(body))
 
 
-def memory(tenant: Optional[str], user: str) -> Call[UserMemory]:
-    return Call("POST", "/v1/memory", _drop_none({"tenant": tenant, "user": user}))
+def memory(tenant: Optional[str], user: str,
+           as_of: Optional[Timestamp] = None) -> Call[UserMemory]:
+    return Call("POST", "/v1/memory",
+                _drop_none({"tenant": tenant, "user": user, "as_of": _timestamp(as_of)}))
 
 
 def prompt_body(

@@ -80,10 +80,11 @@ class AsyncEngram(AsyncTransport):
                                        include_domain=include_domain,
                                        include_archived=include_archived))
 
-    async def memory(self, user: str) -> UserMemory:
+    async def memory(self, user: str, *, as_of: Optional[Timestamp] = None) -> UserMemory:
         """What engram knows about the user: facts (every version), entities, preferences,
-        skills, style…"""
-        return await self._send(calls.memory(self._tenant, user))
+        skills, style…; with ``as_of`` (an event time) the graph's time-stamped parts as they
+        stood then."""
+        return await self._send(calls.memory(self._tenant, user, as_of))
 
     async def prompt(self, user: str, query: str, *, session: Optional[str] = None,
                context: Optional[Context] = None, skill_id: Optional[str] = None,

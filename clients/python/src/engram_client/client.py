@@ -78,10 +78,11 @@ class Engram(SyncTransport):
                                        include_domain=include_domain,
                                        include_archived=include_archived))
 
-    def memory(self, user: str) -> UserMemory:
+    def memory(self, user: str, *, as_of: Optional[Timestamp] = None) -> UserMemory:
         """What engram knows about the user: facts (every version), entities, preferences,
-        skills, style…"""
-        return self._send(calls.memory(self._tenant, user))
+        skills, style…; with ``as_of`` (an event time) the graph's time-stamped parts as they
+        stood then."""
+        return self._send(calls.memory(self._tenant, user, as_of))
 
     def prompt(self, user: str, query: str, *, session: Optional[str] = None,
                context: Optional[Context] = None, skill_id: Optional[str] = None,
