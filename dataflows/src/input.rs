@@ -415,9 +415,8 @@ impl InputRecord {
             .as_ref()
             .and_then(|m| m.get("speaker"))
             .and_then(|s| s.as_str());
-        let prefix = engram_operators::turn_text::speaker_prefix(&i.content);
-        let speaker = meta_speaker.or(prefix.map(|(s, _)| s)).unwrap_or("user");
-        let text = prefix.map_or(i.content.as_str(), |(_, body)| body);
+        let (speaker, text) =
+            engram_operators::turn_text::speaker_and_body(&i.content, meta_speaker);
         extract_relations(speaker, text, h.ts)
             .into_iter()
             .enumerate()

@@ -568,9 +568,7 @@ fn reported_relations(e: &Event) -> Vec<RelationEntry> {
         .as_ref()
         .and_then(|m| m.get("speaker"))
         .and_then(|s| s.as_str());
-    let prefix = engram_operators::turn_text::speaker_prefix(&i.content);
-    let speaker = meta.or(prefix.map(|(s, _)| s)).unwrap_or("user");
-    let text = prefix.map_or(i.content.as_str(), |(_, body)| body);
+    let (speaker, text) = engram_operators::turn_text::speaker_and_body(&i.content, meta);
     engram_operators::relation_extraction::extract_relations(speaker, text, h.ts)
         .into_iter()
         .enumerate()

@@ -22,6 +22,14 @@ pub fn speaker_prefix(content: &str) -> Option<(&str, &str)> {
     (words.len() <= 3 && words.iter().all(|w| word_ok(w))).then_some((head, body))
 }
 
+/// Who speaks in a user's turn and what they say: the speaker its client named (`meta.speaker`),
+/// else its speaker prefix ("Caroline: …"), else "user"; and the turn without the prefix.
+pub fn speaker_and_body<'a>(content: &'a str, meta_speaker: Option<&'a str>) -> (&'a str, &'a str) {
+    let prefix = speaker_prefix(content);
+    let speaker = meta_speaker.or(prefix.map(|(s, _)| s)).unwrap_or("user");
+    (speaker, prefix.map_or(content, |(_, body)| body))
+}
+
 /// The text a turn is embedded by: its body without the speaker prefix (the whole content when
 /// it has none).
 pub fn embedding_text(content: &str) -> &str {
