@@ -21,6 +21,7 @@ pub mod relation_extraction;
 pub mod relations;
 pub mod requests;
 pub mod retrieval_preferences;
+pub mod said_days;
 pub mod skill_confidence;
 pub mod skill_feedback;
 pub mod style_preferences;

@@ -5,7 +5,8 @@
 //! no questions, no negations; the object up to the first clause break or time phrase, at most
 //! six words. The enrichment job, when a model server is configured, finds the rest.
 
-use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc, Weekday};
+use crate::said_days::{days_named, number_word};
+use chrono::{DateTime, Utc};
 
 /// One relation read from a sentence.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,7 +94,7 @@ pub fn extract_relations(speaker: &str, text: &str, said: DateTime<Utc>) -> Vec<
         }
         let words = words_of(sentence);
         let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
-        let time = time_of(&lower, said);
+        let time = time_of(sentence, &lower, said);
         let mut i = 0;
         while i < lower.len() {
             if let Some(r) = relation_at(speaker, &words, &lower, i, &time) {
@@ -178,8 +179,7 @@ fn relation_at(
         let unit_next = lower
             .get(at + 1)
             .is_some_and(|u| TIME_UNITS.contains(&u.as_str()));
-        let starts_time =
-            unit_next && (number(w).is_some() || matches!(w.as_str(), "few" | "several"));
+        let starts_time = unit_next && number_word(w).is_some();
         if w == "," || OBJECT_STOPS.contains(&w.as_str()) || object.len() == 6 || starts_time {
             break;
         }
@@ -216,77 +216,28 @@ fn relation_at(
     })
 }
 
-/// When the sentence (its lowercase words) says the event happened, relative to `said`.
-fn time_of(lower: &[String], said: DateTime<Utc>) -> Option<String> {
-    let day = said.date_naive();
-    let iso = |d: NaiveDate| Some(d.format("%Y-%m-%d").to_string());
+/// When the sentence says the event happened: the first day it names relative to `said`
+/// ([`days_named`]), else the words of a time it names that is no one day ("last week", "a
+/// year ago").
+fn time_of(sentence: &str, lower: &[String], said: DateTime<Utc>) -> Option<String> {
+    if let Some((_, day)) = days_named(sentence, said).first() {
+        return Some(day.format("%Y-%m-%d").to_string());
+    }
     for (i, w) in lower.iter().enumerate() {
         let next = lower.get(i + 1).map(String::as_str);
-        match w.as_str() {
-            "yesterday" => return iso(day - Duration::days(1)),
-            "today" | "tonight" => return iso(day),
-            "this" if matches!(next, Some("morning" | "afternoon" | "evening")) => return iso(day),
-            "last" if next == Some("night") => return iso(day - Duration::days(1)),
-            "last" => {
-                if let Some(weekday) = next.and_then(weekday_of) {
-                    return iso(last_weekday(day, weekday));
-                }
-                if let Some(
+        match (w.as_str(), next) {
+            (
+                "last",
+                Some(
                     unit @ ("week" | "weekend" | "month" | "year" | "summer" | "winter" | "spring"
                     | "fall" | "autumn"),
-                ) = next
-                {
-                    return Some(format!("last {unit}"));
-                }
-            }
-            "ago" if i >= 2 => {
-                let n = number(&lower[i - 2]);
-                match (n, lower[i - 1].as_str()) {
-                    (Some(n), "days" | "day") => return iso(day - Duration::days(n)),
-                    (Some(n), "weeks" | "week") => return iso(day - Duration::days(7 * n)),
-                    (_, unit) => return Some(format!("{} {unit} ago", lower[i - 2])),
-                }
-            }
+                ),
+            ) => return Some(format!("last {unit}")),
+            ("ago", _) if i >= 2 => return Some(lower[i - 2..=i].join(" ")),
             _ => {}
         }
     }
     None
-}
-
-fn number(word: &str) -> Option<i64> {
-    let n = match word {
-        "a" | "one" => 1,
-        "two" | "couple" => 2,
-        "three" => 3,
-        "four" => 4,
-        "five" => 5,
-        "six" => 6,
-        "seven" => 7,
-        "ten" => 10,
-        w => w.parse().ok()?,
-    };
-    (n <= 3650).then_some(n)
-}
-
-/// The weekday a lowercase word names ("saturday").
-pub fn weekday_of(word: &str) -> Option<Weekday> {
-    Some(match word {
-        "monday" => Weekday::Mon,
-        "tuesday" => Weekday::Tue,
-        "wednesday" => Weekday::Wed,
-        "thursday" => Weekday::Thu,
-        "friday" => Weekday::Fri,
-        "saturday" => Weekday::Sat,
-        "sunday" => Weekday::Sun,
-        _ => return None,
-    })
-}
-
-/// The latest `weekday` strictly before `day` ("last Saturday" said on Monday 8 May 2023 is
-/// Saturday 6 May; said on a Saturday it is the Saturday a week before).
-pub fn last_weekday(day: NaiveDate, weekday: Weekday) -> NaiveDate {
-    let back = (day.weekday().num_days_from_monday() + 7 - weekday.num_days_from_monday()) % 7;
-    day - Duration::days(if back == 0 { 7 } else { back as i64 })
 }
 
 #[cfg(test)]
@@ -389,27 +340,6 @@ mod tests {
         assert_eq!(
             read("My colleagues and I went to a convention together last month."),
             [rel("went to", "convention", Some("last month"))]
-        );
-    }
-
-    #[test]
-    fn last_weekday_is_strictly_before_the_day_said() {
-        let monday = NaiveDate::from_ymd_opt(2023, 5, 8).unwrap();
-        assert_eq!(
-            last_weekday(monday, Weekday::Sat),
-            NaiveDate::from_ymd_opt(2023, 5, 6).unwrap()
-        );
-        assert_eq!(
-            last_weekday(monday, Weekday::Sun),
-            NaiveDate::from_ymd_opt(2023, 5, 7).unwrap()
-        );
-        assert_eq!(
-            last_weekday(monday, Weekday::Mon),
-            NaiveDate::from_ymd_opt(2023, 5, 1).unwrap()
-        );
-        assert_eq!(
-            last_weekday(monday, Weekday::Tue),
-            NaiveDate::from_ymd_opt(2023, 5, 2).unwrap()
         );
     }
 }

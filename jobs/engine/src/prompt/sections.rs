@@ -364,7 +364,7 @@ pub(super) fn pieces(
 /// The days a memory's relative words meant when they were said, for the model to read dates
 /// off: " (last saturday = 2026-11-21)"; empty when it names none.
 fn days_meant(content: &str, said: chrono::DateTime<chrono::Utc>) -> String {
-    let named = crate::query::time_window::days_named(content, said);
+    let named = engram_operators::said_days::days_named(content, said);
     if named.is_empty() {
         return String::new();
     }

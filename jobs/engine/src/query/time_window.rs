@@ -7,8 +7,10 @@
 //! [`TELLING_SLACK_DAYS`] after its end and by a tolerance that grows with the distance named
 //! ("ten days ago" is less exact than "yesterday").
 
-use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc, Weekday};
-use engram_operators::relation_extraction::weekday_of;
+use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
+use engram_operators::said_days::{
+    last_weekday, lower_words as question_words, number_word as number, weekday_of,
+};
 use serde::Serialize;
 
 /// Days a conversation may come after the event it tells of.
@@ -38,24 +40,6 @@ impl TimeWindow {
     }
 }
 
-fn number(word: &str) -> Option<f64> {
-    Some(match word {
-        "a" | "an" | "one" | "single" => 1.0,
-        "two" | "couple" => 2.0,
-        "three" | "few" => 3.0,
-        "four" | "several" => 4.0,
-        "five" => 5.0,
-        "six" => 6.0,
-        "seven" => 7.0,
-        "eight" => 8.0,
-        "nine" => 9.0,
-        "ten" => 10.0,
-        "eleven" => 11.0,
-        "twelve" => 12.0,
-        w => return w.parse().ok().filter(|n: &f64| *n > 0.0 && *n < 1000.0),
-    })
-}
-
 fn unit_days(word: &str) -> Option<f64> {
     Some(match word.trim_end_matches('s') {
         "day" | "night" => 1.0,
@@ -64,15 +48,6 @@ fn unit_days(word: &str) -> Option<f64> {
         "year" => 365.25,
         _ => return None,
     })
-}
-
-/// The question's words, lower-cased (letters, digits and apostrophes).
-fn question_words(question: &str) -> Vec<String> {
-    question
-        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
-        .filter(|w| !w.is_empty())
-        .map(|w| w.to_lowercase())
-        .collect()
 }
 
 /// The first calendar day the question names, as "8 May, 2023", "8 May 2023" or "May 8, 2023"
@@ -205,7 +180,7 @@ pub fn time_window(question: &str, asked: DateTime<Utc>) -> Option<TimeWindow> {
                     return window(asked - days(n * unit), asked, i, i + 3);
                 }
                 if let Some(day) = weekday_of(w(i + 1)) {
-                    return last_weekday(asked, day).and_then(|d| {
+                    return Some(last_weekday(asked.date_naive(), day)).and_then(|d| {
                         window(midnight(d) - days(1.0), midnight(d) + days(2.0), i, i + 2)
                     });
                 }
@@ -239,98 +214,9 @@ pub fn time_window(question: &str, asked: DateTime<Utc>) -> Option<TimeWindow> {
     None
 }
 
-/// The most recent `day` strictly before the day of `asked`.
-/// The calendar days a message's relative expressions name, measured from when it was `said`:
-/// "yesterday" / "last night", "the day before yesterday", "last Saturday" / "this past
-/// Saturday" (the latest Saturday before that day), "three days ago". Each with its words, in
-/// order, once each. Weeks and months ("last week") name no one day and are left out.
-pub fn days_named(message: &str, said: DateTime<Utc>) -> Vec<(String, NaiveDate)> {
-    let words = question_words(message);
-    let w = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
-    let today = said.date_naive();
-    let mut named: Vec<(String, NaiveDate)> = Vec::new();
-    let mut i = 0;
-    while i < words.len() {
-        let found = match (w(i), w(i + 1)) {
-            ("day", "before") if w(i + 2) == "yesterday" => Some((3, today - Duration::days(2))),
-            ("yesterday", _) if w(i.wrapping_sub(1)) != "before" => {
-                Some((1, today - Duration::days(1)))
-            }
-            ("last", "night") => Some((2, today - Duration::days(1))),
-            ("last", d) => weekday_of(d).and_then(|d| Some((2, last_weekday(said, d)?))),
-            ("this", "past") => {
-                weekday_of(w(i + 2)).and_then(|d| Some((3, last_weekday(said, d)?)))
-            }
-            // a number of days, not "a few" or "a couple of", which name no one day
-            (n, "days" | "day") if w(i + 2) == "ago" && !matches!(n, "few" | "several") => {
-                number(n)
-                    .filter(|n| n.fract() == 0.0)
-                    .map(|n| (3, today - Duration::days(n as i64)))
-            }
-            _ => None,
-        };
-        match found {
-            Some((len, day)) => {
-                let phrase = words[i..(i + len).min(words.len())].join(" ");
-                if !named.iter().any(|(p, _)| *p == phrase) {
-                    named.push((phrase, day));
-                }
-                i += len;
-            }
-            None => i += 1,
-        }
-    }
-    named
-}
-
-/// The latest `day` strictly before the day `asked` falls on.
-fn last_weekday(asked: DateTime<Utc>, day: Weekday) -> Option<NaiveDate> {
-    Some(engram_operators::relation_extraction::last_weekday(
-        asked.date_naive(),
-        day,
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_message_names_days_relative_to_when_it_was_said() {
-        // said on Tuesday 24 Nov 2026
-        let said = Utc.with_ymd_and_hms(2026, 11, 24, 8, 0, 0).unwrap();
-        let day = |d: u32| NaiveDate::from_ymd_opt(2026, 11, d).unwrap();
-        let named = |text: &str| days_named(text, said);
-        assert_eq!(
-            named("Last saturday my brother Tom visited."),
-            [("last saturday".to_string(), day(21))]
-        );
-        assert_eq!(
-            named("I was sick yesterday, and three days ago too"),
-            [
-                ("yesterday".to_string(), day(23)),
-                ("three days ago".to_string(), day(21))
-            ]
-        );
-        assert_eq!(
-            named("the day before yesterday, and this past Tuesday"),
-            [
-                ("day before yesterday".to_string(), day(22)),
-                ("this past tuesday".to_string(), day(17)),
-            ]
-        );
-        assert_eq!(
-            named("we met last night"),
-            [("last night".to_string(), day(23))]
-        );
-        for text in [
-            "last week was busy",
-            "a few days ago",
-            "I saw the last movie",
-        ] {
-            assert_eq!(named(text), [], "{text:?}");
-        }
-    }
 
     #[test]
     fn a_named_calendar_day_is_read_in_either_order() {
