@@ -126,6 +126,9 @@ pub(crate) fn capture_model(
     capture(model.co_mentions, cap, probe, |(key, weight)| {
         ViewUpdate::CoMention(key, weight)
     });
+    capture(model.mentions, cap, probe, |(key, episode)| {
+        ViewUpdate::Mention(key, episode)
+    });
     let cap_eps = out.episodes.clone();
     keep_updates(model.episodes, probe, move |updates| {
         cap_eps.lock().unwrap().push_all(updates)

@@ -12,6 +12,7 @@ mod co_mentions;
 pub mod input;
 mod keyed_view;
 pub mod memory;
+mod mentions;
 pub mod model;
 pub mod params;
 mod publish;

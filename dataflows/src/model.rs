@@ -10,7 +10,8 @@ use engram_operators::correction_clusters::{
 };
 use engram_operators::correction_notes::{correction_notes, CorrectionNote};
 use engram_operators::entities::{
-    co_mentions_of, entity_stats_of, episode_entities, CoMentionKey, EntityKey, EntityStats,
+    co_mentions_of, entity_stats_of, episode_entities, mention_edges_of, CoMentionKey, EntityKey,
+    EntityStats,
 };
 use engram_operators::facts::{facts_over_time, FactAssertion, FactKey, FactVersion};
 use engram_operators::lifecycle::{preference_traces, PreferenceKey, PreferenceTrace};
@@ -68,6 +69,8 @@ pub struct MemoryModel<'scope> {
     pub fact_versions: Coll<'scope, (FactKey, FactVersion)>,
     pub entity_stats: Coll<'scope, (EntityKey, EntityStats)>,
     pub co_mentions: Coll<'scope, (CoMentionKey, u64)>,
+    /// `MENTIONS` edges: `((tenant, user, entity), episode key halves)`.
+    pub mentions: Coll<'scope, (EntityKey, [u64; 2])>,
     pub summaries: Coll<'scope, (UserKey, SummaryNode)>,
     /// A view only: relations are not memories (recall and retention never see them).
     pub relations: Coll<'scope, (UserKey, RelationNode)>,
@@ -119,7 +122,7 @@ pub fn memory_model<'scope>(
         teams.clone(),
         params.hierarchy.team_min_users,
     );
-    // extracted once for both entity views
+    // extracted once for every entity view
     let entities = episode_entities(input.episodes.clone());
     let (skill_tallies, population_tallies) = skill_feedback_of(votes.clone());
     let judged = judged_uses(input.uses, votes.clone());
@@ -147,6 +150,7 @@ pub fn memory_model<'scope>(
         ),
         fact_versions,
         entity_stats: entity_stats_of(entities.clone()),
+        mentions: mention_edges_of(entities.clone()),
         co_mentions: co_mentions_of(entities),
         summaries,
         relations: user_relations(input.relations),

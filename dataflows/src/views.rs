@@ -26,6 +26,7 @@ use tokio::sync::broadcast;
 pub use crate::co_mentions::CoMentions;
 use crate::keyed_view::set_or_clear;
 pub use crate::keyed_view::ViewMap;
+pub use crate::mentions::Mentions;
 use crate::params::RetentionParams;
 
 /// The per-user maps of the views, ordered by `(tenant, user)` so that one tenant's users are
@@ -97,6 +98,8 @@ pub struct UserMemory {
     pub entities: ViewMap<Arc<str>, EntityStats>,
     /// `(entity_a, entity_b)` with a < b → number of episodes mentioning both.
     pub co_mentions: CoMentions,
+    /// `MENTIONS`: episode → the entities it names, readable both ways.
+    pub mentions: Mentions,
     /// `(context bucket, skill)` → the user's counted votes.
     pub skills: BTreeMap<(u32, String), FeedbackTally>,
     /// `(context bucket, skill)` → the user's votes with old ones discounted, as of the latest
@@ -140,6 +143,8 @@ pub enum ViewUpdate {
     Fact(FactKey, Box<FactVersion>),
     Entity(EntityKey, EntityStats),
     CoMention(CoMentionKey, u64),
+    /// `((tenant, user, entity), episode key halves)`: a `MENTIONS` edge.
+    Mention(EntityKey, [u64; 2]),
     SkillTally(SkillKey, FeedbackTally),
     DiscountedSkillTally(SkillKey, Box<DiscountedTally>),
     SkillConfidence(UserSkillKey, SkillConfidence),
@@ -241,6 +246,16 @@ impl MemoryViews {
             ViewUpdate::CoMention((tenant, user, a, b), weight) => {
                 let user_memory = self.users.entry((tenant, user)).or_default();
                 user_memory.apply_co_mention(a, b, weight, diff);
+            }
+            ViewUpdate::Mention((tenant, user, name), episode) => {
+                let UserMemory {
+                    entities, mentions, ..
+                } = self.users.entry((tenant, user)).or_default();
+                let shared = || match entities.get_key_value(name.as_str()) {
+                    Some((held, _)) => held.clone(),
+                    None => Arc::from(name.as_str()),
+                };
+                mentions.apply(&name, episode, diff, shared);
             }
             ViewUpdate::SkillTally((tenant, user, bucket, skill), tally) => {
                 let skills = &mut self.users.entry((tenant, user)).or_default().skills;
@@ -477,6 +492,7 @@ impl ViewUpdate {
             ViewUpdate::Fact(key, _) => (&key.0, &key.1),
             ViewUpdate::Entity(key, _) => (&key.0, &key.1),
             ViewUpdate::CoMention(key, _) => (&key.0, &key.1),
+            ViewUpdate::Mention(key, _) => (&key.0, &key.1),
             ViewUpdate::SkillTally(key, _) | ViewUpdate::DiscountedSkillTally(key, _) => {
                 (&key.0, &key.1)
             }

@@ -226,6 +226,8 @@ struct Expected {
     facts: BTreeMap<(String, String, String, String), BTreeSet<FactVersion>>,
     entities: BTreeMap<(String, String, String), (i64, i64, u64, EntityKind)>,
     co_mentions: BTreeMap<(String, String, String, String), u64>,
+    /// `MENTIONS` as `(tenant, user, entity, episode key)`.
+    mentions: BTreeSet<(String, String, String, u128)>,
     skills: BTreeMap<(String, String, u32, String), FeedbackTally>,
     population: BTreeMap<(String, u32, String), FeedbackTally>,
     /// `(tenant, user, correction_id)` → cluster id.
@@ -453,6 +455,7 @@ fn from_scratch(log: &[Event]) -> Expected {
     let mut entities: BTreeMap<(String, String, String), (i64, i64, u64, EntityKind)> =
         BTreeMap::new();
     let mut co_mentions = BTreeMap::new();
+    let mut mentions = BTreeSet::new();
     let mut user_episodes = BTreeMap::new();
     for ((tenant, user, _), mut eps) in sessions {
         eps.sort();
@@ -465,6 +468,12 @@ fn from_scratch(log: &[Event]) -> Expected {
         for ep in &eps {
             let found = extract_entities(&ep.content);
             for (name, kind) in &found {
+                mentions.insert((
+                    tenant.clone(),
+                    user.clone(),
+                    name.clone(),
+                    episode_key(&ep.id),
+                ));
                 let e = entities
                     .entry((tenant.clone(), user.clone(), name.clone()))
                     .or_insert((i64::MAX, i64::MIN, 0, EntityKind::NounPhrase));
@@ -489,6 +498,7 @@ fn from_scratch(log: &[Event]) -> Expected {
         facts,
         entities,
         co_mentions,
+        mentions,
         skills: BTreeMap::new(),
         population: BTreeMap::new(),
         clusters: BTreeMap::new(),
@@ -590,6 +600,7 @@ fn published(views: &SharedViews) -> Expected {
     let mut facts = BTreeMap::new();
     let mut entities = BTreeMap::new();
     let mut co_mentions = BTreeMap::new();
+    let mut mentions = BTreeSet::new();
     let mut skills = BTreeMap::new();
     let mut clusters = BTreeMap::new();
     let mut patterns = BTreeMap::new();
@@ -697,12 +708,21 @@ fn published(views: &SharedViews) -> Expected {
                 w,
             );
         }
+        for (entity, episode) in m.mentions.iter() {
+            // read the other way, the edge is there too
+            assert!(
+                m.mentions.entities_of(episode).contains(entity),
+                "{entity} is among the entities of an episode mentioning it"
+            );
+            mentions.insert((tenant.clone(), user.clone(), entity.to_string(), episode));
+        }
     }
     Expected {
         next: v.next.clone().into_iter().collect(),
         facts,
         entities,
         co_mentions,
+        mentions,
         skills,
         population: v.population.clone().into_iter().collect(),
         clusters,

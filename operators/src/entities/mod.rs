@@ -465,6 +465,27 @@ pub fn episode_entities<'scope>(
     })
 }
 
+/// The `MENTIONS` edges of the episodes whose [`episode_entities`] are given.
+///
+/// Input: `((tenant, user), entities)` records. Output: for each input record and each entity
+/// [`extract_entities`] found in its episode, the record `((tenant, user, entity), key)` (`key`:
+/// the episode's [`episode_key`] in [`key_halves`]) with the input's multiplicity: an episode
+/// present twice mentions its entities twice, a retracted one retracts them.
+///
+/// Cost: stateless, one record per mention; nothing is arranged (the views count the edges).
+pub fn mention_edges_of<'scope>(
+    episode_entities: VecCollection<'scope, u64, ((String, String), EpisodeEntities)>,
+) -> VecCollection<'scope, u64, (EntityKey, [u64; 2])> {
+    episode_entities.flat_map(|((tenant, user), e)| {
+        let key = e.key;
+        e.found
+            .entities
+            .iter()
+            .map(|(name, _)| ((tenant.clone(), user.clone(), name.clone()), key))
+            .collect::<Vec<_>>()
+    })
+}
+
 /// The `CO_MENTIONED` edges and their weights.
 ///
 /// Input: episodes keyed by their session, as for [`mentions`]. Output: for every tenant, user

@@ -284,7 +284,10 @@ impl Touched {
                 .entry((u.clone(), p.cluster_id.clone()))
                 .or_default() += diff;
         }
-        if matches!(update, ViewUpdate::NextEdge(..) | ViewUpdate::CoMention(..)) {
+        if matches!(
+            update,
+            ViewUpdate::NextEdge(..) | ViewUpdate::CoMention(..) | ViewUpdate::Mention(..)
+        ) {
             return; // no row shows them
         }
         self.users.insert(user.to_string());
