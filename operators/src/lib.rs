@@ -10,6 +10,7 @@ pub mod english_terms;
 pub mod entities;
 pub mod episodes;
 pub mod facts;
+pub mod graph_walks;
 pub mod keyed_state;
 pub mod lifecycle;
 pub mod math;

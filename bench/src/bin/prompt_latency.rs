@@ -117,6 +117,7 @@ async fn main() -> anyhow::Result<()> {
             as_of: None,
             include_domain: true,
             include_archived: false,
+            traversal: None,
         };
         let t = Instant::now();
         engine.recall.recall(&req).await?;

@@ -90,6 +90,7 @@ async fn main() -> anyhow::Result<()> {
         as_of: None,
         include_domain: false,
         include_archived: false,
+        traversal: None,
     };
     // warm-up: caches and index files
     for (user, q) in qs.iter().take(10) {
@@ -119,6 +120,7 @@ async fn main() -> anyhow::Result<()> {
                 40,
                 None,
                 false,
+                &Default::default(),
                 &Default::default(),
             )
             .await?;

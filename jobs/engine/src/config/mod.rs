@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+mod traversal;
+pub use traversal::{EdgeKind, TraversalConfig, TraversalRequest, VertexKind, Walk};
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
@@ -394,6 +397,9 @@ pub struct RecallConfig {
     /// Graph expansion's limits: neighbours per query entity (0 turns it off), path depth
     /// and the entity kinds it may go through.
     pub graph: GraphLimits,
+    /// Traversal retrieval: the walk over the user's memory graph (`none` by default) and its
+    /// limits; a request may change them (`traversal`).
+    pub traversal: TraversalConfig,
     /// `fusion` (the turn score of `query::recall::turn_scoring`) or `relevance` (SPEC §5:
     /// 0.7·similarity + 0.2·recency + 0.1·importance); both are reported in every result's
     /// `why`.
@@ -424,6 +430,7 @@ impl Default for RecallConfig {
             candidate_depth: 200,
             rrf_k: 60.0,
             graph: Default::default(),
+            traversal: Default::default(),
             rank_by: RankBy::Fusion,
             recency_scale_days: 7.0,
             mrs_weights: "default".into(),
@@ -602,6 +609,12 @@ impl Config {
                     reason: format!("{w} is not a weight between 0 and 1"),
                 });
             }
+        }
+        if let Err((field, reason)) = self.recall.traversal.check() {
+            return Err(ConfigError::Invalid {
+                key: "recall.traversal",
+                reason: format!("{field} {reason}"),
+            });
         }
         let days = self.retention.stability_days;
         if !(days.is_finite() && days > 0.0) {

@@ -221,6 +221,7 @@ pub async fn run(mut config: Config, opts: BenchOptions) -> anyhow::Result<()> {
                     as_of: None,
                     include_domain: false,
                     include_archived: false,
+                    traversal: None,
                 };
                 let t = Instant::now();
                 let resp = engine.recall.recall(&req).await?;

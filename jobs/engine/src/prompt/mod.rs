@@ -316,6 +316,7 @@ impl Engine {
             as_of: req.as_of,
             include_domain: cfg.domain_memories,
             include_archived: false,
+            traversal: None,
         };
         let recent = async {
             match &req.session {

@@ -11,6 +11,7 @@ mod ranking;
 pub mod respelling;
 mod search;
 pub mod speaker_cache;
+pub mod traversal;
 pub mod turn_scoring;
 
 pub use crate::config::{GraphLimits, RankBy};
@@ -48,6 +49,10 @@ pub struct RecallRequest {
     /// `as_of` recall always includes them.
     #[serde(default)]
     pub include_archived: bool,
+    /// Walk the memory graph for this request: any of `recall.traversal`'s fields, in place of
+    /// the configured ones (`{"walk": "beam", "max_depth": 3}`).
+    #[serde(default)]
+    pub traversal: Option<crate::config::TraversalRequest>,
 }
 
 /// The user whose memories are the tenant's domain-wide ones: what a tenant writes for this
@@ -105,6 +110,9 @@ pub struct Why {
     /// The episode's MARK state, when answers have been built with it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mark: Option<engram_operators::memory_marks::MemoryMark>,
+    /// How traversal retrieval reached the turn, when a walk ran and reached it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub walk: Option<traversal::WalkWhy>,
     /// With `rank_by = "mrs"`: the normalised memory relevance score it was ranked by.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mrs: Option<f64>,
@@ -313,7 +321,10 @@ impl Default for EmbeddingCalls {
 }
 
 impl Recall {
-    fn validate(&self, req: &RecallRequest) -> Result<usize, RecallError> {
+    fn validate(
+        &self,
+        req: &RecallRequest,
+    ) -> Result<(usize, crate::config::TraversalConfig), RecallError> {
         let invalid = |f: &str, r: String| RecallError::Invalid(EventError::new(f, r));
         validate_name(&req.tenant).map_err(|r| invalid("tenant", r))?;
         validate_name(&req.user).map_err(|r| invalid("user", r))?;
@@ -327,12 +338,20 @@ impl Recall {
         if k == 0 || k > self.config.max_k {
             return Err(invalid("k", format!("must be 1 to {}", self.config.max_k)));
         }
-        Ok(k)
+        let walk = match &req.traversal {
+            Some(asked) => self
+                .config
+                .traversal
+                .with(asked)
+                .map_err(|(field, reason)| invalid(&field, reason))?,
+            None => self.config.traversal.clone(),
+        };
+        Ok((k, walk))
     }
 
     pub async fn recall(&self, req: &RecallRequest) -> Result<RecallResponse, RecallError> {
         let started = std::time::Instant::now();
-        let k = self.validate(req)?;
+        let (k, walk) = self.validate(req)?;
         let candidates = k * self.config.candidates_per_k.max(1);
         let (vector, turn_vector) = self
             .embed_question(&req.tenant, &req.user, &req.query, req.as_of)
@@ -351,6 +370,7 @@ impl Recall {
             req.as_of,
             keep_archived,
             &learned,
+            &walk,
         );
         let domain = async {
             if req.include_domain && req.user != DOMAIN_USER {
@@ -365,6 +385,7 @@ impl Recall {
                     req.as_of,
                     keep_archived,
                     &learned,
+                    &walk,
                 )
                 .await
             } else {

@@ -337,6 +337,7 @@ pub fn rank_turns(
                     .max(h.why.span_similarity.map_or(f64::MIN, f64::from)),
                 bm25: h.why.text_bm25.map_or(0.0, f64::from),
                 graph_bm25: h.why.graph_bm25.map_or(0.0, f64::from),
+                walk: h.why.walk.as_ref().map_or(0.0, |w| w.score),
                 speaker: speakers[i].clone(),
                 session: h.session.clone(),
                 ts: h.ts,

@@ -167,6 +167,7 @@ impl Recall {
             as_of,
             as_of.is_some(),
             &learned,
+            &self.config.traversal,
         )
         .await
     }
@@ -286,6 +287,7 @@ impl Recall {
         as_of: Option<chrono::DateTime<chrono::Utc>>,
         keep_archived: bool,
         learned: &LearnedBoosts,
+        walk: &crate::config::TraversalConfig,
     ) -> Result<Vec<RecallHit>, RecallError> {
         let rows = self.store.user_rows_with_staged(tenant, user);
         // every turn of the user is within reach of the vector search, or each search's best
@@ -389,6 +391,8 @@ impl Recall {
         if !keep_archived {
             hits.retain(|h| !h.why.archived);
         }
+        self.walk_memory_graph(tenant, user, query, &mut hits, as_of, keep_archived, walk)
+            .await?;
         // BM25 among the candidates, with their statistics alone: every turn of a complete
         // user, else the union the searches found. Lance's full-text scores are computed over
         // every tenant's rows, so a score would tell one tenant about another's words.
@@ -412,6 +416,7 @@ impl Recall {
         let neighbours = |id: &str| (views.prev_id(id), views.next_id(id));
         let weights = TurnWeights {
             retention: self.config.retention_weight,
+            walk: walk.weight,
             ..TurnWeights::default()
         };
         // misspelled question words, read as the words of these turns they were likely meant to be

@@ -38,6 +38,8 @@ pub struct TurnEvidence {
     pub bm25: f64,
     /// BM25 of the turn for the entities the graph expansion reached (0 when none).
     pub graph_bm25: f64,
+    /// The traversal walk's score of the turn (0 when no walk reached it).
+    pub walk: f64,
     /// Who speaks: the speaker prefix, or the role when there is none.
     pub speaker: String,
     pub session: Option<String>,
@@ -83,6 +85,9 @@ pub struct TurnWeights {
     /// Graph expansion's weight (max-normalised BM25 for the entities it reached), when the
     /// expansion is on (`recall.graph`).
     pub graph: f64,
+    /// Traversal's weight (max-normalised walk score), when a walk runs
+    /// (`recall.traversal.weight`).
+    pub walk: f64,
     /// A turn of the named speaker scores `1 + speaker` times as much.
     pub speaker: f64,
     /// Share of the better neighbour's score a turn gains.
@@ -114,6 +119,7 @@ impl Default for TurnWeights {
         TurnWeights {
             bm25: 1.0,
             graph: 0.5,
+            walk: 0.5,
             speaker: 0.7,
             neighbour: 0.4,
             session: 0.5,
@@ -132,7 +138,8 @@ impl Default for TurnWeights {
 /// A turn's score and what made it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct TurnScore {
-    /// `cosine / max cosine + bm25 · bm25 / max bm25 + graph · graph / max graph`.
+    /// `cosine / max cosine + bm25 · bm25 / max bm25 + graph · graph / max graph
+    /// + walk · walk / max walk`.
     pub fused: f64,
     /// The neighbour's share added.
     pub neighbour: f64,
@@ -145,8 +152,9 @@ pub struct TurnScore {
 }
 
 /// Each turn's score, in order:
-/// 1. `f = cos/max cos + w.bm25 · bm25/max bm25 + w.graph · graph/max graph`, a negative
-///    cosine counting as 0 and a maximum below 1e-9 as 1e-9;
+/// 1. `f = cos/max cos + w.bm25 · bm25/max bm25 + w.graph · graph/max graph
+///    + w.walk · walk/max walk`, a negative cosine counting as 0 and a maximum below 1e-9 as
+///    1e-9;
 /// 2. `s = f · (1 + w.speaker)` for a turn of the question's speaker, else `f`;
 /// 3. `s' = s + w.neighbour · max(s of prev, s of next)` (0 without neighbours);
 /// 4. `s'' = s' + w.session · S(session) / max S`, where `S` is the best `s'` of a session (no
@@ -159,17 +167,19 @@ pub struct TurnScore {
 ///    learned boost.
 pub fn score_turns(turns: &[TurnEvidence], q: &QuestionSignals, w: &TurnWeights) -> Vec<TurnScore> {
     let max = |f: fn(&TurnEvidence) -> f64| turns.iter().map(f).fold(1e-9, f64::max);
-    let (max_cos, max_bm25, max_graph) = (
+    let (max_cos, max_bm25, max_graph, max_walk) = (
         max(|t| t.cosine.max(0.0)),
         max(|t| t.bm25),
         max(|t| t.graph_bm25),
+        max(|t| t.walk),
     );
     let mut out: Vec<TurnScore> = turns
         .iter()
         .map(|t| {
             let fused = t.cosine.max(0.0) / max_cos
                 + w.bm25 * t.bm25 / max_bm25
-                + w.graph * t.graph_bm25 / max_graph;
+                + w.graph * t.graph_bm25 / max_graph
+                + w.walk * t.walk / max_walk;
             let speaker = if q.speaker.as_deref() == Some(t.speaker.as_str()) {
                 1.0 + w.speaker
             } else {
@@ -425,6 +435,7 @@ mod tests {
             cosine,
             bm25,
             graph_bm25: 0.0,
+            walk: 0.0,
             speaker: speaker.into(),
             session: Some(session.into()),
             ts: "2023-05-08T13:56:00Z".parse().unwrap(),

@@ -1,0 +1,402 @@
+//! Traversal retrieval: a walk over the user's memory graph — turns, entities, relations and
+//! summaries joined by `MENTIONS`, `NEXT`, `CO_MENTIONED`, `EVIDENCE_FOR`, `COVERS` and relation
+//! edges, read from the views — from the entities the query names and the turns closest to it
+//! ([`engram_operators::graph_walks`]). Each turn the walk reaches gets a walk score and the
+//! path that reached it ([`WalkWhy`]), which the turn score adds (`recall.traversal.weight`).
+
+use crate::config::{EdgeKind, TraversalConfig, VertexKind, Walk};
+use engram_dataflows::views::{MemoryViews, UserMemory};
+use engram_operators::graph_walks::{
+    a_star, beam_search, water_circles, Reached, WalkGraph, WalkLimits,
+};
+use engram_operators::said_days::lower_words;
+use engram_operators::{uuid_bits, uuid_text};
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// A vertex of a user's memory graph.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MemoryVertex {
+    /// A turn, by its [`engram_operators::episode_key`].
+    Episode(u128),
+    Entity(Arc<str>),
+    /// A relation, by its event id.
+    Relation(String),
+    /// A summary, by its event id.
+    Summary(String),
+}
+
+/// How the walk reached a turn.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WalkWhy {
+    pub walk: Walk,
+    /// 1 / depth for `bfs` and `beam`; 1 / (1 + the path's cost) for `a_star`.
+    pub score: f64,
+    /// From a seed (the first step, without an edge) to the turn (for `a_star`: along the
+    /// cheapest path to a goal that passes the turn, or ends at it).
+    pub path: Vec<PathStep>,
+}
+
+/// One step of a walk's path: the edge followed (none for the seed) and the vertex reached.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PathStep {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edge: Option<EdgeKind>,
+    pub kind: VertexKind,
+    /// A turn's id, an entity's name, a relation's or summary's event id.
+    pub id: String,
+}
+
+/// A user's memory graph as the views hold it at one timestamp, with the indexes a walk needs
+/// that the views do not keep (built per walk: relations and summaries are few; co-mentions
+/// only when the walk may follow them).
+pub struct MemoryGraph<'a> {
+    views: &'a MemoryViews,
+    memory: &'a UserMemory,
+    /// Each scored turn's cosine to the query as a share of the best.
+    similarity: &'a HashMap<u128, f64>,
+    relations_of_entity: HashMap<&'a str, Vec<&'a str>>,
+    relations_of_episode: HashMap<u128, Vec<&'a str>>,
+    summaries_of_episode: HashMap<u128, Vec<&'a str>>,
+    /// Heaviest first.
+    co_mentioned: HashMap<&'a str, Vec<(&'a Arc<str>, u64)>>,
+}
+
+impl<'a> MemoryGraph<'a> {
+    pub fn new(
+        views: &'a MemoryViews,
+        memory: &'a UserMemory,
+        similarity: &'a HashMap<u128, f64>,
+        config: &TraversalConfig,
+    ) -> Self {
+        let mut relations_of_entity: HashMap<&str, Vec<&str>> = HashMap::new();
+        let mut relations_of_episode: HashMap<u128, Vec<&str>> = HashMap::new();
+        for (id, r) in &memory.relations {
+            relations_of_entity.entry(&r.subject).or_default().push(id);
+            relations_of_entity.entry(&r.object).or_default().push(id);
+            for e in r.evidence.iter().filter_map(|e| uuid_bits(e)) {
+                relations_of_episode.entry(e).or_default().push(id);
+            }
+        }
+        let mut summaries_of_episode: HashMap<u128, Vec<&str>> = HashMap::new();
+        for (id, s) in &memory.summaries {
+            for e in s.covers.iter().filter_map(|e| uuid_bits(e)) {
+                summaries_of_episode.entry(e).or_default().push(id);
+            }
+        }
+        let mut co_mentioned: HashMap<&str, Vec<(&Arc<str>, u64)>> = HashMap::new();
+        let follows = |k| config.edge_kinds.is_empty() || config.edge_kinds.contains(&k);
+        if follows(EdgeKind::CoMentioned) {
+            for (a, b, w) in memory.co_mentions.iter() {
+                co_mentioned.entry(a).or_default().push((b, w));
+                co_mentioned.entry(b).or_default().push((a, w));
+            }
+            for list in co_mentioned.values_mut() {
+                list.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(y.0)));
+            }
+        }
+        MemoryGraph {
+            views,
+            memory,
+            similarity,
+            relations_of_entity,
+            relations_of_episode,
+            summaries_of_episode,
+            co_mentioned,
+        }
+    }
+
+    fn entity(&self, name: &str) -> MemoryVertex {
+        match self.memory.entities.get_key_value(name) {
+            Some((held, _)) => MemoryVertex::Entity(held.clone()),
+            None => MemoryVertex::Entity(Arc::from(name)),
+        }
+    }
+
+    /// Turns by their cosine share, best first (ties: by key).
+    fn best_turns_first(&self, turns: impl Iterator<Item = u128>) -> Vec<MemoryVertex> {
+        let mut turns: Vec<(f64, u128)> = turns
+            .map(|e| (self.similarity.get(&e).copied().unwrap_or(0.0), e))
+            .collect();
+        turns.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        turns
+            .into_iter()
+            .map(|(_, e)| MemoryVertex::Episode(e))
+            .collect()
+    }
+}
+
+impl WalkGraph for MemoryGraph<'_> {
+    type Vertex = MemoryVertex;
+    type VertexKind = VertexKind;
+    type EdgeKind = EdgeKind;
+
+    fn kind(&self, v: &MemoryVertex) -> VertexKind {
+        match v {
+            MemoryVertex::Episode(_) => VertexKind::Episode,
+            MemoryVertex::Entity(_) => VertexKind::Entity,
+            MemoryVertex::Relation(_) => VertexKind::Relation,
+            MemoryVertex::Summary(_) => VertexKind::Summary,
+        }
+    }
+
+    /// A turn: its neighbours in the session, its entities (rarest first), the relations read
+    /// from it, the summaries covering it. An entity: its relations, the turns naming it (best
+    /// cosine first), the entities co-mentioned with it (heaviest first). A relation: its
+    /// subject and object, then its evidence. A summary: the turns it covers.
+    fn edges(&self, v: &MemoryVertex) -> Vec<(EdgeKind, MemoryVertex)> {
+        let mut out = Vec::new();
+        match v {
+            MemoryVertex::Episode(e) => {
+                for n in [self.views.prev.get(e), self.views.next.get(e)]
+                    .into_iter()
+                    .flatten()
+                {
+                    out.push((EdgeKind::Next, MemoryVertex::Episode(*n)));
+                }
+                let mut names: Vec<&Arc<str>> =
+                    self.memory.mentions.entities_of(*e).iter().collect();
+                names.sort_by_key(|n| (self.memory.mentions.episode_count(n), n.to_string()));
+                for n in names {
+                    out.push((EdgeKind::Mentions, MemoryVertex::Entity(n.clone())));
+                }
+                for r in self.relations_of_episode.get(e).into_iter().flatten() {
+                    out.push((EdgeKind::EvidenceFor, MemoryVertex::Relation(r.to_string())));
+                }
+                for s in self.summaries_of_episode.get(e).into_iter().flatten() {
+                    out.push((EdgeKind::Covers, MemoryVertex::Summary(s.to_string())));
+                }
+            }
+            MemoryVertex::Entity(name) => {
+                for r in self.relations_of_entity.get(&**name).into_iter().flatten() {
+                    out.push((EdgeKind::Relation, MemoryVertex::Relation(r.to_string())));
+                }
+                let turns = self.best_turns_first(self.memory.mentions.episodes_of(name));
+                out.extend(turns.into_iter().map(|t| (EdgeKind::Mentions, t)));
+                for (n, _) in self.co_mentioned.get(&**name).into_iter().flatten() {
+                    out.push((EdgeKind::CoMentioned, MemoryVertex::Entity((*n).clone())));
+                }
+            }
+            MemoryVertex::Relation(id) => {
+                if let Some(r) = self.memory.relations.get(id) {
+                    out.push((EdgeKind::Relation, self.entity(&r.subject)));
+                    out.push((EdgeKind::Relation, self.entity(&r.object)));
+                    let turns =
+                        self.best_turns_first(r.evidence.iter().filter_map(|e| uuid_bits(e)));
+                    out.extend(turns.into_iter().map(|t| (EdgeKind::EvidenceFor, t)));
+                }
+            }
+            MemoryVertex::Summary(id) => {
+                if let Some(s) = self.memory.summaries.get(id) {
+                    let turns = self.best_turns_first(s.covers.iter().filter_map(|e| uuid_bits(e)));
+                    out.extend(turns.into_iter().map(|t| (EdgeKind::Covers, t)));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// How close a vertex is to the query, 0 to 1: a turn's cosine share; an entity the query
+/// names, 1; any other entity, relation or summary, the share of its words the query has.
+fn closeness(
+    graph: &MemoryGraph<'_>,
+    query_words: &HashSet<String>,
+    named: &HashSet<&str>,
+    v: &MemoryVertex,
+) -> f64 {
+    let overlap = |text: &str| {
+        let words = lower_words(text);
+        if words.is_empty() {
+            return 0.0;
+        }
+        words.iter().filter(|w| query_words.contains(*w)).count() as f64 / words.len() as f64
+    };
+    match v {
+        MemoryVertex::Episode(e) => graph.similarity.get(e).copied().unwrap_or(0.0),
+        MemoryVertex::Entity(name) if named.contains(&**name) => 1.0,
+        MemoryVertex::Entity(name) => overlap(name),
+        MemoryVertex::Relation(id) => graph.memory.relations.get(id).map_or(0.0, |r| {
+            overlap(&format!("{} {} {}", r.subject, r.relation, r.object))
+        }),
+        MemoryVertex::Summary(id) => graph
+            .memory
+            .summaries
+            .get(id)
+            .map_or(0.0, |s| overlap(&s.content)),
+    }
+}
+
+/// Every hop of an A* path costs at least this: the heuristic's step, so it stays consistent.
+const HOP_COST: f64 = 0.1;
+
+/// Runs `config.walk` over the user's graph from the entities `query` names and the
+/// `config.seed_episodes` turns of highest `similarity` (each turn's cosine share); returns
+/// each turn the walk reached (the seed turns excepted) with its walk score and path, by
+/// episode key. Nothing for `Walk::None`.
+pub fn walk_turns(
+    views: &MemoryViews,
+    memory: &UserMemory,
+    query: &str,
+    similarity: &HashMap<u128, f64>,
+    config: &TraversalConfig,
+) -> HashMap<u128, WalkWhy> {
+    if config.walk == Walk::None {
+        return HashMap::new();
+    }
+    let graph = MemoryGraph::new(views, memory, similarity, config);
+    let named_entities: Vec<String> = engram_operators::entities::extract_entities(query)
+        .into_iter()
+        .map(|(name, _)| name)
+        .filter(|name| memory.entities.contains_key(name.as_str()))
+        .collect();
+    let named: HashSet<&str> = named_entities.iter().map(String::as_str).collect();
+    let mut seeds: Vec<MemoryVertex> = named_entities.iter().map(|n| graph.entity(n)).collect();
+    let best = graph.best_turns_first(similarity.keys().copied());
+    let seed_turns: Vec<MemoryVertex> = best.into_iter().take(config.seed_episodes).collect();
+    seeds.extend(seed_turns.iter().cloned());
+    let limits = WalkLimits {
+        max_depth: config.max_depth,
+        max_breadth: config.max_breadth,
+        max_vertices: config.max_vertices,
+        vertex_kinds: config.vertex_kinds.clone(),
+        edge_kinds: config.edge_kinds.clone(),
+    };
+    let query_words: HashSet<String> = lower_words(query).into_iter().collect();
+    let close = |v: &MemoryVertex| closeness(&graph, &query_words, &named, v);
+    let mut out: HashMap<u128, WalkWhy> = HashMap::new();
+    let mut credit = |turn: u128, score: f64, path: &[(Option<EdgeKind>, MemoryVertex)]| {
+        if seed_turns.contains(&MemoryVertex::Episode(turn)) {
+            return;
+        }
+        let better = out.get(&turn).is_none_or(|w| w.score < score);
+        if better {
+            let why = WalkWhy {
+                walk: config.walk,
+                score,
+                path: path.iter().map(|(e, v)| step(&graph, *e, v)).collect(),
+            };
+            out.insert(turn, why);
+        }
+    };
+    let by_depth =
+        |reached: Vec<Reached<MemoryVertex, EdgeKind>>,
+         credit: &mut dyn FnMut(u128, f64, &[(Option<EdgeKind>, MemoryVertex)])| {
+            for r in reached {
+                if let (MemoryVertex::Episode(e), d) = (&r.vertex, r.depth()) {
+                    if d > 0 {
+                        credit(*e, 1.0 / d as f64, &r.path);
+                    }
+                }
+            }
+        };
+    match config.walk {
+        Walk::None => {}
+        Walk::Bfs => by_depth(water_circles(&graph, &seeds, &limits), &mut credit),
+        Walk::Beam => by_depth(
+            beam_search(&graph, &seeds, &limits, config.beam_width, close),
+            &mut credit,
+        ),
+        Walk::AStar => {
+            let goal_share = config.goal_similarity;
+            let is_goal = |v: &MemoryVertex| matches!(v, MemoryVertex::Episode(e) if similarity.get(e).is_some_and(|s| *s >= goal_share));
+            // entering a vertex costs what it is away from the query, and at least a hop
+            let cost = |_: EdgeKind, v: &MemoryVertex| HOP_COST + (1.0 - close(v)).max(0.0);
+            let h = |v: &MemoryVertex| if is_goal(v) { 0.0 } else { HOP_COST };
+            let goals = a_star(
+                &graph,
+                &seeds,
+                &limits,
+                config.max_vertices,
+                is_goal,
+                cost,
+                h,
+            );
+            for g in goals {
+                let score = 1.0 / (1.0 + g.score);
+                // the goal and every turn its path passes (a bridge between the query's
+                // entities and the turns that match it)
+                for (i, (_, v)) in g.path.iter().enumerate().skip(1) {
+                    if let MemoryVertex::Episode(e) = v {
+                        credit(*e, score, &g.path[..=i]);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn step(graph: &MemoryGraph<'_>, edge: Option<EdgeKind>, v: &MemoryVertex) -> PathStep {
+    use engram_operators::graph_walks::WalkGraph as _;
+    let id = match v {
+        MemoryVertex::Episode(e) => uuid_text(*e),
+        MemoryVertex::Entity(name) => name.to_string(),
+        MemoryVertex::Relation(id) | MemoryVertex::Summary(id) => id.clone(),
+    };
+    PathStep {
+        edge,
+        kind: graph.kind(v),
+        id,
+    }
+}
+
+impl super::Recall {
+    /// Runs `config.walk` over the user's graph ([`walk_turns`]) and sets `why.walk` on the
+    /// turns it reached; turns it reached that no search found (a large user's) are read and
+    /// added, within `as_of` and, unless `keep_archived`, only those not archived.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn walk_memory_graph(
+        &self,
+        tenant: &str,
+        user: &str,
+        query: &str,
+        hits: &mut Vec<super::RecallHit>,
+        as_of: Option<chrono::DateTime<chrono::Utc>>,
+        keep_archived: bool,
+        config: &TraversalConfig,
+    ) -> Result<(), super::RecallError> {
+        if config.walk == Walk::None {
+            return Ok(());
+        }
+        let best = hits
+            .iter()
+            .map(|h| h.why.best_similarity())
+            .fold(1e-9, f64::max);
+        let similarity: HashMap<u128, f64> = hits
+            .iter()
+            .filter_map(|h| Some((uuid_bits(&h.id)?, (h.why.best_similarity() / best).max(0.0))))
+            .collect();
+        let walked = {
+            let views = self.views.read();
+            match views.users.get(&(tenant.to_string(), user.to_string())) {
+                Some(memory) => walk_turns(&views, memory, query, &similarity, config),
+                None => return Ok(()),
+            }
+        };
+        let missing: Vec<String> = walked
+            .keys()
+            .filter(|k| !similarity.contains_key(k))
+            .map(|k| uuid_text(*k))
+            .collect();
+        let rows = self.store.episodes_by_id(tenant, user, &missing).await?;
+        let at = as_of.map_or(self.views.read().engine_time_secs as i64, |t| t.timestamp());
+        let views = self.views.read();
+        for row in rows.iter().filter(|r| as_of.is_none_or(|t| r.ts <= t)) {
+            let mut hit = super::RecallHit::from_row(row);
+            let (created, importance) = hit.made();
+            let (trace, archived) = views.memory_state(&hit.id, created, importance);
+            if archived && !keep_archived {
+                continue;
+            }
+            hit.why.retention = Some(trace.retention_at(at));
+            hit.why.archived = archived;
+            hits.push(hit);
+        }
+        for h in hits.iter_mut() {
+            h.why.walk = uuid_bits(&h.id).and_then(|k| walked.get(&k).cloned());
+        }
+        Ok(())
+    }
+}
