@@ -8,6 +8,7 @@ pub mod correction_clusters;
 pub mod correction_notes;
 pub mod english_terms;
 pub mod entities;
+pub mod entity_aliases;
 pub mod episodes;
 pub mod facts;
 pub mod graph_walks;

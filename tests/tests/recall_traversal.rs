@@ -201,3 +201,72 @@ fn a_walk_reaches_a_turn_through_the_entities_between_it_and_the_question() {
         assert!(answer.to_string().contains(field), "{field}: {answer}");
     }
 }
+
+#[test]
+fn a_short_name_is_an_alias_the_walk_follows_to_the_full_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let said = |id: &str, minute: u32, text: &str| {
+        json!({"event_id": id, "tenant": "acme", "user": "ana", "session": "s1",
+               "ts": format!("2024-03-02T10:{minute:02}:00Z"), "role": "user", "content": text})
+    };
+    let events = json!([
+        said(
+            "a1",
+            1,
+            "I had coffee with Caroline at the harbour cafe this morning."
+        ),
+        said("a2", 2, "Then I walked home past the flower market."),
+        said(
+            "a3",
+            3,
+            "Dinner with Caro tonight, she is bringing her new guitar."
+        ),
+        said("a4", 4, "Also booked the dentist for next Tuesday, ugh."),
+    ]);
+    let (status, body) = server.post("/v1/events", &events);
+    assert_eq!(status, 200, "{body}");
+    server.wait_caught_up(Duration::from_secs(60));
+    let (status, memory) = server.post("/v1/memory", &json!({"tenant": "acme", "user": "ana"}));
+    assert_eq!(status, 200, "{memory}");
+    let alias_of = |name: &str| {
+        let entities = memory["entities"].as_array().unwrap();
+        let e = entities.iter().find(|e| e["name"] == name);
+        e.unwrap_or_else(|| panic!("{name} in {memory}"))
+            .get("alias_of")
+            .cloned()
+    };
+    assert_eq!(alias_of("caro"), Some(json!("caroline")));
+    assert_eq!(alias_of("caroline"), None);
+    let (status, answer) = server.post(
+        "/v1/recall",
+        &json!({"tenant": "acme", "user": "ana", "k": 4,
+                "query": "Where did I have coffee with Caro?",
+                "traversal": {"walk": "bfs", "seed_episodes": 0}}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let coffee = answer["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["event_id"] == "a1")
+        .expect("the coffee turn");
+    let path: Vec<(String, String)> = coffee["why"]["walk"]["path"]
+        .as_array()
+        .unwrap_or_else(|| panic!("reached by the walk: {answer}"))
+        .iter()
+        .map(|s| {
+            let text = |k: &str| s[k].as_str().unwrap_or("").to_string();
+            (text("edge"), text("id"))
+        })
+        .collect();
+    assert_eq!(
+        path[..2],
+        [
+            (String::new(), "caro".to_string()),
+            ("ALIAS_OF".to_string(), "caroline".to_string())
+        ],
+        "{answer}"
+    );
+    assert_eq!(path[2].0, "MENTIONS");
+}

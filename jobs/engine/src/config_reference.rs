@@ -163,7 +163,7 @@ const KEYS: &[KeyDoc] = &[
     key("recall.traversal.seed_episodes", None, "the walk also starts from this many of the turns closest to the query (at most 50)"),
     key("recall.traversal.goal_similarity", None, "A*: a turn is a goal when its cosine to the query is at least this share of the best"),
     key("recall.traversal.vertex_kinds", None, "vertex kinds a walk may start from, enter or pass (`episode`, `entity`, `relation`, `summary`); empty: all"),
-    key("recall.traversal.edge_kinds", None, "edge kinds a walk may follow, either way (`MENTIONS`, `NEXT`, `CO_MENTIONED`, `EVIDENCE_FOR`, `COVERS`, `RELATION`); empty: all"),
+    key("recall.traversal.edge_kinds", None, "edge kinds a walk may follow, either way (`MENTIONS`, `NEXT`, `CO_MENTIONED`, `EVIDENCE_FOR`, `COVERS`, `RELATION`, `ALIAS_OF`); empty: all"),
     key("recall.traversal.weight", None, "weight of the walk's score (max-normalised) in a turn's fused score, where cosine counts 1"),
     key("passages.enabled", None, "embed the sentences of long episodes on their own"),
     key("passages.roles", None, "roles whose episodes get passages"),

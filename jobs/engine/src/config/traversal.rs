@@ -44,6 +44,8 @@ pub enum EdgeKind {
     Covers,
     /// Relation → its subject or object.
     Relation,
+    /// Entity → the entity it is a short name of ("caro" → "caroline").
+    AliasOf,
 }
 
 /// The walk and its limits.
@@ -67,6 +69,10 @@ pub struct TraversalConfig {
     pub seed_episodes: usize,
     /// A*: a turn is a goal when its cosine to the query is at least this share of the best.
     pub goal_similarity: f64,
+    /// An entity named in more than this share of the user's turns (a speaker's name, the
+    /// user's city), and in more than `max_breadth`, is a hub the walk neither starts from nor
+    /// enters: through it every turn is two edges from every other.
+    pub hub_share: f64,
     /// Kinds of vertex the walk may start from, enter or pass; empty: all.
     pub vertex_kinds: Vec<VertexKind>,
     /// Kinds of edge the walk may follow; empty: all.
@@ -85,6 +91,7 @@ impl Default for TraversalConfig {
             beam_width: 8,
             seed_episodes: 3,
             goal_similarity: 0.8,
+            hub_share: 0.05,
             vertex_kinds: Vec::new(),
             edge_kinds: Vec::new(),
             weight: 0.5,
@@ -103,6 +110,7 @@ pub struct TraversalRequest {
     pub beam_width: Option<usize>,
     pub seed_episodes: Option<usize>,
     pub goal_similarity: Option<f64>,
+    pub hub_share: Option<f64>,
     pub vertex_kinds: Option<Vec<VertexKind>>,
     pub edge_kinds: Option<Vec<EdgeKind>>,
     pub weight: Option<f64>,
@@ -127,6 +135,7 @@ impl TraversalConfig {
         out.beam_width = r.beam_width.unwrap_or(out.beam_width);
         out.seed_episodes = r.seed_episodes.unwrap_or(out.seed_episodes);
         out.goal_similarity = r.goal_similarity.unwrap_or(out.goal_similarity);
+        out.hub_share = r.hub_share.unwrap_or(out.hub_share);
         out.vertex_kinds = r.vertex_kinds.unwrap_or(out.vertex_kinds);
         out.edge_kinds = r.edge_kinds.unwrap_or(out.edge_kinds);
         out.weight = r.weight.unwrap_or(out.weight);
@@ -156,6 +165,9 @@ impl TraversalConfig {
         }
         if !(0.0..=1.0).contains(&self.goal_similarity) {
             return bad("goal_similarity", "must be 0 to 1".into());
+        }
+        if !(0.0..=1.0).contains(&self.hub_share) {
+            return bad("hub_share", "must be 0 to 1".into());
         }
         if !(0.0..=10.0).contains(&self.weight) {
             return bad("weight", "must be 0 to 10".into());

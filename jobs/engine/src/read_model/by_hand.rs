@@ -134,17 +134,31 @@ fn entities_json(memory: &UserMemory, tenant: &str) -> (Vec<Value>, Vec<Value>) 
     // the views hold entities and co-mentions unordered; an export lists them by name
     let mut entities: Vec<_> = memory.entities.iter().collect();
     entities.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let named: Vec<&str> = entities
+        .iter()
+        .filter(|(_, s)| s.kind == engram_operators::entities::EntityKind::Named)
+        .map(|(name, _)| &***name)
+        .collect();
     let entities: Vec<_> = entities
         .into_iter()
         .map(|(name, s)| {
             // the same name-derived id, written out here again
             let id = engram_schemas::node_id(tenant, &format!("\0entity\0{name}"));
-            json!({
+            let mut entity = json!({
                 "id": id.to_string(),
                 "name": &**name, "kind": format!("{:?}", s.kind).to_lowercase(), "mentions": s.mention_count,
                 "first_seen": micros_to_rfc3339(s.first_seen_micros),
                 "last_seen": micros_to_rfc3339(s.last_seen_micros),
-            })
+            });
+            // an alias by its definition, over every named entity
+            let alias_of = named
+                .contains(&&**name)
+                .then(|| engram_operators::entity_aliases::canonical_of(name, named.iter().copied()))
+                .flatten();
+            if let Some(full) = alias_of {
+                entity["alias_of"] = json!(full);
+            }
+            entity
         })
         .collect();
     let mut co_mentions: Vec<_> = memory.co_mentions.iter().collect();

@@ -16,6 +16,7 @@ pub use views::*;
 use engram_dataflows::views::UserMemory;
 use engram_dataflows::MemoryViews;
 use engram_operators::correction_notes::CorrectionNote;
+use engram_operators::entities::EntityKind;
 use engram_operators::facts::FactVersion;
 use engram_operators::facts::USER_SUBJECT;
 use engram_operators::math::beta::{discounted_user_posterior, ShrinkageParams};
@@ -154,13 +155,23 @@ fn facts(memory: &UserMemory) -> Vec<FactView> {
         .collect()
 }
 
-/// Entities, by name (the views hold them unordered).
+/// Entities, by name (the views hold them unordered), named ones with the name they are an
+/// alias of, where they are one.
 fn entities(memory: &UserMemory, tenant: &str) -> Vec<EntityView> {
     let mut entities: Vec<_> = memory.entities.iter().collect();
     entities.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let named: Vec<&str> = entities
+        .iter()
+        .filter(|(_, s)| s.kind == EntityKind::Named)
+        .map(|(name, _)| &***name)
+        .collect();
+    let aliases = engram_operators::entity_aliases::aliases(&named);
     entities
         .into_iter()
-        .map(|(name, s)| EntityView::new(tenant, name, s))
+        .map(|(name, s)| EntityView {
+            alias_of: aliases.get(&**name).map(|n| n.to_string()),
+            ..EntityView::new(tenant, name, s)
+        })
         .collect()
 }
 

@@ -76,6 +76,8 @@ fn populated() -> UserMemory {
     for (name, kind, n) in [
         ("paris", EntityKind::Named, 3),
         ("ada", EntityKind::Named, 1),
+        // "ada" is its short name
+        ("ada lovelace", EntityKind::Named, 2),
         ("new laptop", EntityKind::NounPhrase, 2),
     ] {
         let stats = EntityStats {
@@ -256,7 +258,7 @@ fn typed_views_serialise_to_the_hand_built_json() {
     // everything is there, so the comparison compares something
     for (part, n) in [
         ("facts", 4),
-        ("entities", 3),
+        ("entities", 4),
         ("co_mentions", 3),
         ("skills", 2),
         ("correction_clusters", 2),
@@ -272,6 +274,19 @@ fn typed_views_serialise_to_the_hand_built_json() {
         assert_eq!(by_hand[part].as_array().map(Vec::len), Some(n), "{part}");
     }
     assert!(by_hand["style"].is_object() && by_hand["team"].is_string());
+    let aliases: Vec<(&Value, &Value)> = by_hand["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| Some((&e["name"], e.get("alias_of")?)))
+        .collect();
+    assert_eq!(
+        aliases,
+        [(
+            &serde_json::json!("ada"),
+            &serde_json::json!("ada lovelace")
+        )]
+    );
     assert!(by_hand["edges"].as_array().unwrap().len() >= 10);
     let relation_evidence = |edges: &Value| {
         let edges = edges.as_array().unwrap().iter();

@@ -117,6 +117,10 @@ pub struct EntityView {
     pub mentions: u64,
     pub first_seen: String,
     pub last_seen: String,
+    /// The entity this name is a short form of, when exactly one can be
+    /// ([`engram_operators::entity_aliases`]: "caro" of "caroline").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alias_of: Option<String>,
 }
 
 impl EntityView {
@@ -128,6 +132,7 @@ impl EntityView {
             mentions: s.mention_count,
             first_seen: micros_to_rfc3339(s.first_seen_micros),
             last_seen: micros_to_rfc3339(s.last_seen_micros),
+            alias_of: None,
         }
     }
 }

@@ -61,12 +61,18 @@ pub struct MemoryGraph<'a> {
     summaries_of_episode: HashMap<u128, Vec<&'a str>>,
     /// Heaviest first.
     co_mentioned: HashMap<&'a str, Vec<(&'a Arc<str>, u64)>>,
+    /// Alias → the entity it names, and the entity → its aliases.
+    aliases: HashMap<&'a str, Vec<&'a Arc<str>>>,
+    /// Entities named in more turns than this are hubs, not entered.
+    hub_turns: usize,
 }
 
 impl<'a> MemoryGraph<'a> {
+    /// The graph of the user whose memory is `memory` and who has `turns` turns.
     pub fn new(
         views: &'a MemoryViews,
         memory: &'a UserMemory,
+        turns: usize,
         similarity: &'a HashMap<u128, f64>,
         config: &TraversalConfig,
     ) -> Self {
@@ -96,15 +102,37 @@ impl<'a> MemoryGraph<'a> {
                 list.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(y.0)));
             }
         }
+        let mut aliases: HashMap<&str, Vec<&Arc<str>>> = HashMap::new();
+        if follows(EdgeKind::AliasOf) {
+            let named: HashMap<&str, &Arc<str>> = memory
+                .entities
+                .iter()
+                .filter(|(_, s)| s.kind == engram_operators::entities::EntityKind::Named)
+                .map(|(name, _)| (&**name, name))
+                .collect();
+            let names: Vec<&str> = named.keys().copied().collect();
+            for (alias, full) in engram_operators::entity_aliases::aliases(&names) {
+                aliases.entry(alias).or_default().push(named[full]);
+                aliases.entry(full).or_default().push(named[alias]);
+            }
+        }
         MemoryGraph {
             views,
+            aliases,
             memory,
             similarity,
             relations_of_entity,
             relations_of_episode,
             summaries_of_episode,
             co_mentioned,
+            // an entity of no more turns than one vertex's breadth costs no more than any other
+            hub_turns: ((config.hub_share * turns as f64).ceil() as usize).max(config.max_breadth),
         }
+    }
+
+    /// Whether `name` is named in so many turns that a walk does not enter it.
+    fn is_hub(&self, name: &str) -> bool {
+        self.memory.mentions.episode_count(name) > self.hub_turns
     }
 
     fn entity(&self, name: &str) -> MemoryVertex {
@@ -142,9 +170,10 @@ impl WalkGraph for MemoryGraph<'_> {
     }
 
     /// A turn: its neighbours in the session, its entities (rarest first), the relations read
-    /// from it, the summaries covering it. An entity: its relations, the turns naming it (best
-    /// cosine first), the entities co-mentioned with it (heaviest first). A relation: its
-    /// subject and object, then its evidence. A summary: the turns it covers.
+    /// from it, the summaries covering it. An entity: the entity it is a short name of, or its
+    /// short names, its relations, the turns naming it (best cosine first), the entities
+    /// co-mentioned with it (heaviest first). A relation: its subject and object, then its
+    /// evidence. A summary: the turns it covers.
     fn edges(&self, v: &MemoryVertex) -> Vec<(EdgeKind, MemoryVertex)> {
         let mut out = Vec::new();
         match v {
@@ -158,7 +187,7 @@ impl WalkGraph for MemoryGraph<'_> {
                 let mut names: Vec<&Arc<str>> =
                     self.memory.mentions.entities_of(*e).iter().collect();
                 names.sort_by_key(|n| (self.memory.mentions.episode_count(n), n.to_string()));
-                for n in names {
+                for n in names.into_iter().filter(|n| !self.is_hub(n)) {
                     out.push((EdgeKind::Mentions, MemoryVertex::Entity(n.clone())));
                 }
                 for r in self.relations_of_episode.get(e).into_iter().flatten() {
@@ -169,12 +198,16 @@ impl WalkGraph for MemoryGraph<'_> {
                 }
             }
             MemoryVertex::Entity(name) => {
+                for n in self.aliases.get(&**name).into_iter().flatten() {
+                    out.push((EdgeKind::AliasOf, MemoryVertex::Entity((*n).clone())));
+                }
                 for r in self.relations_of_entity.get(&**name).into_iter().flatten() {
                     out.push((EdgeKind::Relation, MemoryVertex::Relation(r.to_string())));
                 }
                 let turns = self.best_turns_first(self.memory.mentions.episodes_of(name));
                 out.extend(turns.into_iter().map(|t| (EdgeKind::Mentions, t)));
-                for (n, _) in self.co_mentioned.get(&**name).into_iter().flatten() {
+                let co_mentioned = self.co_mentioned.get(&**name).into_iter().flatten();
+                for (n, _) in co_mentioned.filter(|(n, _)| !self.is_hub(n)) {
                     out.push((EdgeKind::CoMentioned, MemoryVertex::Entity((*n).clone())));
                 }
             }
@@ -231,13 +264,14 @@ fn closeness(
 /// Every hop of an A* path costs at least this: the heuristic's step, so it stays consistent.
 const HOP_COST: f64 = 0.1;
 
-/// Runs `config.walk` over the user's graph from the entities `query` names and the
-/// `config.seed_episodes` turns of highest `similarity` (each turn's cosine share); returns
+/// Runs `config.walk` over the graph of a user with `turns` turns from the entities `query`
+/// names (hubs excepted: `config.hub_share`) and the `config.seed_episodes` turns of highest `similarity` (each turn's cosine share); returns
 /// each turn the walk reached (the seed turns excepted) with its walk score and path, by
 /// episode key. Nothing for `Walk::None`.
 pub fn walk_turns(
     views: &MemoryViews,
     memory: &UserMemory,
+    turns: usize,
     query: &str,
     similarity: &HashMap<u128, f64>,
     config: &TraversalConfig,
@@ -245,11 +279,11 @@ pub fn walk_turns(
     if config.walk == Walk::None {
         return HashMap::new();
     }
-    let graph = MemoryGraph::new(views, memory, similarity, config);
+    let graph = MemoryGraph::new(views, memory, turns, similarity, config);
     let named_entities: Vec<String> = engram_operators::entities::extract_entities(query)
         .into_iter()
         .map(|(name, _)| name)
-        .filter(|name| memory.entities.contains_key(name.as_str()))
+        .filter(|name| memory.entities.contains_key(name.as_str()) && !graph.is_hub(name))
         .collect();
     let named: HashSet<&str> = named_entities.iter().map(String::as_str).collect();
     let mut seeds: Vec<MemoryVertex> = named_entities.iter().map(|n| graph.entity(n)).collect();
@@ -370,8 +404,10 @@ impl super::Recall {
             .collect();
         let walked = {
             let views = self.views.read();
-            match views.users.get(&(tenant.to_string(), user.to_string())) {
-                Some(memory) => walk_turns(&views, memory, query, &similarity, config),
+            let key = (tenant.to_string(), user.to_string());
+            let turns = views.user_episodes.get(&key).copied().unwrap_or(0);
+            match views.users.get(&key) {
+                Some(memory) => walk_turns(&views, memory, turns, query, &similarity, config),
                 None => return Ok(()),
             }
         };
