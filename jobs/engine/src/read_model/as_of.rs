@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 /// Narrows a `/v1/memory` answer (`memory`, as [`super::memory_json`] writes it) to what was
 /// known to hold at event time `as_of`: fact versions valid then (a version closed after
 /// `as_of` shows as current, without its `valid_to` and `superseded_by`), summaries, relations
-/// and corrections made by then, entities first seen by then and the co-mentions and edges
-/// between what remains. The rest (skills, correction clusters, preferences, style, marks,
+/// and corrections made by then, entities first seen by then (an alias of one not seen yet
+/// without its `alias_of`) and the co-mentions and edges between what remains. The rest (skills, correction clusters, preferences, style, marks,
 /// retrieval preferences, entity mention counts) is the views' present state; `as_of` is added
 /// to the answer.
 pub fn memory_as_of(memory: &mut Value, as_of: DateTime<Utc>) {
@@ -53,6 +53,12 @@ pub fn memory_as_of(memory: &mut Value, as_of: DateTime<Utc>) {
     if let Some(held) = memory["needs_clarification"].as_array_mut() {
         held.retain(|id| !gone(id));
     }
+    // an alias of an entity not yet seen was no alias then
+    for entity in memory["entities"].as_array_mut().into_iter().flatten() {
+        if gone(&entity["alias_of"]) {
+            entity.as_object_mut().map(|e| e.remove("alias_of"));
+        }
+    }
     memory["as_of"] = Value::String(as_of.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
 }
 
@@ -75,6 +81,7 @@ mod tests {
             "corrections": [{"id": "c1", "ts": "2023-08-01T00:00:00Z"}],
             "needs_clarification": ["c1"],
             "entities": [{"name": "leeds", "first_seen": "2023-01-01T00:00:00Z"},
+                         {"name": "port", "first_seen": "2023-01-02T00:00:00Z", "alias_of": "porto"},
                          {"name": "porto", "first_seen": "2023-06-01T00:00:00Z"}],
             "co_mentions": [{"a": "leeds", "b": "porto", "weight": 1}],
             "edges": [{"type": "SUPERSEDED_BY", "from": "f1", "to": "f2"},
@@ -93,7 +100,8 @@ mod tests {
                 "relations": [],
                 "corrections": [],
                 "needs_clarification": [],
-                "entities": [{"name": "leeds", "first_seen": "2023-01-01T00:00:00Z"}],
+                "entities": [{"name": "leeds", "first_seen": "2023-01-01T00:00:00Z"},
+                             {"name": "port", "first_seen": "2023-01-02T00:00:00Z"}],
                 "co_mentions": [],
                 "edges": [{"type": "COVERS", "from": "s1", "to": "e1"}],
                 "skills": [{"skill_id": "concise"}],
