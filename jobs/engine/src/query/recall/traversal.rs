@@ -48,9 +48,17 @@ pub struct PathStep {
     pub id: String,
 }
 
+/// The most co-mention edges, and entities, a user may have for a walk to follow `CO_MENTIONED`,
+/// and `ALIAS_OF`, edges: their indexes are built for each walk (the views keep neither), and
+/// beyond these a build would cost more than the recall (a walk still goes from an entity to
+/// its co-mentioned ones through the turns that mention them).
+pub const MAX_INDEXED_CO_MENTIONS: usize = 50_000;
+pub const MAX_INDEXED_ENTITIES: usize = 20_000;
+
 /// A user's memory graph as the views hold it at one timestamp, with the indexes a walk needs
 /// that the views do not keep (built per walk: relations and summaries are few; co-mentions
-/// only when the walk may follow them).
+/// and aliases only when the walk may follow them, up to [`MAX_INDEXED_CO_MENTIONS`] and
+/// [`MAX_INDEXED_ENTITIES`]).
 pub struct MemoryGraph<'a> {
     views: &'a MemoryViews,
     memory: &'a UserMemory,
@@ -93,7 +101,7 @@ impl<'a> MemoryGraph<'a> {
         }
         let mut co_mentioned: HashMap<&str, Vec<(&Arc<str>, u64)>> = HashMap::new();
         let follows = |k| config.edge_kinds.is_empty() || config.edge_kinds.contains(&k);
-        if follows(EdgeKind::CoMentioned) {
+        if follows(EdgeKind::CoMentioned) && memory.co_mentions.len() <= MAX_INDEXED_CO_MENTIONS {
             for (a, b, w) in memory.co_mentions.iter() {
                 co_mentioned.entry(a).or_default().push((b, w));
                 co_mentioned.entry(b).or_default().push((a, w));
@@ -103,7 +111,7 @@ impl<'a> MemoryGraph<'a> {
             }
         }
         let mut aliases: HashMap<&str, Vec<&Arc<str>>> = HashMap::new();
-        if follows(EdgeKind::AliasOf) {
+        if follows(EdgeKind::AliasOf) && memory.entities.len() <= MAX_INDEXED_ENTITIES {
             let named: HashMap<&str, &Arc<str>> = memory
                 .entities
                 .iter()
