@@ -55,6 +55,10 @@ pub struct PathStep {
 pub const MAX_INDEXED_CO_MENTIONS: usize = 50_000;
 pub const MAX_INDEXED_ENTITIES: usize = 20_000;
 
+/// Edges one walk reads at most (whatever a request's limits): past it, vertices have no more
+/// edges and the walk ends with what it reached.
+pub const MAX_EDGE_READS: usize = 100_000;
+
 /// A user's memory graph as the views hold it at one timestamp, with the indexes a walk needs
 /// that the views do not keep (built per walk: relations and summaries are few; co-mentions
 /// and aliases only when the walk may follow them, up to [`MAX_INDEXED_CO_MENTIONS`] and
@@ -73,6 +77,10 @@ pub struct MemoryGraph<'a> {
     aliases: HashMap<&'a str, Vec<&'a Arc<str>>>,
     /// Entities named in more turns than this are hubs, not entered.
     hub_turns: usize,
+    /// The walk's breadth: of a vertex's turns only this many best are listed.
+    breadth: usize,
+    /// What is left of [`MAX_EDGE_READS`].
+    reads_left: std::cell::Cell<usize>,
 }
 
 impl<'a> MemoryGraph<'a> {
@@ -135,6 +143,8 @@ impl<'a> MemoryGraph<'a> {
             co_mentioned,
             // an entity of no more turns than one vertex's breadth costs no more than any other
             hub_turns: ((config.hub_share * turns as f64).ceil() as usize).max(config.max_breadth),
+            breadth: config.max_breadth,
+            reads_left: std::cell::Cell::new(MAX_EDGE_READS),
         }
     }
 
@@ -150,16 +160,29 @@ impl<'a> MemoryGraph<'a> {
         }
     }
 
-    /// Turns by their cosine share, best first (ties: by key).
+    /// The `breadth` turns of best cosine share, best first (ties: by key), read within what
+    /// is left of [`MAX_EDGE_READS`].
     fn best_turns_first(&self, turns: impl Iterator<Item = u128>) -> Vec<MemoryVertex> {
         let mut turns: Vec<(f64, u128)> = turns
+            .take(self.reads_left.get())
             .map(|e| (self.similarity.get(&e).copied().unwrap_or(0.0), e))
             .collect();
-        turns.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        self.read(turns.len());
+        let best_first = |a: &(f64, u128), b: &(f64, u128)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+        if turns.len() > self.breadth {
+            turns.select_nth_unstable_by(self.breadth, best_first);
+            turns.truncate(self.breadth);
+        }
+        turns.sort_by(best_first);
         turns
             .into_iter()
             .map(|(_, e)| MemoryVertex::Episode(e))
             .collect()
+    }
+
+    /// Counts `n` edges read.
+    fn read(&self, n: usize) {
+        self.reads_left.set(self.reads_left.get().saturating_sub(n));
     }
 }
 
@@ -184,6 +207,9 @@ impl WalkGraph for MemoryGraph<'_> {
     /// evidence. A summary: the turns it covers.
     fn edges(&self, v: &MemoryVertex) -> Vec<(EdgeKind, MemoryVertex)> {
         let mut out = Vec::new();
+        if self.reads_left.get() == 0 {
+            return out;
+        }
         match v {
             MemoryVertex::Episode(e) => {
                 for n in [self.views.prev.get(e), self.views.next.get(e)]
@@ -209,13 +235,15 @@ impl WalkGraph for MemoryGraph<'_> {
                 for n in self.aliases.get(&**name).into_iter().flatten() {
                     out.push((EdgeKind::AliasOf, MemoryVertex::Entity((*n).clone())));
                 }
-                for r in self.relations_of_entity.get(&**name).into_iter().flatten() {
+                let relations = self.relations_of_entity.get(&**name).into_iter().flatten();
+                for r in relations.take(self.breadth) {
                     out.push((EdgeKind::Relation, MemoryVertex::Relation(r.to_string())));
                 }
                 let turns = self.best_turns_first(self.memory.mentions.episodes_of(name));
                 out.extend(turns.into_iter().map(|t| (EdgeKind::Mentions, t)));
                 let co_mentioned = self.co_mentioned.get(&**name).into_iter().flatten();
-                for (n, _) in co_mentioned.filter(|(n, _)| !self.is_hub(n)) {
+                let co_mentioned = co_mentioned.filter(|(n, _)| !self.is_hub(n));
+                for (n, _) in co_mentioned.take(self.breadth) {
                     out.push((EdgeKind::CoMentioned, MemoryVertex::Entity((*n).clone())));
                 }
             }
@@ -235,6 +263,7 @@ impl WalkGraph for MemoryGraph<'_> {
                 }
             }
         }
+        self.read(out.len());
         out
     }
 }
