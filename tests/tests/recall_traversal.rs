@@ -163,6 +163,20 @@ fn a_walk_reaches_a_turn_through_the_entities_between_it_and_the_question() {
         .iter()
         .filter(|r| r["why"].get("walk").is_some());
     assert_eq!(walked.count(), 0, "{answer}");
+    // Maya is named in three of the eight turns: with a hub share of 0 and a breadth of 2 she
+    // is a hub, which the walk does not enter
+    let through_maya = |hub_share: f64| {
+        let asked = json!({"walk": "bfs", "max_depth": 3, "max_breadth": 2, "seed_episodes": 0,
+                           "edge_kinds": ["MENTIONS"], "hub_share": hub_share});
+        let (status, answer) = recall(&server, asked);
+        assert_eq!(status, 200, "{answer}");
+        path_to(&answer, hired)
+    };
+    assert_eq!(
+        through_maya(1.0).expect("reached through Maya")[2],
+        step("MENTIONS", "entity", "Maya")
+    );
+    assert_eq!(through_maya(0.0), None);
     // no walk: no path anywhere
     let (_, answer) = recall(&server, json!({"walk": "none"}));
     assert!(answer["results"]
