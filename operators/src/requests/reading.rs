@@ -359,10 +359,20 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
     // "too many comments, strip them": a removal later in the sentence turns what it names,
     // once, however it was turned before; "I'm remote now, so stop planning my day around the
     // train": what is removed later is not the circumstance
-    let removed_later = !cue.aspect.is_circumstance()
-        && sentence[clause_end..]
+    // ("american spellings, so pls dont": a bare "don't" closing the sentence refuses it too)
+    let refused_later = {
+        let rest: Vec<&str> = sentence[clause_end..]
             .iter()
-            .any(|w| REMOVALS.contains(&w.as_str()));
+            .map(String::as_str)
+            .filter(|w| !matches!(*w, "," | "so" | "pls" | "plz" | "please" | "just" | "then"))
+            .collect();
+        rest == ["dont"]
+    };
+    let removed_later = !cue.aspect.is_circumstance()
+        && (refused_later
+            || sentence[clause_end..]
+                .iter()
+                .any(|w| REMOVALS.contains(&w.as_str())));
     // "my vegetarian phase is over", "my remote days are over": a circumstance that ended
     // ("my cat is over 15" is no end: "over" closes the clause, chat fillers aside)
     let closing: Vec<&str> = after

@@ -259,6 +259,19 @@ fn negations_that_ask_all_the_same_turn_nothing() {
 fn disapproval_after_a_cue_and_far_negated_wishes_turn_it() {
     for (text, want) in [
         ("the jokes aren't landing", "HumourLess"),
+        (
+            "the humor doesn't land, just give me the info",
+            "HumourLess",
+        ),
+        (
+            "tabular layouts are a nightmare on my screen reader",
+            "TableLess",
+        ),
+        ("why does a 3 paragraph answer need headers", "HeadingsLess"),
+        (
+            "my teacher marks me down for american spellings, so pls dont",
+            "SpellingValue(0)",
+        ),
         ("sources are not really needed", "SourcesLess"),
         ("the emojis are too much", "EmojiLess"),
         ("ENOUGH bullet points", "BulletsLess"),

@@ -81,7 +81,10 @@ fn sentence_tone(sentences: &[SentenceWords], n: usize, mock_praised: bool) -> S
                 sentence.get(3).map(String::as_str),
                 Some("getting" | "seeing" | "reading" | "given")
             ),
-            "do" | "does" => sentence.iter().skip(2).take(2).any(habit),
+            // "why does a 3 paragraph answer need headers": what it needs is questioned
+            "do" | "does" => {
+                sentence.iter().skip(2).take(2).any(habit) || sentence.iter().any(|w| w == "need")
+            }
             _ => false,
         });
     let rhetorical = why_is
