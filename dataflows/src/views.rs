@@ -98,7 +98,8 @@ pub struct UserMemory {
     pub entities: ViewMap<Arc<str>, EntityStats>,
     /// `(entity_a, entity_b)` with a < b → number of episodes mentioning both.
     pub co_mentions: CoMentions,
-    /// `MENTIONS`: episode → the entities it names, readable both ways.
+    /// `MENTIONS`: episode → the entities it names, readable both ways (names shared with
+    /// `entities`).
     pub mentions: Mentions,
     /// `(context bucket, skill)` → the user's counted votes.
     pub skills: BTreeMap<(u32, String), FeedbackTally>,
@@ -419,12 +420,16 @@ impl UserMemory {
 
     /// Sets (`diff` > 0) the stats of entity `name`, or removes the entity if they are `stats`.
     fn apply_entity(&mut self, name: String, stats: EntityStats, diff: isize) {
-        let entities = &mut self.entities;
+        let UserMemory {
+            entities, mentions, ..
+        } = self;
         match entities.get_mut(name.as_str()) {
             // the name already held is kept: co-mention edges share it
             Some(held) if diff > 0 => *held = stats,
             None if diff > 0 => {
-                entities.insert(Arc::from(name), stats);
+                // (a new entity's mentions come before it: the name they hold is shared)
+                let held = mentions.held_name(&name).unwrap_or_else(|| Arc::from(name));
+                entities.insert(held, stats);
             }
             Some(held) if *held == stats => {
                 entities.remove(name.as_str());

@@ -237,6 +237,10 @@ fn a_short_name_is_an_alias_the_walk_follows_to_the_full_name() {
             "Dinner with Caro tonight, she is bringing her new guitar."
         ),
         said("a4", 4, "Also booked the dentist for next Tuesday, ugh."),
+        // a relation as an enrichment model would send it, names in their own case
+        {"kind": "relation", "event_id": "rel-1", "tenant": "acme", "user": "ana",
+         "ts": "2024-03-02T10:05:00Z", "subject": "Caroline", "relation": "plays",
+         "object": "the guitar", "evidence": ["a3"]},
     ]);
     let (status, body) = server.post("/v1/events", &events);
     assert_eq!(status, 200, "{body}");
@@ -283,4 +287,39 @@ fn a_short_name_is_an_alias_the_walk_follows_to_the_full_name() {
         "{answer}"
     );
     assert_eq!(path[2].0, "MENTIONS");
+    // from Caroline (named "Caroline" by the relation, "caroline" as an entity) through the
+    // relation to the turn it was read from
+    let (status, answer) = server.post(
+        "/v1/recall",
+        &json!({"tenant": "acme", "user": "ana", "k": 4,
+                "query": "Which instrument does Caroline play?",
+                "traversal": {"walk": "bfs", "seed_episodes": 0, "edge_kinds": ["RELATION", "EVIDENCE_FOR"]}}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let dinner = answer["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["event_id"] == "a3")
+        .expect("the dinner turn");
+    let steps: Vec<(&str, &str)> = dinner["why"]["walk"]["path"]
+        .as_array()
+        .unwrap_or_else(|| panic!("reached through the relation: {answer}"))
+        .iter()
+        .map(|s| {
+            (
+                s["edge"].as_str().unwrap_or(""),
+                s["kind"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("", "entity"),
+            ("RELATION", "relation"),
+            ("EVIDENCE_FOR", "episode")
+        ],
+        "{answer}"
+    );
 }

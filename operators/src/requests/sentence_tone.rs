@@ -81,9 +81,14 @@ fn sentence_tone(sentences: &[SentenceWords], n: usize, mock_praised: bool) -> S
                 sentence.get(3).map(String::as_str),
                 Some("getting" | "seeing" | "reading" | "given")
             ),
-            // "why does a 3 paragraph answer need headers": what it needs is questioned
+            // "why does a 3 paragraph answer need headers": what a thing needs is questioned
+            // ("why do I need a visa" asks)
             "do" | "does" => {
-                sentence.iter().skip(2).take(2).any(habit) || sentence.iter().any(|w| w == "need")
+                sentence.iter().skip(2).take(2).any(habit)
+                    || (sentence.iter().any(|w| w == "need")
+                        && !sentence
+                            .get(2)
+                            .is_some_and(|w| matches!(w.as_str(), "i" | "we" | "you" | "u")))
             }
             _ => false,
         });

@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 /// Narrows a `/v1/memory` answer (`memory`, as [`super::memory_json`] writes it) to what was
 /// known to hold at event time `as_of`: fact versions valid then (a version closed after
 /// `as_of` shows as current, without its `valid_to` and `superseded_by`), summaries, relations
-/// and corrections made by then, entities first seen by then (an alias of one not seen yet
-/// without its `alias_of`) and the co-mentions and edges between what remains. The rest (skills, correction clusters, preferences, style, marks,
+/// and corrections made by then, entities first seen by then (aliases read among those:
+/// [`engram_operators::entity_aliases`]) and the co-mentions and edges between what remains. The rest (skills, correction clusters, preferences, style, marks,
 /// retrieval preferences, entity mention counts) is the views' present state; `as_of` is added
 /// to the answer.
 pub fn memory_as_of(memory: &mut Value, as_of: DateTime<Utc>) {
@@ -53,10 +53,27 @@ pub fn memory_as_of(memory: &mut Value, as_of: DateTime<Utc>) {
     if let Some(held) = memory["needs_clarification"].as_array_mut() {
         held.retain(|id| !gone(id));
     }
-    // an alias of an entity not yet seen was no alias then
-    for entity in memory["entities"].as_array_mut().into_iter().flatten() {
-        if gone(&entity["alias_of"]) {
-            entity.as_object_mut().map(|e| e.remove("alias_of"));
+    // aliases as they were then, among the named entities seen by then ("port" stood for
+    // "portland" until "porto" came)
+    if let Some(entities) = memory["entities"].as_array_mut() {
+        let named: Vec<String> = entities
+            .iter()
+            .filter(|e| e["kind"] == "named")
+            .filter_map(|e| e["name"].as_str().map(str::to_string))
+            .collect();
+        let names: Vec<&str> = named.iter().map(String::as_str).collect();
+        let aliases = engram_operators::entity_aliases::aliases(&names);
+        for entity in entities.iter_mut() {
+            let full = entity["name"].as_str().and_then(|n| aliases.get(n));
+            match (full, entity.as_object_mut()) {
+                (Some(full), Some(e)) => {
+                    e.insert("alias_of".into(), Value::String(full.to_string()));
+                }
+                (None, Some(e)) => {
+                    e.remove("alias_of");
+                }
+                _ => {}
+            }
         }
     }
     memory["as_of"] = Value::String(as_of.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
@@ -80,9 +97,10 @@ mod tests {
             "relations": [{"id": "r1", "ts": "2023-07-02T00:00:00Z"}],
             "corrections": [{"id": "c1", "ts": "2023-08-01T00:00:00Z"}],
             "needs_clarification": ["c1"],
-            "entities": [{"name": "leeds", "first_seen": "2023-01-01T00:00:00Z"},
-                         {"name": "port", "first_seen": "2023-01-02T00:00:00Z", "alias_of": "porto"},
-                         {"name": "porto", "first_seen": "2023-06-01T00:00:00Z"}],
+            "entities": [{"name": "leeds", "kind": "named", "first_seen": "2023-01-01T00:00:00Z"},
+                         {"name": "port", "kind": "named", "first_seen": "2023-01-02T00:00:00Z"},
+                         {"name": "porto", "kind": "named", "first_seen": "2023-06-01T00:00:00Z"},
+                         {"name": "portland", "kind": "named", "first_seen": "2023-01-03T00:00:00Z"}],
             "co_mentions": [{"a": "leeds", "b": "porto", "weight": 1}],
             "edges": [{"type": "SUPERSEDED_BY", "from": "f1", "to": "f2"},
                       {"type": "COVERS", "from": "s1", "to": "e1"},
@@ -100,8 +118,10 @@ mod tests {
                 "relations": [],
                 "corrections": [],
                 "needs_clarification": [],
-                "entities": [{"name": "leeds", "first_seen": "2023-01-01T00:00:00Z"},
-                             {"name": "port", "first_seen": "2023-01-02T00:00:00Z"}],
+                "entities": [{"name": "leeds", "kind": "named", "first_seen": "2023-01-01T00:00:00Z"},
+                             {"name": "port", "kind": "named", "first_seen": "2023-01-02T00:00:00Z",
+                              "alias_of": "portland"},
+                             {"name": "portland", "kind": "named", "first_seen": "2023-01-03T00:00:00Z"}],
                 "co_mentions": [],
                 "edges": [{"type": "COVERS", "from": "s1", "to": "e1"}],
                 "skills": [{"skill_id": "concise"}],

@@ -54,6 +54,15 @@ pub struct PathStep {
 /// its co-mentioned ones through the turns that mention them).
 pub const MAX_INDEXED_CO_MENTIONS: usize = 50_000;
 pub const MAX_INDEXED_ENTITIES: usize = 20_000;
+/// Likewise for `RELATION`, `EVIDENCE_FOR` and `COVERS` edges into relations and summaries
+/// (relations and summaries in all).
+pub const MAX_INDEXED_RELATIONS: usize = 50_000;
+
+/// A relation's subject or object as entities are named (lowercase: "Caroline" is the entity
+/// "caroline").
+fn entity_name(text: &str) -> String {
+    text.trim().to_lowercase()
+}
 
 /// Edges one walk reads at most (whatever a request's limits): past it, vertices have no more
 /// edges and the walk ends with what it reached.
@@ -68,7 +77,8 @@ pub struct MemoryGraph<'a> {
     memory: &'a UserMemory,
     /// Each scored turn's cosine to the query as a share of the best.
     similarity: &'a HashMap<u128, f64>,
-    relations_of_entity: HashMap<&'a str, Vec<&'a str>>,
+    /// By the entity's name as entities are named ([`entity_name`]).
+    relations_of_entity: HashMap<String, Vec<&'a str>>,
     relations_of_episode: HashMap<u128, Vec<&'a str>>,
     summaries_of_episode: HashMap<u128, Vec<&'a str>>,
     /// Heaviest first.
@@ -92,19 +102,25 @@ impl<'a> MemoryGraph<'a> {
         similarity: &'a HashMap<u128, f64>,
         config: &TraversalConfig,
     ) -> Self {
-        let mut relations_of_entity: HashMap<&str, Vec<&str>> = HashMap::new();
+        let mut relations_of_entity: HashMap<String, Vec<&str>> = HashMap::new();
         let mut relations_of_episode: HashMap<u128, Vec<&str>> = HashMap::new();
-        for (id, r) in &memory.relations {
-            relations_of_entity.entry(&r.subject).or_default().push(id);
-            relations_of_entity.entry(&r.object).or_default().push(id);
-            for e in r.evidence.iter().filter_map(|e| uuid_bits(e)) {
-                relations_of_episode.entry(e).or_default().push(id);
-            }
-        }
         let mut summaries_of_episode: HashMap<u128, Vec<&str>> = HashMap::new();
-        for (id, s) in &memory.summaries {
-            for e in s.covers.iter().filter_map(|e| uuid_bits(e)) {
-                summaries_of_episode.entry(e).or_default().push(id);
+        if memory.relations.len() + memory.summaries.len() <= MAX_INDEXED_RELATIONS {
+            for (id, r) in &memory.relations {
+                for end in [&r.subject, &r.object] {
+                    relations_of_entity
+                        .entry(entity_name(end))
+                        .or_default()
+                        .push(id);
+                }
+                for e in r.evidence.iter().filter_map(|e| uuid_bits(e)) {
+                    relations_of_episode.entry(e).or_default().push(id);
+                }
+            }
+            for (id, s) in &memory.summaries {
+                for e in s.covers.iter().filter_map(|e| uuid_bits(e)) {
+                    summaries_of_episode.entry(e).or_default().push(id);
+                }
             }
         }
         let mut co_mentioned: HashMap<&str, Vec<(&Arc<str>, u64)>> = HashMap::new();
@@ -153,8 +169,10 @@ impl<'a> MemoryGraph<'a> {
         self.memory.mentions.episode_count(name) > self.hub_turns
     }
 
+    /// The entity vertex of `name` (a relation's end, named as entities are).
     fn entity(&self, name: &str) -> MemoryVertex {
-        match self.memory.entities.get_key_value(name) {
+        let name = entity_name(name);
+        match self.memory.entities.get_key_value(name.as_str()) {
             Some((held, _)) => MemoryVertex::Entity(held.clone()),
             None => MemoryVertex::Entity(Arc::from(name)),
         }
@@ -163,15 +181,20 @@ impl<'a> MemoryGraph<'a> {
     /// The `breadth` turns of best cosine share, best first (ties: by key), read within what
     /// is left of [`MAX_EDGE_READS`].
     fn best_turns_first(&self, turns: impl Iterator<Item = u128>) -> Vec<MemoryVertex> {
+        let turns: Vec<u128> = turns.take(self.reads_left.get()).collect();
+        self.read(turns.len());
+        self.best_turns(turns.into_iter(), self.breadth)
+    }
+
+    /// The `limit` turns of best cosine share, best first (ties: by key).
+    fn best_turns(&self, turns: impl Iterator<Item = u128>, limit: usize) -> Vec<MemoryVertex> {
         let mut turns: Vec<(f64, u128)> = turns
-            .take(self.reads_left.get())
             .map(|e| (self.similarity.get(&e).copied().unwrap_or(0.0), e))
             .collect();
-        self.read(turns.len());
         let best_first = |a: &(f64, u128), b: &(f64, u128)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-        if turns.len() > self.breadth {
-            turns.select_nth_unstable_by(self.breadth, best_first);
-            turns.truncate(self.breadth);
+        if turns.len() > limit {
+            turns.select_nth_unstable_by(limit, best_first);
+            turns.truncate(limit);
         }
         turns.sort_by(best_first);
         turns
@@ -202,69 +225,113 @@ impl WalkGraph for MemoryGraph<'_> {
 
     /// A turn: its neighbours in the session, its entities (rarest first), the relations read
     /// from it, the summaries covering it. An entity: the entity it is a short name of, or its
-    /// short names, its relations, the turns naming it (best cosine first), the entities
+    /// short names, the turns naming it (best cosine first), its relations, the entities
     /// co-mentioned with it (heaviest first). A relation: its subject and object, then its
-    /// evidence. A summary: the turns it covers.
+    /// evidence. A summary: the turns it covers. Hubs are left out; each kind lists at most
+    /// `max_breadth`, and the kinds take turns: the first of each kind, then the second of
+    /// each, … (so a breadth limit follows some edges of every kind).
     fn edges(&self, v: &MemoryVertex) -> Vec<(EdgeKind, MemoryVertex)> {
-        let mut out = Vec::new();
         if self.reads_left.get() == 0 {
-            return out;
+            return Vec::new();
         }
-        match v {
+        let entity = |n: &Arc<str>| MemoryVertex::Entity(n.clone());
+        let entities = |kind: EdgeKind, names: Vec<&Arc<str>>| -> Vec<(EdgeKind, MemoryVertex)> {
+            let kept = names.into_iter().filter(|n| !self.is_hub(n));
+            kept.take(self.breadth).map(|n| (kind, entity(n))).collect()
+        };
+        let tagged =
+            |kind: EdgeKind, vertices: Vec<MemoryVertex>| -> Vec<(EdgeKind, MemoryVertex)> {
+                vertices.into_iter().map(|v| (kind, v)).collect()
+            };
+        let ids = |kind: EdgeKind, ids: Option<&Vec<&str>>, of: fn(String) -> MemoryVertex| {
+            let ids = ids.into_iter().flatten().take(self.breadth);
+            ids.map(|id| (kind, of(id.to_string()))).collect::<Vec<_>>()
+        };
+        // each kind's best first; the kinds take turns (a breadth limit takes some of each)
+        let kinds: Vec<Vec<(EdgeKind, MemoryVertex)>> = match v {
             MemoryVertex::Episode(e) => {
-                for n in [self.views.prev.get(e), self.views.next.get(e)]
+                let next = [self.views.prev.get(e), self.views.next.get(e)];
+                let next = next
                     .into_iter()
                     .flatten()
-                {
-                    out.push((EdgeKind::Next, MemoryVertex::Episode(*n)));
-                }
+                    .map(|n| MemoryVertex::Episode(*n));
                 let mut names: Vec<&Arc<str>> =
                     self.memory.mentions.entities_of(*e).iter().collect();
-                names.sort_by_key(|n| (self.memory.mentions.episode_count(n), n.to_string()));
-                for n in names.into_iter().filter(|n| !self.is_hub(n)) {
-                    out.push((EdgeKind::Mentions, MemoryVertex::Entity(n.clone())));
-                }
-                for r in self.relations_of_episode.get(e).into_iter().flatten() {
-                    out.push((EdgeKind::EvidenceFor, MemoryVertex::Relation(r.to_string())));
-                }
-                for s in self.summaries_of_episode.get(e).into_iter().flatten() {
-                    out.push((EdgeKind::Covers, MemoryVertex::Summary(s.to_string())));
-                }
+                names.sort_by_cached_key(|n| self.memory.mentions.episode_count(n));
+                vec![
+                    tagged(EdgeKind::Next, next.collect()),
+                    entities(EdgeKind::Mentions, names),
+                    ids(
+                        EdgeKind::EvidenceFor,
+                        self.relations_of_episode.get(e),
+                        MemoryVertex::Relation,
+                    ),
+                    ids(
+                        EdgeKind::Covers,
+                        self.summaries_of_episode.get(e),
+                        MemoryVertex::Summary,
+                    ),
+                ]
             }
             MemoryVertex::Entity(name) => {
-                for n in self.aliases.get(&**name).into_iter().flatten() {
-                    out.push((EdgeKind::AliasOf, MemoryVertex::Entity((*n).clone())));
-                }
-                let relations = self.relations_of_entity.get(&**name).into_iter().flatten();
-                for r in relations.take(self.breadth) {
-                    out.push((EdgeKind::Relation, MemoryVertex::Relation(r.to_string())));
-                }
-                let turns = self.best_turns_first(self.memory.mentions.episodes_of(name));
-                out.extend(turns.into_iter().map(|t| (EdgeKind::Mentions, t)));
+                let aliases = self.aliases.get(&**name).into_iter().flatten().copied();
                 let co_mentioned = self.co_mentioned.get(&**name).into_iter().flatten();
-                let co_mentioned = co_mentioned.filter(|(n, _)| !self.is_hub(n));
-                for (n, _) in co_mentioned.take(self.breadth) {
-                    out.push((EdgeKind::CoMentioned, MemoryVertex::Entity((*n).clone())));
-                }
+                vec![
+                    entities(EdgeKind::AliasOf, aliases.collect()),
+                    tagged(
+                        EdgeKind::Mentions,
+                        self.best_turns_first(self.memory.mentions.episodes_of(name)),
+                    ),
+                    ids(
+                        EdgeKind::Relation,
+                        self.relations_of_entity.get(&**name),
+                        MemoryVertex::Relation,
+                    ),
+                    entities(
+                        EdgeKind::CoMentioned,
+                        co_mentioned.map(|(n, _)| *n).collect(),
+                    ),
+                ]
             }
-            MemoryVertex::Relation(id) => {
-                if let Some(r) = self.memory.relations.get(id) {
-                    out.push((EdgeKind::Relation, self.entity(&r.subject)));
-                    out.push((EdgeKind::Relation, self.entity(&r.object)));
-                    let turns =
-                        self.best_turns_first(r.evidence.iter().filter_map(|e| uuid_bits(e)));
-                    out.extend(turns.into_iter().map(|t| (EdgeKind::EvidenceFor, t)));
+            MemoryVertex::Relation(id) => match self.memory.relations.get(id) {
+                Some(r) => {
+                    let ends = [self.entity(&r.subject), self.entity(&r.object)];
+                    let ends = ends.into_iter().filter(|v| match v {
+                        MemoryVertex::Entity(n) => !self.is_hub(n),
+                        _ => true,
+                    });
+                    let evidence = r.evidence.iter().filter_map(|e| uuid_bits(e));
+                    vec![
+                        tagged(EdgeKind::Relation, ends.collect()),
+                        tagged(EdgeKind::EvidenceFor, self.best_turns_first(evidence)),
+                    ]
                 }
-            }
-            MemoryVertex::Summary(id) => {
-                if let Some(s) = self.memory.summaries.get(id) {
-                    let turns = self.best_turns_first(s.covers.iter().filter_map(|e| uuid_bits(e)));
-                    out.extend(turns.into_iter().map(|t| (EdgeKind::Covers, t)));
+                None => Vec::new(),
+            },
+            MemoryVertex::Summary(id) => match self.memory.summaries.get(id) {
+                Some(s) => {
+                    let covered = s.covers.iter().filter_map(|e| uuid_bits(e));
+                    vec![tagged(EdgeKind::Covers, self.best_turns_first(covered))]
                 }
-            }
-        }
+                None => Vec::new(),
+            },
+        };
+        let out = take_turns(kinds);
         self.read(out.len());
         out
+    }
+}
+
+/// The edges of `kinds` taken in turns: the first of each kind, then the second of each, ….
+fn take_turns(kinds: Vec<Vec<(EdgeKind, MemoryVertex)>>) -> Vec<(EdgeKind, MemoryVertex)> {
+    let mut iters: Vec<_> = kinds.into_iter().map(Vec::into_iter).collect();
+    let mut out = Vec::new();
+    loop {
+        let before = out.len();
+        out.extend(iters.iter_mut().filter_map(Iterator::next));
+        if out.len() == before {
+            return out;
+        }
     }
 }
 
@@ -324,8 +391,7 @@ pub fn walk_turns(
         .collect();
     let named: HashSet<&str> = named_entities.iter().map(String::as_str).collect();
     let mut seeds: Vec<MemoryVertex> = named_entities.iter().map(|n| graph.entity(n)).collect();
-    let best = graph.best_turns_first(similarity.keys().copied());
-    let seed_turns: Vec<MemoryVertex> = best.into_iter().take(config.seed_episodes).collect();
+    let seed_turns = graph.best_turns(similarity.keys().copied(), config.seed_episodes);
     seeds.extend(seed_turns.iter().cloned());
     let limits = WalkLimits {
         max_depth: config.max_depth,
