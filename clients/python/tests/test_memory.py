@@ -24,6 +24,16 @@ def test_a_conversation_is_recalled_for_its_user_and_not_another(engram: Engram,
     assert contents(found)[0] == SISTER[0]["content"]
     assert all("Rex" not in c for c in contents(found))
 
+    # a walk from Ana, whom the question names, to the turn that names her
+    walked = engram.recall(alice, "What does Ana teach?", k=5,
+                           traversal={"walk": "bfs", "seed_episodes": 0})
+    paths = {r["content"]: r["why"]["walk"]["path"] for r in walked["results"]
+             if "walk" in r["why"]}
+    assert paths[SISTER[0]["content"]][:2] == [
+        {"kind": "entity", "id": "ana"},
+        {"edge": "MENTIONS", "kind": "episode", "id": paths[SISTER[0]["content"]][1]["id"]},
+    ]
+
     carols = eventually(lambda: engram.recall(carol, "Where does my sister live?", k=5),
                         lambda r: len(r["results"]) == 2)
     assert all("Lisbon" not in c and "Tagus" not in c for c in contents(carols))

@@ -15,7 +15,7 @@ import httpx
 from .errors import error_from_response
 from .types import (AnswerProvenance, AssembledPrompt, AuditPage, ChatAnswer, Context,
                     ErasureReceipt, FeedbackReceipt, IngestReport, Message, RecallResponse,
-                    Rectification, Status, TenantInfo, TenantKey, UserMemory)
+                    Rectification, Status, TenantInfo, TenantKey, Traversal, UserMemory)
 
 Json = Any
 #: One event (a JSON object) or a list of them.
@@ -137,10 +137,11 @@ def recall(
     as_of: Optional[Timestamp] = None,
     include_domain: Optional[bool] = None,
     include_archived: Optional[bool] = None,
+    traversal: Optional[Traversal] = None,
 ) -> Call[RecallResponse]:
     body = {"tenant": tenant, "user": user, "query": query, "k": k,
             "as_of": _timestamp(as_of), "include_domain": include_domain,
-            "include_archived": include_archived}
+            "include_archived": include_archived, "traversal": traversal}
     return Call("POST", "/v1/recall", _drop_none(body))
 
 

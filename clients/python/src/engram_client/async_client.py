@@ -14,7 +14,7 @@ from ._http import AsyncTransport, TimeoutArg
 from .streams import AsyncChatStream, AsyncEventStream
 from .types import (AnswerProvenance, AssembledPrompt, AuditPage, ChatAnswer, Context,
                     ErasureReceipt, FeedbackReceipt, IngestReport, Message, RecallResponse,
-                    Rectification, Status, UserMemory)
+                    Rectification, Status, Traversal, UserMemory)
 
 
 class AsyncEngram(AsyncTransport):
@@ -74,11 +74,15 @@ class AsyncEngram(AsyncTransport):
 
     async def recall(self, user: str, query: str, *, k: Optional[int] = None,
                as_of: Optional[Timestamp] = None, include_domain: Optional[bool] = None,
-               include_archived: Optional[bool] = None) -> RecallResponse:
-        """The user's turns, facts and summaries closest to ``query``, best first."""
+               include_archived: Optional[bool] = None,
+               traversal: Optional[Traversal] = None) -> RecallResponse:
+        """The user's turns, facts and summaries closest to ``query``, best first; with
+        ``traversal`` (``{"walk": "bfs" | "beam" | "a_star", "max_depth": …}``) also a walk over
+        the user's memory graph, each turn it reached with its path in ``why["walk"]``."""
         return await self._send(calls.recall(self._tenant, user, query, k=k, as_of=as_of,
                                        include_domain=include_domain,
-                                       include_archived=include_archived))
+                                       include_archived=include_archived,
+                                       traversal=traversal))
 
     async def memory(self, user: str, *, as_of: Optional[Timestamp] = None) -> UserMemory:
         """What engram knows about the user: facts (every version), entities, preferences,

@@ -49,6 +49,23 @@ class IngestReport(TypedDict, total=False):
     log_end: int
 
 
+class Traversal(TypedDict, total=False):
+    """``POST /v1/recall``'s ``traversal``: a walk over the user's memory graph, any field in
+    place of ``recall.traversal``'s (docs/configuration.md)."""
+
+    walk: Literal["none", "bfs", "beam", "a_star"]
+    max_depth: int
+    max_breadth: int
+    max_vertices: int
+    beam_width: int
+    seed_episodes: int
+    goal_similarity: float
+    hub_share: float
+    vertex_kinds: List[str]
+    edge_kinds: List[str]
+    weight: float
+
+
 class _RecallHitBase(TypedDict):
     id: str
     event_id: str
