@@ -101,6 +101,25 @@ fn path_to(answer: &Value, id: &str) -> Option<Vec<(String, String, String)>> {
     )
 }
 
+/// The walk's path to the result of event `event_id` as `(edge, kind, id)` steps, as written.
+fn walk_steps(answer: &Value, event_id: &str) -> Vec<(String, String, String)> {
+    let hit = answer["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["event_id"] == event_id)
+        .unwrap_or_else(|| panic!("{event_id} among the results: {answer}"));
+    hit["why"]["walk"]["path"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{event_id} reached by the walk: {answer}"))
+        .iter()
+        .map(|s| {
+            let text = |k: &str| s[k].as_str().unwrap_or("").to_string();
+            (text("edge"), text("kind"), text("id"))
+        })
+        .collect()
+}
+
 fn step(edge: &str, kind: &str, id: &str) -> (String, String, String) {
     (edge.to_lowercase(), kind.into(), id.to_lowercase())
 }
@@ -263,20 +282,9 @@ fn a_short_name_is_an_alias_the_walk_follows_to_the_full_name() {
                 "traversal": {"walk": "bfs", "seed_episodes": 0}}),
     );
     assert_eq!(status, 200, "{answer}");
-    let coffee = answer["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["event_id"] == "a1")
-        .expect("the coffee turn");
-    let path: Vec<(String, String)> = coffee["why"]["walk"]["path"]
-        .as_array()
-        .unwrap_or_else(|| panic!("reached by the walk: {answer}"))
-        .iter()
-        .map(|s| {
-            let text = |k: &str| s[k].as_str().unwrap_or("").to_string();
-            (text("edge"), text("id"))
-        })
+    let path: Vec<(String, String)> = walk_steps(&answer, "a1")
+        .into_iter()
+        .map(|(edge, _, id)| (edge, id))
         .collect();
     assert_eq!(
         path[..2],
@@ -296,22 +304,10 @@ fn a_short_name_is_an_alias_the_walk_follows_to_the_full_name() {
                 "traversal": {"walk": "bfs", "seed_episodes": 0, "edge_kinds": ["RELATION", "EVIDENCE_FOR"]}}),
     );
     assert_eq!(status, 200, "{answer}");
-    let dinner = answer["results"]
-        .as_array()
-        .unwrap()
+    let steps = walk_steps(&answer, "a3");
+    let steps: Vec<(&str, &str)> = steps
         .iter()
-        .find(|r| r["event_id"] == "a3")
-        .expect("the dinner turn");
-    let steps: Vec<(&str, &str)> = dinner["why"]["walk"]["path"]
-        .as_array()
-        .unwrap_or_else(|| panic!("reached through the relation: {answer}"))
-        .iter()
-        .map(|s| {
-            (
-                s["edge"].as_str().unwrap_or(""),
-                s["kind"].as_str().unwrap(),
-            )
-        })
+        .map(|(e, k, _)| (e.as_str(), k.as_str()))
         .collect();
     assert_eq!(
         steps,

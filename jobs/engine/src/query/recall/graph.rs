@@ -2,6 +2,15 @@
 
 use super::*;
 
+/// The entities `query` names that the user's memory knows, in the order it names them.
+pub fn query_entities(memory: &engram_dataflows::views::UserMemory, query: &str) -> Vec<String> {
+    engram_operators::entities::extract_entities(query)
+        .into_iter()
+        .map(|(name, _)| name)
+        .filter(|name| memory.entities.contains_key(name.as_str()))
+        .collect()
+}
+
 /// Neighbours per query entity considered as the inner vertices of a 3-edge path: bounds the
 /// pair checks to 50² per pair of query entities.
 const PATH_FANOUT: usize = 50;
@@ -25,11 +34,7 @@ pub fn graph_expansion(
             limits.entity_kinds.is_empty() || limits.entity_kinds.contains(&stats.kind)
         })
     };
-    let in_query: Vec<String> = engram_operators::entities::extract_entities(query)
-        .into_iter()
-        .map(|(name, _)| name)
-        .filter(|name| memory.entities.contains_key(name.as_str()))
-        .collect();
+    let in_query = query_entities(memory, query);
     if in_query.is_empty() {
         return Vec::new();
     }

@@ -164,6 +164,20 @@ impl RecallHit {
         (self.ts.timestamp(), importance)
     }
 
+    /// Sets the turn's retention R and archived state from `views` at the recall's moment:
+    /// `as_of`, else the engine's time.
+    pub fn read_retention(
+        &mut self,
+        views: &engram_dataflows::MemoryViews,
+        as_of: Option<chrono::DateTime<chrono::Utc>>,
+    ) {
+        let at = as_of.map_or(views.engine_time_secs as i64, |t| t.timestamp());
+        let (created, importance) = self.made();
+        let (trace, archived) = views.memory_state(&self.id, created, importance);
+        self.why.retention = Some(trace.retention_at(at));
+        self.why.archived = archived;
+    }
+
     /// The episode as a result no retriever has scored yet.
     pub fn from_row(e: &engram_connectors::EpisodeRow) -> Self {
         RecallHit {

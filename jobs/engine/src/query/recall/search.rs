@@ -376,16 +376,12 @@ impl Recall {
         let found = self.store.episodes_by_id(tenant, user, &missing).await?;
         let mut hits =
             gather_candidates(by_vector, by_text, by_passage, found, by_graph, &expansion);
-        // each turn's retention and archived state from one read, at the recall's moment (as of
-        // `as_of`, else the engine's time): a turn kept as not archived is never marked archived
-        let at = as_of.map_or(self.views.read().engine_time_secs as i64, |t| t.timestamp());
+        // each turn's retention and archived state from one read: a turn kept as not archived
+        // is never marked archived
         {
             let views = self.views.read();
             for h in &mut hits {
-                let (created, importance) = h.made();
-                let (trace, archived) = views.memory_state(&h.id, created, importance);
-                h.why.retention = Some(trace.retention_at(at));
-                h.why.archived = archived;
+                h.read_retention(&views, as_of);
             }
         }
         if !keep_archived {
@@ -409,6 +405,7 @@ impl Recall {
         };
         let views = self.views.read();
         let domain = user == super::DOMAIN_USER;
+        let at = as_of.map_or(views.engine_time_secs as i64, |t| t.timestamp());
         for h in &mut hits {
             let age = (h.made().0, at);
             h.why.learned = learned.of_turn(&h.role, &h.content, domain, age);

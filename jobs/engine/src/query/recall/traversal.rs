@@ -384,11 +384,8 @@ pub fn walk_turns(
         return HashMap::new();
     }
     let graph = MemoryGraph::new(views, memory, turns, similarity, config);
-    let named_entities: Vec<String> = engram_operators::entities::extract_entities(query)
-        .into_iter()
-        .map(|(name, _)| name)
-        .filter(|name| memory.entities.contains_key(name.as_str()) && !graph.is_hub(name))
-        .collect();
+    let mut named_entities = super::graph::query_entities(memory, query);
+    named_entities.retain(|name| !graph.is_hub(name));
     let named: HashSet<&str> = named_entities.iter().map(String::as_str).collect();
     let mut seeds: Vec<MemoryVertex> = named_entities.iter().map(|n| graph.entity(n)).collect();
     let seed_turns = graph.best_turns(similarity.keys().copied(), config.seed_episodes);
@@ -520,18 +517,13 @@ impl super::Recall {
             .map(|k| uuid_text(*k))
             .collect();
         let rows = self.store.episodes_by_id(tenant, user, &missing).await?;
-        let at = as_of.map_or(self.views.read().engine_time_secs as i64, |t| t.timestamp());
         let views = self.views.read();
         for row in rows.iter().filter(|r| as_of.is_none_or(|t| r.ts <= t)) {
             let mut hit = super::RecallHit::from_row(row);
-            let (created, importance) = hit.made();
-            let (trace, archived) = views.memory_state(&hit.id, created, importance);
-            if archived && !keep_archived {
-                continue;
+            hit.read_retention(&views, as_of);
+            if keep_archived || !hit.why.archived {
+                hits.push(hit);
             }
-            hit.why.retention = Some(trace.retention_at(at));
-            hit.why.archived = archived;
-            hits.push(hit);
         }
         for h in hits.iter_mut() {
             h.why.walk = uuid_bits(&h.id).and_then(|k| walked.get(&k).cloned());
