@@ -9,10 +9,12 @@
 //! a fixed schedule (a late request is followed at once by the next), so the offered rates hold
 //! while the server keeps up. Every message is unique (a number in it), so the embedder's text
 //! cache helps no more than it would with real conversations. Printed per minute: the events
-//! stored per second, each route's p50 / p99 latency, push-back (`429`) and errors (anything
-//! else that is not a `200`, or no answer), the server's resident memory at the minute's end
-//! and the ingest backlog's peak; then the last minute's p99 against the first's per route
-//! (goal ≤ 1.5×) and the resident memory's growth from minute 2 (after warm-up) to the end.
+//! accepted per second, each route's p50 / p99 latency, push-back (`429`) and errors (anything
+//! else that is not a `200`, or no answer), the episodes committed to Lance per second, the
+//! server's CPU (cores busy on average), its resident memory at the minute's end and the ingest
+//! backlog's peak; then the last minute's p99 against the first's per route (goal ≤ 1.5×) and
+//! the resident memory's growth from minute 2 (after warm-up) to the end. Each minute's row is
+//! also printed a few seconds after the minute ends (`live`), so a run cut short still reports.
 //!
 //! The server runs with the environment of this process (`ENGRAM_CONFIG`, `ENGRAM_LIMIT_*`…).
 
@@ -52,7 +54,14 @@ struct Sample {
 struct Gauges {
     rss_mib: f64,
     backlog_peak: u64,
+    /// Episodes committed to Lance, and the server's CPU seconds, at the minute's end.
+    episodes_stored: u64,
+    cpu_s: f64,
 }
+
+/// Seconds after a minute's end at which its live row is printed: requests started in it
+/// have answered by then (or count as late in the final table only).
+const LIVE_ROW_AFTER_S: u64 = 5;
 
 fn main() -> anyhow::Result<()> {
     let args = engram_bench::numeric_args();
@@ -61,6 +70,12 @@ fn main() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let server = Arc::new(engram_bench::warm_server(dir.path(), TENANT)?);
 
+    // what the server had stored and spent before the load: minute 1 counts from here
+    let baseline = Gauges {
+        episodes_stored: server.metric("engram_episodes_stored"),
+        cpu_s: cpu_seconds(server.pid()),
+        ..Gauges::default()
+    };
     let started = Instant::now();
     let until = started + Duration::from_secs(60 * minutes as u64);
     let stop = Arc::new(AtomicBool::new(false));
@@ -70,29 +85,35 @@ fn main() -> anyhow::Result<()> {
         (Route::Recall, RECALLERS, recalls as f64),
         (Route::Prompt, PROMPTERS, prompts as f64),
     ];
+    let samples: Arc<Mutex<Vec<Sample>>> = Arc::default();
     for (route, n, per_s) in streams {
         for thread in 0..n {
-            let server = server.clone();
+            let (server, samples) = (server.clone(), samples.clone());
             let interval = Duration::from_secs_f64(n as f64 / per_s.max(1e-9));
             threads.push(std::thread::spawn(move || {
-                steady(&server, route, thread, interval, started, until)
+                steady(&server, &samples, route, thread, interval, started, until)
             }));
         }
     }
     let gauges = Arc::new(Mutex::new(vec![Gauges::default(); minutes]));
     let watcher = {
         let (server, gauges, stop) = (server.clone(), gauges.clone(), stop.clone());
-        std::thread::spawn(move || watch(&server, &gauges, started, &stop))
+        let samples = samples.clone();
+        std::thread::spawn(move || {
+            watch(
+                &server, &gauges, baseline, &samples, minutes, started, &stop,
+            )
+        })
     };
-    let mut samples: Vec<Sample> = Vec::new();
     for t in threads {
-        samples.extend(t.join().expect("load thread"));
+        t.join().expect("load thread");
     }
     stop.store(true, Ordering::Release);
     watcher.join().expect("watcher");
     let caught_up = server.wait_caught_up(Duration::from_secs(900));
     let gauges = gauges.lock().unwrap().clone();
-    print_table(&samples, &gauges, minutes);
+    let samples = samples.lock().unwrap();
+    print_table(&samples, &gauges, baseline, minutes);
     println!(
         "caught up {:.1} s after the load stopped",
         caught_up.as_secs_f64()
@@ -100,17 +121,18 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One load thread: a request every `interval` from `started` until `until`.
+/// One load thread: a request every `interval` from `started` until `until`, each answer's
+/// sample added to `samples`.
 fn steady(
     server: &Server,
+    samples: &Mutex<Vec<Sample>>,
     route: Route,
     thread: usize,
     interval: Duration,
     started: Instant,
     until: Instant,
-) -> Vec<Sample> {
+) {
     let mut rng = StdRng::seed_from_u64(route as u64 * 1000 + thread as u64);
-    let mut samples = Vec::new();
     let mut next = Instant::now();
     let mut n = 0usize;
     while next < until {
@@ -153,29 +175,67 @@ fn steady(
         };
         let asked = Instant::now();
         let status = server.try_post(path, &body).map_or(0, |(status, _)| status);
-        samples.push(Sample {
+        samples.lock().unwrap().push(Sample {
             route,
             minute: asked.duration_since(started).as_secs() as usize / 60,
             ms: asked.elapsed().as_secs_f64() * 1000.0,
             status,
         });
     }
-    samples
 }
 
-/// Once a second: the backlog's peak this minute; at each minute's end, the resident memory.
-fn watch(server: &Server, gauges: &Mutex<Vec<Gauges>>, started: Instant, stop: &AtomicBool) {
+/// Once a second: the backlog's peak this minute, and the resident memory, episodes stored and
+/// CPU seconds as of now (so at the minute's end, its last reading); a few seconds into each
+/// minute, the last minute's row, live.
+fn watch(
+    server: &Server,
+    gauges: &Mutex<Vec<Gauges>>,
+    baseline: Gauges,
+    samples: &Mutex<Vec<Sample>>,
+    minutes: usize,
+    started: Instant,
+    stop: &AtomicBool,
+) {
+    let mut printed = 0;
     while !stop.load(Ordering::Acquire) {
         std::thread::sleep(Duration::from_secs(1));
-        let minute = started.elapsed().as_secs() as usize / 60;
+        let elapsed = started.elapsed().as_secs();
+        let minute = elapsed as usize / 60;
         let backlog = server.metric("engram_ingest_backlog_events");
-        let rss = resident_mib(server.pid());
+        let stored = server.metric("engram_episodes_stored");
+        let (rss, cpu_s) = (resident_mib(server.pid()), cpu_seconds(server.pid()));
         let mut g = gauges.lock().unwrap();
         if let Some(g) = g.get_mut(minute) {
             g.backlog_peak = g.backlog_peak.max(backlog);
-            g.rss_mib = rss;
+            (g.rss_mib, g.episodes_stored, g.cpu_s) = (rss, stored, cpu_s);
+        }
+        if printed < minute.min(minutes) && elapsed % 60 >= LIVE_ROW_AFTER_S {
+            if printed == 0 {
+                print_header();
+            }
+            print!("live ");
+            print_row(&samples.lock().unwrap(), &g, baseline, printed);
+            printed += 1;
         }
     }
+}
+
+/// User plus system CPU time of the process, in seconds (0 where `/proc` does not say).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // the fields after the command name, which is in parentheses and may hold spaces
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name, in clock
+    // ticks of 1/100 s (USER_HZ on Linux)
+    let tick = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (tick(11) + tick(12)) / 100.0
 }
 
 /// VmRSS of the process, in MiB (0 where `/proc` does not say).
@@ -188,56 +248,79 @@ fn resident_mib(pid: u32) -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-fn print_table(samples: &[Sample], gauges: &[Gauges], minutes: usize) {
+fn print_header() {
     println!("soak: events in requests of {BATCH}, recalls and prompts as offered; per minute");
     println!(
-        "{:>3} {:>9} {:>15} {:>15} {:>15} {:>6} {:>6} {:>8} {:>8}",
+        "{:>3} {:>9} {:>10} {:>15} {:>15} {:>15} {:>6} {:>6} {:>5} {:>8} {:>8}",
         "min",
-        "stored/s",
+        "taken/s",
+        "in Lance/s",
         "events p50/p99",
         "recall p50/p99",
         "prompt p50/p99",
         "429",
         "errors",
+        "cores",
         "RSS MiB",
         "backlog^"
     );
-    let p50_p99 = |route: Route, minute: usize| -> (f64, f64) {
-        let mut ms: Vec<f64> = samples
-            .iter()
-            .filter(|s| s.route == route && s.minute == minute && s.status == 200)
-            .map(|s| s.ms)
-            .collect();
-        (percentile(&mut ms, 50.0), percentile(&mut ms, 99.0))
-    };
-    for (minute, g) in gauges.iter().enumerate().take(minutes) {
-        let of_minute = samples.iter().filter(|s| s.minute == minute);
-        let stored = of_minute
-            .clone()
-            .filter(|s| s.route == Route::Events && s.status == 200)
-            .count()
-            * BATCH;
-        let refused = of_minute.clone().filter(|s| s.status == 429).count();
-        let errors = of_minute
-            .filter(|s| s.status != 200 && s.status != 429)
-            .count();
-        let cell = |(a, b): (f64, f64)| format!("{a:.1}/{b:.1}");
-        println!(
-            "{:>3} {:>9.0} {:>15} {:>15} {:>15} {:>6} {:>6} {:>8.0} {:>8}",
-            minute + 1,
-            stored as f64 / 60.0,
-            cell(p50_p99(Route::Events, minute)),
-            cell(p50_p99(Route::Recall, minute)),
-            cell(p50_p99(Route::Prompt, minute)),
-            refused,
-            errors,
-            g.rss_mib,
-            g.backlog_peak
-        );
+}
+
+/// p50 and p99 of the route's answered (200) requests that started in `minute`.
+fn p50_p99(samples: &[Sample], route: Route, minute: usize) -> (f64, f64) {
+    let mut ms: Vec<f64> = samples
+        .iter()
+        .filter(|s| s.route == route && s.minute == minute && s.status == 200)
+        .map(|s| s.ms)
+        .collect();
+    (percentile(&mut ms, 50.0), percentile(&mut ms, 99.0))
+}
+
+/// One minute's row: what the requests started in it saw, and the gauges at its end (the
+/// episodes committed and CPU time as differences from the minute before).
+fn print_row(samples: &[Sample], gauges: &[Gauges], baseline: Gauges, minute: usize) {
+    let of_minute = samples.iter().filter(|s| s.minute == minute);
+    let stored = of_minute
+        .clone()
+        .filter(|s| s.route == Route::Events && s.status == 200)
+        .count()
+        * BATCH;
+    let refused = of_minute.clone().filter(|s| s.status == 429).count();
+    let errors = of_minute
+        .filter(|s| s.status != 200 && s.status != 429)
+        .count();
+    let g = gauges[minute];
+    let before = minute.checked_sub(1).map_or(baseline, |m| gauges[m]);
+    let in_lance = g.episodes_stored.saturating_sub(before.episodes_stored) as f64 / 60.0;
+    let cores = (g.cpu_s - before.cpu_s) / 60.0;
+    let cell = |(a, b): (f64, f64)| format!("{a:.1}/{b:.1}");
+    println!(
+        "{:>3} {:>9.0} {:>10.0} {:>15} {:>15} {:>15} {:>6} {:>6} {:>5.1} {:>8.0} {:>8}",
+        minute + 1,
+        stored as f64 / 60.0,
+        in_lance,
+        cell(p50_p99(samples, Route::Events, minute)),
+        cell(p50_p99(samples, Route::Recall, minute)),
+        cell(p50_p99(samples, Route::Prompt, minute)),
+        refused,
+        errors,
+        cores,
+        g.rss_mib,
+        g.backlog_peak
+    );
+}
+
+fn print_table(samples: &[Sample], gauges: &[Gauges], baseline: Gauges, minutes: usize) {
+    print_header();
+    for minute in 0..minutes.min(gauges.len()) {
+        print_row(samples, gauges, baseline, minute);
     }
     let last = minutes.saturating_sub(1);
     for route in [Route::Events, Route::Recall, Route::Prompt] {
-        let (first, end) = (p50_p99(route, 0).1, p50_p99(route, last).1);
+        let (first, end) = (
+            p50_p99(samples, route, 0).1,
+            p50_p99(samples, route, last).1,
+        );
         println!(
             "{route:?}: last minute's p99 / first's = {:.2} (goal <= 1.5)",
             end / first
