@@ -45,14 +45,45 @@ pub(crate) fn publish_until_closed(
     out: &Sender<EpisodeBatch>,
     as_of: &AtomicU64,
 ) {
+    let mut held = HeldBack::default();
     while let Ok(mut frontiers) = frontiers_in.recv() {
         // frontiers only advance: the last one sent covers those before it
         while let Ok(later) = frontiers_in.try_recv() {
             frontiers = later;
         }
-        publish(frontiers, captured, views, out);
+        publish(frontiers, captured, views, out, &mut held);
         as_of.store(frontiers.log, Ordering::Release);
     }
+}
+
+/// Episodes, fact assertions and summaries complete before the frontier whose log offsets are
+/// not. A worker stamps the records it reads with the time it read from, which is at most
+/// their offsets; with several workers reading at their own pace, records at later times can
+/// be complete while one at a lower offset, stamped later by another worker, is not yet. The
+/// caller stores what it receives in log order and skips offsets it already holds (its
+/// watermark), so each is sent once the frontier passes its offset: every record below that
+/// offset has been sent by then.
+#[derive(Default)]
+struct HeldBack {
+    episodes: Vec<(SessionKey, Episode)>,
+    facts: Vec<(FactKey, FactAssertion)>,
+    summaries: Vec<(UserKey, SummaryNode)>,
+}
+
+/// Moves the records of `records` whose offsets are at or past `frontier` into `held`, and the
+/// held ones before it into `records`, which end sorted by `order`.
+fn release_in_log_order<R>(
+    records: &mut Vec<R>,
+    held: &mut Vec<R>,
+    frontier: u64,
+    offset: impl Fn(&R) -> u64,
+    order: impl Fn(&R, &R) -> std::cmp::Ordering,
+) {
+    records.append(held);
+    let (now, later): (Vec<R>, Vec<R>) = records.drain(..).partition(|r| offset(r) < frontier);
+    *records = now;
+    *held = later;
+    records.sort_by(order);
 }
 
 /// Applies the captured updates at times before the frontiers, in time order, under one lock.
@@ -61,6 +92,7 @@ fn publish(
     captured: &CapturedOutputs,
     views: &SharedViews,
     out: &Sender<EpisodeBatch>,
+    held: &mut HeldBack,
 ) {
     let frontier = frontiers.log;
     let ready = captured.views.lock().unwrap().take_before(frontier);
@@ -124,20 +156,46 @@ fn publish(
         frontier,
         engine_time,
     );
-    let mut episodes = episodes;
-    episodes.retain(|(_, d)| *d > 0);
-    episodes.sort_by_key(|((_, e), _)| e.log_offset);
-    let mut facts: Vec<_> = in_time_order(facts).filter(|(_, d)| *d > 0).collect();
-    facts.sort_by(|((ka, a), _), ((kb, b), _)| (a.log_offset, ka, a).cmp(&(b.log_offset, kb, b)));
-    let mut summaries: Vec<_> = in_time_order(summaries).filter(|(_, d)| *d > 0).collect();
-    summaries
-        .sort_by(|((ka, a), _), ((kb, b), _)| (a.log_offset, ka, a).cmp(&(b.log_offset, kb, b)));
+    let mut episodes: Vec<_> = episodes
+        .into_iter()
+        .filter(|(_, d)| *d > 0)
+        .map(|(rec, _)| rec)
+        .collect();
+    release_in_log_order(
+        &mut episodes,
+        &mut held.episodes,
+        frontier,
+        |(_, e)| e.log_offset,
+        |(_, a), (_, b)| a.log_offset.cmp(&b.log_offset),
+    );
+    let mut facts: Vec<_> = in_time_order(facts)
+        .filter(|(_, d)| *d > 0)
+        .map(|(rec, _)| rec)
+        .collect();
+    release_in_log_order(
+        &mut facts,
+        &mut held.facts,
+        frontier,
+        |(_, a)| a.log_offset,
+        |(ka, a), (kb, b)| (a.log_offset, ka, a).cmp(&(b.log_offset, kb, b)),
+    );
+    let mut summaries: Vec<_> = in_time_order(summaries)
+        .filter(|(_, d)| *d > 0)
+        .map(|(rec, _)| rec)
+        .collect();
+    release_in_log_order(
+        &mut summaries,
+        &mut held.summaries,
+        frontier,
+        |(_, s)| s.log_offset,
+        |(ka, a), (kb, b)| (a.log_offset, ka, a).cmp(&(b.log_offset, kb, b)),
+    );
     // sent even when empty: the receiver learns how far the views have got (the engine's
     // writer reports events recallable up to there once it has stored what came before)
     let _ = out.send(EpisodeBatch {
         as_of: frontier,
-        episodes: episodes.into_iter().map(|(rec, _)| rec).collect(),
-        facts: facts.into_iter().map(|(rec, _)| rec).collect(),
-        summaries: summaries.into_iter().map(|(rec, _)| rec).collect(),
+        episodes,
+        facts,
+        summaries,
     });
 }

@@ -1,11 +1,12 @@
 //! The views the running memory dataflow publishes (NEXT edges, facts over time, entities,
 //! co-mentions, skill feedback per user and per population, summaries, relations) equal a from-scratch computation over all input so far, after every chunk of a
-//! random stream with out-of-order timestamps, with one and with two workers.
+//! random stream with out-of-order timestamps, with one and with two workers (each reading the
+//! log at its own pace); and the episodes sent for storage come once each, in log order.
 
 use chrono::{TimeZone, Utc};
 use engram_dataflows::{
-    run_memory_dataflow, DataflowParams, EngineClock, HierarchyParams, InputRecord, InputSource,
-    SharedViews, SkillParams,
+    run_memory_dataflow, DataflowParams, EngineClock, EpisodeBatch, HierarchyParams, InputRecord,
+    InputSource, SharedViews, SkillParams,
 };
 use engram_operators::entities::{extract_entities, sentence_pairs, EntityKind};
 use engram_operators::facts::{fact_versions, FactAssertion, FactVersion};
@@ -29,16 +30,21 @@ struct VecSource {
     cursor: usize,
     worker: usize,
     peers: usize,
+    /// How much of what is there each poll reads: workers read at their own pace, as they do
+    /// from a log others append to, so one stamps records at times the others have passed.
+    pace: StdRng,
 }
 
 impl InputSource for VecSource {
     fn poll(&mut self) -> Option<(Vec<(u64, InputRecord, isize)>, u64)> {
         let log = self.log.lock().unwrap();
-        if log.len() <= self.cursor {
+        // a worker finds the log's end later, and reads only part of what it finds
+        if log.len() <= self.cursor || self.pace.gen_bool(0.5) {
             return None;
         }
+        let end = self.cursor + self.pace.gen_range(1..=log.len() - self.cursor);
         let mut out = Vec::new();
-        for (offset, e) in log.iter().enumerate().skip(self.cursor) {
+        for (offset, e) in log.iter().enumerate().take(end).skip(self.cursor) {
             let owner = e.header.user.bytes().map(|b| b as usize).sum::<usize>() % self.peers;
             if owner == self.worker {
                 if let Some(text) = engram_dataflows::clustered_text(e) {
@@ -52,8 +58,8 @@ impl InputSource for VecSource {
                 );
             }
         }
-        self.cursor = log.len();
-        Some((out, log.len() as u64))
+        self.cursor = end;
+        Some((out, end as u64))
     }
 }
 
@@ -779,6 +785,7 @@ fn run(workers: usize, seed: u64) -> (usize, usize) {
                 cursor: 0,
                 worker,
                 peers,
+                pace: StdRng::seed_from_u64(seed * 1000 + worker as u64),
             }) as Box<dyn InputSource>
         },
         EngineClock::Events,
@@ -794,7 +801,7 @@ fn run(workers: usize, seed: u64) -> (usize, usize) {
     )
     .unwrap();
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut stored_episodes = 0;
+    let mut stored_offsets: Vec<u64> = Vec::new();
     let mut patterns = 0;
     let mut team_preferences = 0;
     for chunk in 0..8 {
@@ -820,13 +827,14 @@ fn run(workers: usize, seed: u64) -> (usize, usize) {
         team_preferences += got.team_preferences.len();
         assert_eq!(got, want, "seed {seed}, chunk {chunk}, {workers} worker(s)");
         while let Ok(batch) = rx.try_recv() {
-            stored_episodes += batch.episodes.len();
+            take_in_log_order(&batch, &mut stored_offsets, seed);
         }
     }
     handle.stop();
     while let Ok(batch) = rx.try_recv() {
-        stored_episodes += batch.episodes.len();
+        take_in_log_order(&batch, &mut stored_offsets, seed);
     }
+    let stored_episodes = stored_offsets.len();
     let interactions = log
         .lock()
         .unwrap()
@@ -838,6 +846,35 @@ fn run(workers: usize, seed: u64) -> (usize, usize) {
         "each episode is emitted for storage once"
     );
     (patterns, team_preferences)
+}
+
+/// Adds the batch's episode offsets to `stored`, checking that they come in log order across
+/// batches too: the writer stores what it receives in that order and skips offsets at or below
+/// the highest it holds, so an episode sent after a later one would never be stored.
+fn take_in_log_order(batch: &EpisodeBatch, stored: &mut Vec<u64>, seed: u64) {
+    // facts and summaries of one event share its offset, and come in one batch
+    for offsets in [
+        batch
+            .facts
+            .iter()
+            .map(|(_, a)| a.log_offset)
+            .collect::<Vec<_>>(),
+        batch.summaries.iter().map(|(_, s)| s.log_offset).collect(),
+    ] {
+        assert!(
+            offsets.is_sorted(),
+            "seed {seed}: side rows out of log order"
+        );
+    }
+    for (_, e) in &batch.episodes {
+        assert!(
+            stored.last().is_none_or(|&last| last < e.log_offset),
+            "seed {seed}: episode at offset {} sent after offset {:?}",
+            e.log_offset,
+            stored.last()
+        );
+        stored.push(e.log_offset);
+    }
 }
 
 #[test]
