@@ -14,7 +14,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 
-/// Episodes that entered the views, in log order, for the caller to store (Lance).
+/// Episodes that entered the views, for the caller to store (Lance), in log order within the
+/// batch and across batches: a record is sent once every lower offset is complete.
 #[derive(Debug, Clone)]
 pub struct EpisodeBatch {
     /// The views' timestamp after this batch.
@@ -70,20 +71,23 @@ struct HeldBack {
     summaries: Vec<(UserKey, SummaryNode)>,
 }
 
-/// Moves the records of `records` whose offsets are at or past `frontier` into `held`, and the
-/// held ones before it into `records`, which end sorted by `order`.
+/// The inserted records of `taken` and those `held` from before, split at `frontier`: those
+/// below it are returned, sorted by `order`; those at or past it are held for a later frontier.
 fn release_in_log_order<R>(
-    records: &mut Vec<R>,
+    taken: impl Iterator<Item = (R, isize)>,
     held: &mut Vec<R>,
     frontier: u64,
     offset: impl Fn(&R) -> u64,
     order: impl Fn(&R, &R) -> std::cmp::Ordering,
-) {
-    records.append(held);
-    let (now, later): (Vec<R>, Vec<R>) = records.drain(..).partition(|r| offset(r) < frontier);
-    *records = now;
+) -> Vec<R> {
+    let inserted = taken.filter(|(_, d)| *d > 0).map(|(rec, _)| rec);
+    let (mut now, later): (Vec<R>, Vec<R>) = held
+        .drain(..)
+        .chain(inserted)
+        .partition(|r| offset(r) < frontier);
     *held = later;
-    records.sort_by(order);
+    now.sort_by(order);
+    now
 }
 
 /// Applies the captured updates at times before the frontiers, in time order, under one lock.
@@ -156,35 +160,22 @@ fn publish(
         frontier,
         engine_time,
     );
-    let mut episodes: Vec<_> = episodes
-        .into_iter()
-        .filter(|(_, d)| *d > 0)
-        .map(|(rec, _)| rec)
-        .collect();
-    release_in_log_order(
-        &mut episodes,
+    let episodes = release_in_log_order(
+        episodes.into_iter(),
         &mut held.episodes,
         frontier,
         |(_, e)| e.log_offset,
         |(_, a), (_, b)| a.log_offset.cmp(&b.log_offset),
     );
-    let mut facts: Vec<_> = in_time_order(facts)
-        .filter(|(_, d)| *d > 0)
-        .map(|(rec, _)| rec)
-        .collect();
-    release_in_log_order(
-        &mut facts,
+    let facts = release_in_log_order(
+        in_time_order(facts),
         &mut held.facts,
         frontier,
         |(_, a)| a.log_offset,
         |(ka, a), (kb, b)| (a.log_offset, ka, a).cmp(&(b.log_offset, kb, b)),
     );
-    let mut summaries: Vec<_> = in_time_order(summaries)
-        .filter(|(_, d)| *d > 0)
-        .map(|(rec, _)| rec)
-        .collect();
-    release_in_log_order(
-        &mut summaries,
+    let summaries = release_in_log_order(
+        in_time_order(summaries),
         &mut held.summaries,
         frontier,
         |(_, s)| s.log_offset,

@@ -801,7 +801,7 @@ fn run(workers: usize, seed: u64) -> (usize, usize) {
     )
     .unwrap();
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut stored_offsets: Vec<u64> = Vec::new();
+    let mut stored = Stored::default();
     let mut patterns = 0;
     let mut team_preferences = 0;
     for chunk in 0..8 {
@@ -827,14 +827,14 @@ fn run(workers: usize, seed: u64) -> (usize, usize) {
         team_preferences += got.team_preferences.len();
         assert_eq!(got, want, "seed {seed}, chunk {chunk}, {workers} worker(s)");
         while let Ok(batch) = rx.try_recv() {
-            take_in_log_order(&batch, &mut stored_offsets, seed);
+            take_in_log_order(&batch, &mut stored, seed);
         }
     }
     handle.stop();
     while let Ok(batch) = rx.try_recv() {
-        take_in_log_order(&batch, &mut stored_offsets, seed);
+        take_in_log_order(&batch, &mut stored, seed);
     }
-    let stored_episodes = stored_offsets.len();
+    let stored_episodes = stored.episodes.len();
     let interactions = log
         .lock()
         .unwrap()
@@ -848,32 +848,45 @@ fn run(workers: usize, seed: u64) -> (usize, usize) {
     (patterns, team_preferences)
 }
 
-/// Adds the batch's episode offsets to `stored`, checking that they come in log order across
-/// batches too: the writer stores what it receives in that order and skips offsets at or below
-/// the highest it holds, so an episode sent after a later one would never be stored.
-fn take_in_log_order(batch: &EpisodeBatch, stored: &mut Vec<u64>, seed: u64) {
-    // facts and summaries of one event share its offset, and come in one batch
-    for offsets in [
-        batch
-            .facts
-            .iter()
-            .map(|(_, a)| a.log_offset)
-            .collect::<Vec<_>>(),
-        batch.summaries.iter().map(|(_, s)| s.log_offset).collect(),
-    ] {
+/// What came for storage so far: each episode's offset, and the offset of the last fact and
+/// summary.
+#[derive(Default)]
+struct Stored {
+    episodes: Vec<u64>,
+    last_fact: Option<u64>,
+    last_summary: Option<u64>,
+}
+
+/// Adds the batch to `stored`, checking that it comes in log order across batches too: the
+/// writer stores what it receives in that order and skips offsets at or below the highest it
+/// holds, so a record sent after a later one would never be stored. (Facts and summaries of
+/// one event share its offset, and come in one batch.)
+fn take_in_log_order(batch: &EpisodeBatch, stored: &mut Stored, seed: u64) {
+    let mut after = |last: &mut Option<u64>, offsets: Vec<u64>, what: &str| {
+        let from = last.map_or(0, |l| l + 1);
         assert!(
-            offsets.is_sorted(),
-            "seed {seed}: side rows out of log order"
+            offsets.is_sorted() && offsets.first().is_none_or(|&o| o >= from),
+            "seed {seed}: {what} at offsets {offsets:?} sent after offset {last:?}"
         );
-    }
+        if let Some(&o) = offsets.last() {
+            *last = Some(o);
+        }
+    };
+    let facts = batch.facts.iter().map(|(_, a)| a.log_offset).collect();
+    after(&mut stored.last_fact, facts, "facts");
+    let summaries = batch.summaries.iter().map(|(_, s)| s.log_offset).collect();
+    after(&mut stored.last_summary, summaries, "summaries");
     for (_, e) in &batch.episodes {
         assert!(
-            stored.last().is_none_or(|&last| last < e.log_offset),
+            stored
+                .episodes
+                .last()
+                .is_none_or(|&last| last < e.log_offset),
             "seed {seed}: episode at offset {} sent after offset {:?}",
             e.log_offset,
-            stored.last()
+            stored.episodes.last()
         );
-        stored.push(e.log_offset);
+        stored.episodes.push(e.log_offset);
     }
 }
 
