@@ -133,3 +133,42 @@ pub fn numeric_args() -> Vec<usize> {
         })
         .collect()
 }
+
+/// A process as `/proc` names it: `"self"` or its pid.
+pub fn proc_entry(pid: Option<u32>) -> String {
+    pid.map_or_else(|| "self".to_string(), |p| p.to_string())
+}
+
+/// The process's resident memory (VmRSS) in KiB, 0 where `/proc` does not say.
+pub fn resident_kib(pid: Option<u32>) -> u64 {
+    std::fs::read_to_string(format!("/proc/{}/status", proc_entry(pid)))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// The process's CPU time so far, user and system, in seconds, and its minor page faults (from
+/// `/proc/<pid>/stat`; zeros where it cannot be read).
+pub fn cpu_usage(pid: Option<u32>) -> (f64, f64, u64) {
+    let stat =
+        std::fs::read_to_string(format!("/proc/{}/stat", proc_entry(pid))).unwrap_or_default();
+    // fields after the command name, which is in parentheses and may hold spaces
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let field = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // proc(5) counts CPU time in USER_HZ ticks, 100 a second on Linux whatever the kernel's HZ
+    let ticks = 100.0;
+    // fields 10, 14 and 15 of proc(5), counted from the state (field 3) at index 0
+    (field(11) as f64 / ticks, field(12) as f64 / ticks, field(7))
+}

@@ -244,39 +244,6 @@ impl InputSource for PreparedSource {
     }
 }
 
-fn resident_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-/// This process's CPU time so far, user and system, in seconds, and its minor page faults
-/// (from /proc/self/stat; zeros where it cannot be read). Fresh memory costs system time:
-/// the kernel zeroes every page on first touch.
-fn cpu_usage() -> (f64, f64, u64) {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // fields after the command name, which is in parentheses and may hold spaces
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let field = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    // proc(5) counts CPU time in USER_HZ ticks, 100 a second on Linux whatever the kernel's HZ
-    let ticks = 100.0;
-    // fields 10, 14 and 15 of proc(5), counted from the state (field 3) at index 0
-    (field(11) as f64 / ticks, field(12) as f64 / ticks, field(7))
-}
-
 /// Waits until `as_of()` reaches `target`, looking every `interval`. (On a machine with a core
 /// per worker, this thread waking often takes time from them: the load, which takes seconds,
 /// is looked at every millisecond, a single event, which takes milliseconds, more often.)
@@ -327,10 +294,10 @@ fn main() -> anyhow::Result<()> {
             }
         })
     };
-    let rss_before = resident_kib();
+    let rss_before = engram_bench::resident_kib(None);
     // as if the input records owned nothing: the dataflow's own heap is then the growth from here
     let heap_before = live_heap_bytes().saturating_sub(input_owned);
-    let cpu_before = cpu_usage();
+    let cpu_before = engram_bench::cpu_usage(None);
 
     let source_released = released.clone();
     let handle = run_memory_dataflow(
@@ -362,9 +329,9 @@ fn main() -> anyhow::Result<()> {
     while drained.load(Ordering::Acquire) < loaded_episodes && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(1));
     }
-    let rss_after = resident_kib();
+    let rss_after = engram_bench::resident_kib(None);
     let heap_after = live_heap_bytes();
-    let cpu_after = cpu_usage();
+    let cpu_after = engram_bench::cpu_usage(None);
 
     let mut one_more = Vec::with_capacity(o.extra);
     for offset in loaded..loaded + extra {
@@ -376,7 +343,7 @@ fn main() -> anyhow::Result<()> {
     // again once the load's transients (batches on their way out, unmerged arrangement
     // batches) have had the extra events' time to settle
     let heap_settled = live_heap_bytes();
-    let rss_settled = resident_kib();
+    let rss_settled = engram_bench::resident_kib(None);
     let sizes = view_sizes(&views);
     handle.stop();
     let _ = drain.join();
@@ -517,7 +484,7 @@ struct Figures {
     rss: (u64, u64, u64),
     /// Live heap bytes at the same three points (the first as if the input owned nothing).
     heap: (u64, u64, u64),
-    /// [`cpu_usage`] before and after the load.
+    /// [`engram_bench::cpu_usage`] before and after the load.
     cpu: ((f64, f64, u64), (f64, f64, u64)),
 }
 

@@ -203,7 +203,10 @@ fn watch(
         let minute = elapsed as usize / 60;
         let backlog = server.metric("engram_ingest_backlog_events");
         let stored = server.metric("engram_episodes_stored");
-        let (rss, cpu_s) = (resident_mib(server.pid()), cpu_seconds(server.pid()));
+        let (rss, cpu_s) = (
+            engram_bench::resident_kib(Some(server.pid())) as f64 / 1024.0,
+            cpu_seconds(server.pid()),
+        );
         let mut g = gauges.lock().unwrap();
         if let Some(g) = g.get_mut(minute) {
             g.backlog_peak = g.backlog_peak.max(backlog);
@@ -220,32 +223,10 @@ fn watch(
     }
 }
 
-/// User plus system CPU time of the process, in seconds (0 where `/proc` does not say).
+/// User plus system CPU seconds of the server so far.
 fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // the fields after the command name, which is in parentheses and may hold spaces
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name, in clock
-    // ticks of 1/100 s (USER_HZ on Linux)
-    let tick = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (tick(11) + tick(12)) / 100.0
-}
-
-/// VmRSS of the process, in MiB (0 where `/proc` does not say).
-fn resident_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
+    let (user, system, _) = engram_bench::cpu_usage(Some(pid));
+    user + system
 }
 
 fn print_header() {
