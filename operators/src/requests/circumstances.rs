@@ -216,6 +216,13 @@ pub(super) const CIRCUMSTANCE_CUES: &[Cue] = &[
     cue(&["little", "one"], A::Children, V(0), T),
     // back at an office
     cue(&["in", "the", "office"], A::Work, V(1), T),
+    cue(&["at", "the", "office"], A::Work, V(1), T),
+    cue(&["the", "workplace"], A::Work, V(1), T),
+    cue(&["go", "office"], A::Work, V(1), T),
+    cue(&["home", "working"], A::Work, V(0), T),
+    cue(&["homeworking"], A::Work, V(0), T),
+    cue(&["work", "at", "home"], A::Work, V(0), T),
+    cue(&["working", "at", "home"], A::Work, V(0), T),
     // hearing
     cue(&["hard", "of", "hearing"], A::Accessibility, V(3), T),
     cue(&["hearing", "aid*"], A::Accessibility, V(3), T),

@@ -60,6 +60,7 @@ mod instructions;
 mod layout_cues;
 mod lexicon;
 mod not_cues;
+mod other_senses;
 mod reading;
 #[cfg(test)]
 mod reading_tests;

@@ -387,7 +387,8 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
             || (cue.aspect == Aspect::Pets
                 && closing
                     .iter()
-                    .any(|w| matches!(*w, "died" | "passed" | "rehomed" | "gone"))));
+                    .any(|w| matches!(*w, "died" | "passed" | "rehomed" | "gone")))
+            || (cue.aspect == Aspect::Injury && healed(&sentence[start..])));
     // a complaint after the cue, in its clause or the next, turns it once, however it was
     // turned before ("no emojis pls its lowkey cringe", "lose the emoji, it's unprofessional");
     // a negation inside the cue is not turned back by the next clause ("no tl;dr, it's
@@ -414,6 +415,19 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
         || removed_later
         || everything_is
         || (complained_next && !negated_cue)
+}
+
+/// Whether the words after an injury's cue say it has healed ("the knee is fully recovered",
+/// "my knee's been fine for weeks", "good again"; not "I'm recovering from an injury").
+fn healed(rest: &[String]) -> bool {
+    rest.iter()
+        .any(|w| matches!(w.as_str(), "healed" | "recovered" | "cleared"))
+        || rest.windows(2).any(|p| {
+            matches!(
+                (p[0].as_str(), p[1].as_str()),
+                ("been" | "feels", "fine") | ("fine" | "good" | "better" | "ok", "again")
+            )
+        })
 }
 
 /// How many of `words` come before the clause break ("," or "but") that ends their clause.

@@ -139,12 +139,13 @@ impl SentenceTone {
         let questioned = self.questioned
             && !self.rhetorical
             && (cue.aspect.is_circumstance() || matches!(cue.way, Way::Value(_)));
-        let turned = if self.rhetorical {
+        // (a complaint cue already points the way it is meant: "why is it always so wordy?")
+        let not_complaint = cue.kind != CueKind::Complaint;
+        let turned = if self.rhetorical && not_complaint {
             !self.negated
         } else {
             turned
         } != questioned;
-        let not_complaint = cue.kind != CueKind::Complaint;
         let turned = turned || (self.fed_up && not_complaint);
         // (the user's own circumstances are no answer mocked: "oh great, 3 steak recipes
         // and I'm vegetarian"; "Ah, ounces and Fahrenheit. Very helpful." mocks the units)

@@ -150,8 +150,15 @@ const LEARNERS: &[&str] = &[
 /// German", "i only wrote in french by mistake"), not the one to answer in ("please write in
 /// German" asks for it).
 fn the_user_writes_in(sentence: &[String], at: usize) -> bool {
-    const WRITING: [&str; 6] = ["write", "wrote", "writing", "type", "typed", "typing"];
-    // "I write in English", "I write to you in English"
+    const WRITING: [&str; 7] = [
+        "write", "wrote", "writing", "type", "typed", "typing", "mix",
+    ];
+    // "I write in English", "I write to you in English", "even if I mix in some Deutsch"
+    let at = if at >= 1 && sentence[at - 1] == "some" {
+        at - 1
+    } else {
+        at
+    };
     at >= 3
         && sentence[at - 1] == "in"
         && (2..=4).filter(|&k| k < at).any(|k| {
@@ -472,6 +479,9 @@ pub(super) fn applies_here(sentence: &[String], at: usize, cue: &Cue) -> bool {
     if cue.aspect == Aspect::Currency
         && previous.is_some_and(|w| w.bytes().all(|b| b.is_ascii_digit()))
     {
+        return false;
+    }
+    if super::other_senses::names_something_else(cue, previous, next) {
         return false;
     }
     // "prices in pounds" is money; "my weight in pounds" is units
