@@ -217,7 +217,7 @@ pub(super) const CIRCUMSTANCE_CUES: &[Cue] = &[
     // back at an office
     cue(&["in", "the", "office"], A::Work, V(1), T),
     cue(&["at", "the", "office"], A::Work, V(1), T),
-    cue(&["the", "workplace"], A::Work, V(1), T),
+    cue(&["back", "in", "the", "workplace"], A::Work, V(1), T),
     cue(&["go", "office"], A::Work, V(1), T),
     cue(&["home", "working"], A::Work, V(0), T),
     cue(&["homeworking"], A::Work, V(0), T),

@@ -651,6 +651,7 @@ pub(super) const CUES: &[Cue] = &[
     cue(&["best", "option"], A::Options, L, T),
     cue(&["too", "many", "options"], A::Options, L, T),
     cue(&["too", "many", "choices"], A::Options, L, T),
+    cue(&["so", "many", "choices"], A::Options, L, T),
     cue(&["many", "choices"], A::Options, M, T),
     cue(&["lists", "of", "choices"], A::Options, M, T),
     cue(&["list", "of", "choices"], A::Options, M, T),

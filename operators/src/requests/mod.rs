@@ -40,7 +40,9 @@
 //! clause, as people use them ("just the number isn't helpful 🤔 show me the steps"). A currency
 //! sign on an amount ("a $300 gadget") asks for no currency.
 //!
-//! A cue is skipped where its word is about something else (`settling.rs`): a style word before
+//! A cue is skipped where its word is about something else (`settling.rs`, `other_senses.rs`:
+//! a number and its unit, the user's weight, "a qualified professional", "protein sources"): a
+//! style word before
 //! the user's own question ("I asked a simple question"), "simple" before another noun ("a
 //! simple sorry"), "steps" after a tool's name ("Windows steps"), a language's name before a
 //! country's things ("German laws"), a length in a sentence about cooking, a trip or a meeting

@@ -417,17 +417,34 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
         || (complained_next && !negated_cue)
 }
 
-/// Whether the words after an injury's cue say it has healed ("the knee is fully recovered",
-/// "my knee's been fine for weeks", "good again"; not "I'm recovering from an injury").
+/// Whether the words from an injury's cue to the end of its clause, or of the next, say it has
+/// healed ("the knee is fully recovered", "my knee's been fine for weeks", "good again"; not
+/// "I'm recovering from an injury", "it hasn't healed yet", "no running until it has healed").
 fn healed(rest: &[String]) -> bool {
-    rest.iter()
-        .any(|w| matches!(w.as_str(), "healed" | "recovered" | "cleared"))
-        || rest.windows(2).any(|p| {
-            matches!(
-                (p[0].as_str(), p[1].as_str()),
-                ("been" | "feels", "fine") | ("fine" | "good" | "better" | "ok", "again")
-            )
+    let breaks = rest
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| *w == "," || *w == "but");
+    let end = breaks.map(|(k, _)| k).nth(1).unwrap_or(rest.len());
+    let rest = &rest[..end];
+    let unsure = |k: usize| {
+        rest[k.saturating_sub(4)..k].iter().any(|w| {
+            negates(w)
+                || matches!(
+                    w.as_str(),
+                    "yet" | "until" | "till" | "once" | "when" | "will" | "ill" | "want" | "be"
+                )
         })
+    };
+    (0..rest.len()).any(|k| {
+        let word = matches!(rest[k].as_str(), "healed" | "recovered");
+        let pair = k >= 1
+            && matches!(
+                (rest[k - 1].as_str(), rest[k].as_str()),
+                ("been" | "feels", "fine") | ("fine" | "good" | "better" | "ok", "again")
+            );
+        (word && !unsure(k)) || (pair && !unsure(k - 1))
+    })
 }
 
 /// How many of `words` come before the clause break ("," or "but") that ends their clause.

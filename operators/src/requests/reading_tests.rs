@@ -709,32 +709,6 @@ fn what_the_review_of_quotes_concessions_and_mockery_found() {
 }
 
 #[test]
-fn words_in_another_sense_ask_nothing_of_answers() {
-    // a unit measuring something, or the user's weight
-    assert_eq!(
-        asked("thanks for the link, I'll just fly 16,000 km from Toronto to pick up a hose"),
-        Vec::<String>::new()
-    );
-    assert_eq!(
-        asked("please dont talk about my kilos or that i should lose some"),
-        Vec::<String>::new()
-    );
-    assert_eq!(asked("use lbs and inches"), ["UnitsValue(1)"]);
-    // "professional" as a person; as a register it still asks
-    assert_eq!(
-        asked("not need every time say talk to doctor or professional i know this already"),
-        Vec::<String>::new()
-    );
-    assert_eq!(asked("please keep a professional tone"), ["FormalityMore"]);
-    // where food comes from is no citation
-    assert_eq!(
-        asked("I need more iron sources in my diet"),
-        Vec::<String>::new()
-    );
-    assert_eq!(asked("I need more sources"), ["SourcesMore"]);
-}
-
-#[test]
 fn a_healed_injury_and_a_workplace_are_read() {
     assert_eq!(asked("hurt my knee, no running"), ["InjuryValue(0)"]);
     assert_eq!(
@@ -745,7 +719,19 @@ fn a_healed_injury_and_a_workplace_are_read() {
         asked("Why is it still all low-impact stuff? I told you my knee's recovered."),
         Vec::<String>::new()
     );
+    assert_eq!(
+        asked("I sprained my ankle and it hasn't healed yet"),
+        ["InjuryValue(0)"]
+    );
+    assert_eq!(
+        asked("my knee hurts and I don't want to wait until it has healed"),
+        ["InjuryValue(0)"]
+    );
     assert_eq!(asked("back at the office full time"), ["WorkValue(1)"]);
+    assert_eq!(
+        asked("tips for stress in the workplace please"),
+        Vec::<String>::new()
+    );
     assert_eq!(
         asked("my job is from home now i dont go office anymore please remember"),
         ["WorkValue(0)"]
@@ -760,20 +746,4 @@ fn a_why_question_leaves_a_complaint_as_it_points() {
         ["LengthMore"]
     );
     assert_eq!(asked("why so stiff? talk like a person"), ["FormalityLess"]);
-}
-
-#[test]
-fn choices_and_the_changed_parts_of_code_are_read() {
-    assert_eq!(
-        asked("not give me many choices just tell me the one best is enough"),
-        ["OptionsLess"]
-    );
-    assert_eq!(
-        asked("could you show only the modified parts of the code going forward?"),
-        ["WholeCodeLess"]
-    );
-    assert_eq!(
-        asked("please give all the code complete not only part i copy paste it"),
-        ["WholeCodeMore"]
-    );
 }

@@ -147,7 +147,7 @@ const LEARNERS: &[&str] = &[
 ];
 
 /// Whether the language at `at` is the one the user says they write in ("even when I write in
-/// German", "i only wrote in french by mistake"), not the one to answer in ("please write in
+/// German", "i only wrote in french by mistake", "even if I mix in some Deutsch"), not the one to answer in ("please write in
 /// German" asks for it).
 fn the_user_writes_in(sentence: &[String], at: usize) -> bool {
     const WRITING: [&str; 7] = [
@@ -481,7 +481,7 @@ pub(super) fn applies_here(sentence: &[String], at: usize, cue: &Cue) -> bool {
     {
         return false;
     }
-    if super::other_senses::names_something_else(cue, previous, next) {
+    if super::other_senses::names_something_else(sentence, at, cue) {
         return false;
     }
     // "prices in pounds" is money; "my weight in pounds" is units
