@@ -421,11 +421,9 @@ fn turned(sentence: &[String], clause_start: usize, start: usize, end: usize, cu
 /// healed ("the knee is fully recovered", "my knee's been fine for weeks", "good again"; not
 /// "I'm recovering from an injury", "it hasn't healed yet", "no running until it has healed").
 fn healed(rest: &[String]) -> bool {
-    let breaks = rest
-        .iter()
-        .enumerate()
-        .filter(|(_, w)| *w == "," || *w == "but");
-    let end = breaks.map(|(k, _)| k).nth(1).unwrap_or(rest.len());
+    let first = clause_length(rest);
+    let end =
+        (first + 1 + clause_length(rest.get(first + 1..).unwrap_or_default())).min(rest.len());
     let rest = &rest[..end];
     let unsure = |k: usize| {
         rest[k.saturating_sub(4)..k].iter().any(|w| {
